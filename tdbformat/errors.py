@@ -1,0 +1,93 @@
+"""FormatError and its subclasses, and the single place where construct's errors become ours.
+
+Every failure to parse or build raises :class:`FormatError` (or a subclass). Its message names the file,
+the structure, the field path, the absolute byte offset, the format version in force and the reason.
+Code deep inside a parse raises ``FormatError(reason)`` with whatever it knows; the enclosing fields
+fill in the rest as the error travels outwards (:func:`annotate`), and :func:`as_format_error` turns a
+construct error into ours at the top-level boundary.
+"""
+
+from __future__ import annotations
+
+from construct import ConstructError
+
+__all__ = ["FormatError", "ChecksumError", "EncryptionError", "VersionError", "UnsupportedError"]
+
+
+class FormatError(ValueError):
+    """A TileDB file (or a value to build) does not follow the format."""
+
+    def __init__(self, reason: str, *, file=None, structure=None, path=None, offset=None, version=None,
+                 within=None):
+        super().__init__(reason)
+        self.reason = reason
+        self.file = file
+        self.structure = structure
+        self.path = _clean_path(path)
+        self.offset = offset
+        self.version = version
+        #: where ``offset`` counts from when it is not the file: e.g. a generic tile's unfiltered payload
+        self.within = within
+
+    def __str__(self) -> str:
+        where = []
+        if self.file is not None:
+            where.append(str(self.file))
+        if self.structure is not None:
+            where.append(self.structure)
+        if self.path:
+            where.append(f"field {self.path}")
+        if self.offset is not None:
+            where.append(f"byte offset {self.offset}" + (f" of {self.within}" if self.within else ""))
+        if self.version is not None:
+            where.append(f"format version {self.version}")
+        return f"{', '.join(where)}: {self.reason}" if where else self.reason
+
+
+class ChecksumError(FormatError):
+    """A checksum filter's stored digest does not match the data."""
+
+
+class EncryptionError(FormatError):
+    """A missing or wrong key, or encrypted bytes that fail authentication."""
+
+
+class VersionError(FormatError):
+    """A field or value does not exist at the format version in force."""
+
+
+class UnsupportedError(FormatError):
+    """Valid bytes that need an optional extra (for example WebP) that is not installed."""
+
+
+def _clean_path(path: str | None) -> str | None:
+    if not path:
+        return None
+    parts = [p.strip() for p in path.split("->")]
+    parts = [p for p in parts if p and p not in ("(parsing)", "(building)", "(sizeof)", "(size)")]
+    # `"name" / field * "doc"` wraps a field twice, and construct names it at both levels.
+    parts = [p for i, p in enumerate(parts) if i == 0 or p != parts[i - 1]]
+    return ".".join(parts) or None
+
+
+def annotate(err: FormatError, **known) -> FormatError:
+    """Fill in the fields of ``err`` that are still unknown; the innermost caller wins."""
+    for name, value in known.items():
+        if value is not None and getattr(err, name) is None:
+            setattr(err, name, _clean_path(value) if name == "path" else value)
+    return err
+
+
+def as_format_error(err: Exception, **known) -> FormatError:
+    """Turn a construct error (or one of ours) into a FormatError carrying everything known."""
+    if isinstance(err, FormatError):
+        return annotate(err, **known)
+    assert isinstance(err, ConstructError)
+    reason = str(err)
+    # construct prefixes its message with "Error in path ..."; the path is reported separately.
+    if reason.startswith("Error in path"):
+        reason = reason.split("\n", 1)[-1].strip()
+    out = FormatError(reason or type(err).__name__)
+    annotate(out, path=getattr(err, "path", None), offset=getattr(err, "_tdb_offset", None),
+             version=getattr(err, "_tdb_version", None), within=getattr(err, "_tdb_within", None))
+    return annotate(out, **known)

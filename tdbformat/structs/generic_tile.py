@@ -1,0 +1,139 @@
+"""Generic tiles: a 34-byte header, its filter pipeline, then one filtered tile (generic_tile.md; REFERENCE.md §5).
+
+Every TileDB file but data files and the plain-text commit files is made of generic tiles.
+
+- :data:`GenericTileHeader` is the header alone (it ignores what follows it).
+- :data:`GenericTile` is the raw layer: header and chunks as stored.
+- :func:`generic_tile` makes the typed layer: a structure whose bytes are the unfiltered payload of a
+  generic tile. It parses to the payload, with the tile as stored kept under the hidden key
+  ``_generic_tile``; building reuses those chunks when the payload is unchanged (so parse then build
+  is byte-exact even for AES with its random IVs) and runs the pipeline forward otherwise.
+"""
+
+from __future__ import annotations
+
+from construct import BytesIOWithOffsets, ConstructError, Construct, Container, Int32ul, Int64ul, ListContainer, Rebuild, this
+
+from ..enums import Datatype, DatatypeEnum, EncryptionEnum, EncryptionType, FilterType
+from ..errors import FormatError
+from ..fields import Bounded, Section, Struct, built_size, remaining
+from ..filters import filter_tile, unfilter
+from ..filters.encryption import normalize_key
+from ..versions import LATEST, AnyFormatVersion
+from .filter_pipeline import DEFAULT_MAX_CHUNK_SIZE, FilterPipeline
+from .tile import Tile, tile_nbytes
+
+__all__ = ["GenericTileHeader", "GenericTile", "generic_tile", "GENERIC_TILE_BASE_SIZE"]
+
+#: Bytes of the header before its filter pipeline.
+GENERIC_TILE_BASE_SIZE = 34
+
+
+def _header(persisted_size, tile_size):
+    return (
+        "version" / AnyFormatVersion * "format version of the library that wrote the tile",
+        "persisted_size" / persisted_size * "bytes of the filtered tile that follows the header",
+        "tile_size" / tile_size * "bytes of the unfiltered tile",
+        "datatype" / DatatypeEnum * "datatype of the tile's cells (CHAR as TileDB writes them)",
+        "cell_size" / Int64ul * "bytes per cell (1 as TileDB writes them)",
+        "encryption_type" / EncryptionEnum * "encryption of the tile",
+        "filter_pipeline_size" / Rebuild(Int32ul, built_size("filter_pipeline", FilterPipeline))
+        * "bytes of the serialized pipeline that follows",
+        "filter_pipeline" / Bounded(this.filter_pipeline_size, FilterPipeline, "filter pipeline")
+        * "pipeline the tile was filtered with (GZIP, then AES-256-GCM if encrypted)",
+    )
+
+
+GenericTileHeader = Section("Generic tile header", "generic_tile.md", Struct(*_header(Int64ul, Int64ul)),
+                            whole=False)
+
+GenericTile = Section("Generic tile", "generic_tile.md", Struct(
+    *_header(Rebuild(Int64ul, lambda ctx: tile_nbytes(ctx.tile)),
+             Rebuild(Int64ul, lambda ctx: sum(c["unfiltered_size"] for c in ctx.tile["chunks"]))),
+    "tile" / Bounded(this.persisted_size, Tile, "generic tile body") * "the filtered tile",
+))
+
+# The raw layer without the Section boundary, for use inside other structures.
+_RawGenericTile = GenericTile.subcon
+
+
+def _default_pipeline(encrypted: bool):
+    filters = [Container(type=FilterType.GZIP, options=Container(compressor=1, level=1))]
+    if encrypted:
+        filters.append(Container(type=FilterType.AES_256_GCM, options=Container()))
+    return Container(max_chunk_size=DEFAULT_MAX_CHUNK_SIZE, num_filters=len(filters), filters=ListContainer(filters))
+
+
+class _GenericTileOf(Construct):
+    """A generic tile whose unfiltered payload is ``payload`` (see the module doc)."""
+
+    def __init__(self, payload):
+        super().__init__()
+        self.payload = payload
+        self.flagbuildnone = False
+
+    def _parse(self, stream, context, path):
+        start = stream.tell()
+        gt = _RawGenericTile._parsereport(stream, context, path)
+        key = normalize_key(context._params.get("key"))
+        data = unfilter(gt.tile, gt.filter_pipeline, datatype=gt.datatype, cell_size=gt.cell_size, key=key,
+                        encrypted=False)
+        if len(data) != gt.tile_size:
+            raise FormatError(f"the tile unfilters to {len(data)} bytes but its header says {gt.tile_size}",
+                              path=path, offset=start)
+        sub = BytesIOWithOffsets(data, None, 0)
+        try:
+            obj = self.payload._parsereport(sub, context, path)
+            if remaining(sub):
+                raise FormatError(f"{remaining(sub)} bytes left over after the payload", offset=sub.tell())
+        except (ConstructError, FormatError) as e:
+            _within(e, start)
+            raise
+        obj["_generic_tile"] = gt
+        obj["_unfiltered"] = data
+        return obj
+
+    def _build(self, obj, stream, context, path):
+        sub = BytesIOWithOffsets(b"", None, 0)
+        try:
+            self.payload._build(obj, sub, context, path)
+        except (ConstructError, FormatError) as e:
+            _within(e, stream.tell())
+            raise
+        data = sub.getvalue()
+        gt = obj.get("_generic_tile") if isinstance(obj, dict) else None
+        if gt is None or obj.get("_unfiltered") != data:
+            gt = self._fresh(gt, data, context)
+        _RawGenericTile._build(gt, stream, context, path)
+        return obj
+
+    def _fresh(self, old, data, context):
+        """A new tile for ``data``: the old header's settings if there is one, TileDB's defaults otherwise."""
+        key = normalize_key(context._params.get("key"))
+        if old is not None:
+            version, pipeline, encryption = old.version, old.filter_pipeline, old.encryption_type
+        else:
+            version = context._params.get("version") or LATEST
+            encryption = EncryptionType.AES_256_GCM if key is not None else EncryptionType.NO_ENCRYPTION
+            pipeline = _default_pipeline(key is not None)
+        tile = filter_tile(data, pipeline, datatype=Datatype.CHAR, cell_size=1, key=key)
+        return Container(version=version, datatype=Datatype.CHAR, cell_size=1, encryption_type=encryption,
+                         filter_pipeline=pipeline, tile=tile)
+
+    def _sizeof(self, context, path):
+        raise FormatError("a generic tile has no static size", path=path)
+
+
+def _within(err, start):
+    """Offsets inside a payload count from the payload, not the file: say so."""
+    label = f"the unfiltered payload of the generic tile at file offset {start}"
+    if isinstance(err, FormatError):
+        if err.within is None:
+            err.within = label
+    elif getattr(err, "_tdb_within", None) is None:
+        err._tdb_within = label
+
+
+def generic_tile(payload) -> Construct:
+    """A generic tile whose unfiltered bytes are ``payload`` (a Struct); wrap it in a Section for a file."""
+    return _GenericTileOf(payload)

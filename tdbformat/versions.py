@@ -1,0 +1,126 @@
+"""Format versions, and the version gates that declarations are written with.
+
+A field that exists only in some format versions is declared once, wrapped in :func:`since`,
+:func:`until` or :func:`between`. The wrapper records its bounds, so that ``tdbformat.spec`` can list a
+structure's fields at any version without parsing anything.
+
+Bounds follow Python ranges: ``since(7, x)`` is present from version 7 on, ``until(5, x)`` up to and
+including version 4 (it was removed in 5), ``between(3, 5, x)`` in versions 3 and 4.
+
+The governing version is the nearest one a structure stores itself (a field declared with
+:data:`FormatVersion`), looked up from the innermost structure outwards; failing that, the
+``version=`` keyword given to ``parse``/``build``.
+"""
+
+from __future__ import annotations
+
+from construct import Int32ul, Subconstruct
+
+from .errors import FormatError, VersionError
+
+__all__ = ["LATEST", "KNOWN_VERSIONS", "since", "until", "between", "format_version", "FormatVersion"]
+
+#: The newest format version, written by TileDB 2.30 and later.
+LATEST = 23
+#: Every format version TileDB has written, oldest first.
+KNOWN_VERSIONS = tuple(range(1, LATEST + 1))
+
+_KEY = "_format_version"
+
+
+def format_version(context, required: bool = True):
+    """The format version governing ``context``: the nearest stored one, else the ``version=`` argument."""
+    ctx = context
+    while ctx is not None:
+        v = ctx.get(_KEY)
+        if v is not None:
+            return v
+        ctx = ctx.get("_")
+    v = context.get("_params", {}).get("version")
+    if v is None and required:
+        raise FormatError("no format version in force: the structure stores none, so pass version=")
+    return v
+
+
+class Versioned(Subconstruct):
+    """A field that exists only for ``lo <= version < hi`` (``None`` is unbounded)."""
+
+    def __init__(self, lo: int | None, hi: int | None, subcon):
+        super().__init__(subcon)
+        self.lo, self.hi = lo, hi
+        self.flagbuildnone = True
+
+    def present(self, version: int) -> bool:
+        return (self.lo is None or version >= self.lo) and (self.hi is None or version < self.hi)
+
+    def span(self) -> str:
+        if self.hi is None:
+            return f"v{self.lo}+"
+        if self.lo is None:
+            return f"v1-v{self.hi - 1}"
+        return f"v{self.lo}-v{self.hi - 1}"
+
+    def _parse(self, stream, context, path):
+        if self.present(format_version(context)):
+            return self.subcon._parsereport(stream, context, path)
+        return None
+
+    def _build(self, obj, stream, context, path):
+        version = format_version(context)
+        if self.present(version):
+            return self.subcon._build(obj, stream, context, path)
+        if obj is not None:
+            raise VersionError(f"this field exists only in format versions {self.span()}, not in v{version}",
+                               path=path, version=version)
+        return None
+
+    def _sizeof(self, context, path):
+        return self.subcon._sizeof(context, path) if self.present(format_version(context)) else 0
+
+
+def since(version: int, subcon) -> Versioned:
+    """``subcon`` is present from format ``version`` on."""
+    return Versioned(version, None, subcon)
+
+
+def until(version: int, subcon) -> Versioned:
+    """``subcon`` is present in format versions before ``version`` (it was removed in ``version``)."""
+    return Versioned(None, version, subcon)
+
+
+def between(lo: int, hi: int, subcon) -> Versioned:
+    """``subcon`` is present for ``lo <= version < hi``."""
+    return Versioned(lo, hi, subcon)
+
+
+class _FormatVersionField(Subconstruct):
+    """A stored u32 format version that governs the structure holding it and everything nested in it."""
+
+    def __init__(self, strict: bool):
+        super().__init__(Int32ul)
+        self.strict = strict
+
+    def _check(self, value, path):
+        if self.strict and not (1 <= value <= LATEST):
+            raise VersionError(f"format version {value} is not one of the known versions 1 to {LATEST}",
+                               path=path, version=value)
+
+    def _parse(self, stream, context, path):
+        value = self.subcon._parsereport(stream, context, path)
+        self._check(value, path)
+        context[_KEY] = value
+        return value
+
+    def _build(self, obj, stream, context, path):
+        self._check(obj, path)
+        context[_KEY] = obj
+        return self.subcon._build(obj, stream, context, path)
+
+    def _sizeof(self, context, path):
+        return 4
+
+
+#: A u32 format version (1 to 23) that governs its structure.
+FormatVersion = _FormatVersionField(strict=True)
+#: The same, for headers that TileDB writes with any library version (even experimental ones).
+AnyFormatVersion = _FormatVersionField(strict=False)
