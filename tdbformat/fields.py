@@ -67,6 +67,7 @@ class Struct(construct.Struct):
         context = Container(_=context, _params=context._params, _root=None, _parsing=True, _building=False,
                             _sizing=False, _subcons=self._subcons, _io=stream, _index=context.get("_index"))
         context._root = context._.get("_root", context)
+        offsets = {}  # where each field starts, for inspection (hidden from equality and printing)
         for sc in self.subcons:
             start = _offset(stream)
             try:
@@ -77,6 +78,8 @@ class Struct(construct.Struct):
             if sc.name:
                 obj[sc.name] = subobj
                 context[sc.name] = subobj
+                offsets[sc.name] = start
+        obj._offsets = offsets
         return obj
 
     def _build(self, obj, stream, context, path):

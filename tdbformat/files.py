@@ -1,0 +1,109 @@
+"""``parse_file``: recognise a TileDB file by its name and place in the folder, and parse it.
+
+Each file kind names the structure it is parsed with and the context that structure needs (the
+format version, the array schema next to a fragment, the encryption key). The context is found from the
+file's surroundings, so ``parse_file(path)`` needs nothing but the path (and ``key=`` when encrypted).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import FormatError
+from .structs.generic_tile import GenericTile
+from .structs.tile import DataFile
+
+__all__ = ["ParsedFile", "parse_file", "inspect_path", "file_kind"]
+
+
+@dataclass
+class ParsedFile:
+    """One parsed file: ``kind`` (e.g. ``"array_schema"``), ``value`` (the parsed Container)."""
+
+    path: Path
+    kind: str
+    value: Any
+    struct: Any = field(repr=False)
+    context: dict = field(default_factory=dict, repr=False)
+
+    def build(self) -> bytes:
+        """The file's bytes rebuilt from ``value``."""
+        return self.struct.build(self.value, **self.context)
+
+
+@dataclass(frozen=True)
+class _Kind:
+    name: str
+    matches: Callable[[Path], bool]
+    struct: Callable[[], Any]
+
+
+def _in(folder: str):
+    return lambda p: p.parent.name == folder
+
+
+def _fragment_dir(p: Path) -> bool:
+    return p.parent.name.startswith("__") and p.parent.name not in _SPECIAL_DIRS
+
+
+_SPECIAL_DIRS = {"__schema", "__meta", "__fragment_meta", "__commits", "__group", "__labels", "__fragments",
+                 "__enumerations"}
+_EMPTY = re.compile(r".*\.(ok|wrt)$")
+
+# Most specific first.
+_KINDS = [
+    _Kind("lock", lambda p: p.name == "__lock.tdb", lambda: None),
+    _Kind("group_marker", lambda p: p.name == "__tiledb_group.tdb", lambda: None),
+    _Kind("commit", lambda p: bool(_EMPTY.match(p.name)), lambda: None),
+    _Kind("array_schema", lambda p: p.name == "__array_schema.tdb" or (_in("__schema")(p) and p.is_file()),
+          lambda: GenericTile),
+    _Kind("enumeration", _in("__enumerations"), lambda: GenericTile),
+    _Kind("metadata", lambda p: _in("__meta")(p) and not p.name.endswith(".vac"), lambda: GenericTile),
+    _Kind("group_details", _in("__group"), lambda: GenericTile),
+    _Kind("fragment_metadata", lambda p: p.name == "__fragment_metadata.tdb", lambda: None),
+    _Kind("data", lambda p: p.suffix == ".tdb" and _fragment_dir(p), lambda: DataFile),
+]
+
+
+def file_kind(path) -> str:
+    """The kind of the file at ``path``, from its name and the folder it is in."""
+    p = Path(path)
+    for kind in _KINDS:
+        if kind.matches(p):
+            return kind.name
+    raise FormatError("not a file of a TileDB array or group", file=str(p))
+
+
+def parse_file(path, key=None) -> ParsedFile:
+    """Parse the TileDB file at ``path`` (``key=`` for an encrypted array)."""
+    p = Path(path)
+    kind = next(k for k in _KINDS if k.name == file_kind(p))
+    data = p.read_bytes()
+    struct = kind.struct()
+    context = {"filename": str(p)}
+    if key is not None:
+        context["key"] = key
+    if struct is None:
+        if data:
+            raise FormatError(f"a {kind.name} file is empty, this one has {len(data)} bytes", file=str(p))
+        return ParsedFile(p, kind.name, None, _Empty, context)
+    return ParsedFile(p, kind.name, struct.parse(data, **context), struct, context)
+
+
+class _Empty:
+    """The empty marker files (.ok, .wrt, __lock.tdb, __tiledb_group.tdb)."""
+
+    @staticmethod
+    def build(value, **context) -> bytes:
+        return b""
+
+
+def inspect_path(path, key=None) -> list[ParsedFile]:
+    """Every TileDB file at ``path`` (a file, or a folder walked recursively), parsed."""
+    p = Path(path)
+    if p.is_file():
+        return [parse_file(p, key=key)]
+    return [parse_file(f, key=key) for f in sorted(p.rglob("*")) if f.is_file()]
