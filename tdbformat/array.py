@@ -1,0 +1,466 @@
+"""Reading an array's cells into numpy without TileDB (REFERENCE.md §3, §4, §11-14).
+
+:func:`open_array` finds the array's schemas, its committed fragments (per format era: fragment folders
+in the array root up to v11 and under ``__fragments`` from v12; committed by ``__fragment_metadata.tdb``
+(v1-4), ``<name>.ok`` (v5-11) or ``__commits/<name>.wrt`` and ``.con`` lists (v12+); minus those named in
+vacuum files), its delete commits, array metadata and enumerations. :meth:`Array.read` decodes the
+tiles it needs and merges the fragments as TileDB does:
+
+- dense: the result starts as fill values; fragments apply in timestamp order, later ones overwriting
+  earlier ones, each only inside its non-empty domain;
+- sparse: cells of every fragment, minus deleted ones, minus older duplicates unless the schema allows
+  duplicates, sorted row-major (or column-major, global order, or left unordered).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import _order
+from ._query import evaluate
+from .enums import ArrayType, Datatype, EncryptionType, Layout
+from .errors import FormatError, annotate
+from .filters import unfilter
+from .filters.encryption import normalize_key
+from .structs import array_schema as schema_mod
+from .structs import commits
+from .structs.names import parse_timestamped_name
+from .structs.tile import Tile
+
+__all__ = ["open_array", "Array", "Fragment"]
+
+_ORDERS = {"C": Layout.ROW_MAJOR, "F": Layout.COL_MAJOR, "G": Layout.GLOBAL_ORDER, "U": Layout.UNORDERED}
+#: folders of the array root that are not legacy fragment folders
+_RESERVED = {"__schema", "__meta", "__fragments", "__commits", "__fragment_meta", "__labels"}
+_U64 = np.dtype("<u8")
+
+
+@dataclass
+class Fragment:
+    """One committed fragment."""
+
+    name: str
+    path: Path
+    version: int
+    timestamp_range: tuple[int, int]
+    #: (lo, hi) per dimension
+    non_empty_domain: list
+    cell_num: int
+    #: the parsed fragment metadata (``structs.fragment.FragmentMetadata``)
+    metadata: object = field(repr=False)
+
+    @property
+    def dense(self) -> bool:
+        return bool(self.metadata.dense)
+
+
+@dataclass
+class _Delete:
+    """A delete commit: cells written before ``timestamp`` that fail ``condition`` are deleted."""
+
+    marker: str
+    timestamp: int
+    condition: object
+
+
+def _read(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+def _listing(folder: Path) -> list[Path]:
+    return sorted(folder.iterdir()) if folder.is_dir() else []
+
+
+def _name_from_uri(uri: str) -> str:
+    """The fragment or commit name of a vacuum/ignore/consolidated-commits line (absolute before v19)."""
+    return uri.rstrip("/").rsplit("/", 1)[-1]
+
+
+class Array:
+    """An opened array: its schemas, committed fragments, delete commits, metadata and enumerations."""
+
+    def __init__(self, path, key=None):
+        self.path = Path(path)
+        self.key = normalize_key(key)
+        self.schemas = self._schemas()
+        self.schema = self.schemas[-1][1]
+        self.encrypted = self.schema["_generic_tile"].encryption_type != EncryptionType.NO_ENCRYPTION
+        self.dims = schema_mod.dimensions(self.schema)
+        self.attrs = schema_mod.attributes(self.schema)
+        self.deletes: list[_Delete] = []
+        self.fragments = self._fragments()
+
+    # ----------------------------------------------------------------- discovery
+
+    def _schemas(self):
+        """(name, parsed schema) by timestamp; the legacy ``__array_schema.tdb`` counts as the oldest."""
+        found = []
+        legacy = self.path / "__array_schema.tdb"
+        if legacy.is_file():
+            found.append((legacy.name, -1, legacy))
+        for p in _listing(self.path / "__schema"):
+            if p.is_file():
+                found.append((p.name, parse_timestamped_name(p.name).t1, p))
+        if not found:
+            raise FormatError(f"{self.path} is not a TileDB array: no array schema")
+        found.sort(key=lambda f: (f[1], f[0]))
+        return [(name, schema_mod.ArraySchema.parse(_read(p), key=self.key, filename=str(p)))
+                for name, _, p in found]
+
+    def _fragments(self) -> list[Fragment]:
+        commit_dir = self.path / "__commits"
+        committed, vacuumed, ignored = set(), set(), set()
+        deletes = {}
+        for p in _listing(self.path) + _listing(commit_dir):
+            suffix = p.suffix
+            if suffix in (".ok", ".wrt"):
+                committed.add(p.stem)
+            elif suffix == ".vac" and p.parent.name != "__meta":
+                vacuumed.update(_name_from_uri(u) for u in commits.VacuumFile.parse(_read(p)).uris)
+            elif suffix == ".ign":
+                ignored.update(_name_from_uri(u) for u in commits.IgnoreFile.parse(_read(p)).uris)
+            elif suffix == ".del":
+                deletes[p.name] = commits.DeleteCommit.parse(_read(p), key=self.key, filename=str(p))
+        for p in _listing(commit_dir):
+            if p.suffix == ".con" and p.name not in ignored:
+                for entry in commits.ConsolidatedCommits.parse(_read(p), key=self.key).entries:
+                    name = _name_from_uri(entry.uri)
+                    if name in ignored:
+                        continue
+                    if name.endswith(".wrt"):
+                        committed.add(name[:-4])
+                    elif name.endswith(".del"):
+                        deletes.setdefault(name, entry.delete)
+        self.deletes = sorted(
+            (_Delete(f"__commits/{n}", parse_timestamped_name(n).t1, d.condition) for n, d in deletes.items()),
+            key=lambda d: d.timestamp)
+        folders = [p for p in _listing(self.path) if p.is_dir() and p.name not in _RESERVED]
+        folders += [p for p in _listing(self.path / "__fragments") if p.is_dir()]
+        frags = []
+        for folder in folders:
+            if folder.name in vacuumed:
+                continue
+            ts = parse_timestamped_name(folder.name)
+            meta_file = folder / "__fragment_metadata.tdb"
+            # v1-4 have no commit markers: the metadata file is the commit
+            if ts.version is not None and ts.version >= 5 and folder.name not in committed:
+                continue
+            if not meta_file.is_file():
+                continue
+            frags.append(self._fragment(folder, ts))
+        frags.sort(key=lambda f: (f.timestamp_range, f.name))
+        return frags
+
+    def _fragment(self, folder: Path, ts) -> Fragment:
+        from .structs import fragment as fragment_mod
+
+        meta = fragment_mod.FragmentMetadata.parse(_read(folder / "__fragment_metadata.tdb"), schema=self.schema,
+                                                   key=self.key, name=folder.name,
+                                                   filename=str(folder / "__fragment_metadata.tdb"))
+        return Fragment(folder.name, folder, meta.version, (ts.t1, ts.t2),
+                        [tuple(r) for r in meta.non_empty_domain], int(meta.cell_num), meta)
+
+    # ----------------------------------------------------------------- tiles
+
+    def _tile(self, frag: Fragment, name: str, kind: str, idx: int, k: int, info, offsets=None) -> bytes:
+        """The unfiltered bytes of tile ``k`` of field ``idx``'s ``kind`` file ("", "_var" or "_validity")."""
+        meta = frag.metadata
+        tile_offsets = {"": meta.tile_offsets, "_var": meta.tile_var_offsets,
+                        "_validity": meta.tile_validity_offsets}[kind][idx]
+        file_size = {"": meta.file_sizes, "_var": meta.file_var_sizes, "_validity": meta.file_validity_sizes}[kind][idx]
+        start = int(tile_offsets[k])
+        end = int(tile_offsets[k + 1]) if k + 1 < len(tile_offsets) else int(file_size)
+        path = frag.path / f"{meta.file_stem(idx)}{kind}.tdb"
+        if kind == "_validity":
+            pipeline, datatype, cell_size = self.schema.cell_validity_filters, Datatype.UINT8, 1
+        elif info.var and kind == "":
+            pipeline, datatype, cell_size = self.schema.cell_var_offsets_filters, Datatype.UINT64, 8
+        else:
+            pipeline, datatype = info.filters, info.datatype
+            cell_size = datatype.size * (1 if info.var else info.cell_val_num)
+        try:
+            with path.open("rb") as f:
+                f.seek(start)
+                data = f.read(end - start)
+            tile = Tile.parse(data)
+            return unfilter(tile, pipeline, datatype=datatype, version=frag.version, cell_size=cell_size,
+                            key=self.key, offsets=offsets, encrypted=self.encrypted)
+        except FormatError as e:
+            where = f"fragment {frag.name}, {name}{kind}, tile {k} at byte offset {start} of {path.name}"
+            raise annotate(FormatError(f"{where}: {e}", file=str(path), offset=start + (e.offset or 0)),
+                           version=frag.version) from e
+
+    def _field(self, frag: Fragment, info, idx: int, tiles, pool) -> tuple[np.ndarray, np.ndarray | None]:
+        """Values (and validity) of field ``info`` over ``tiles`` of ``frag``, tiles concatenated in order."""
+        def one(k):
+            fixed = self._tile(frag, info.name, "", idx, k, info)
+            if info.var:
+                offsets = np.frombuffer(fixed, _U64)
+                data = self._tile(frag, info.name, "_var", idx, k, info, offsets=offsets)
+                values = _split(data, offsets, info)
+            else:
+                values = np.frombuffer(fixed, _dtype(info))
+            valid = (np.frombuffer(self._tile(frag, info.name, "_validity", idx, k, info), np.uint8) != 0
+                     if info.nullable else None)
+            return values, valid
+        parts = list(pool.map(one, tiles))
+        if not parts:
+            return np.empty(0, _result_dtype(info)), (np.empty(0, bool) if info.nullable else None)
+        values = np.concatenate([p[0] for p in parts])
+        valid = np.concatenate([p[1] for p in parts]) if info.nullable else None
+        return values, valid
+
+    # ----------------------------------------------------------------- reads
+
+    def read(self, attrs=None, timestamp=None, order=None, ranges=None, threads=None) -> dict:
+        """The array's cells as ``{name: numpy array}`` (TileDB-Py conventions).
+
+        ``attrs``: attribute names (default all). ``timestamp``: read as of this time (ms), or a
+        ``(start, end)`` range. ``order``: "C" row-major, "F" column-major, "G" global order, "U"
+        unordered (dense reads default to "C" N-D arrays, sparse ones to "C"). ``ranges``:
+        ``{dim: (lo, hi)}`` inclusive subarray. ``threads``: tile-decoding threads.
+        """
+        wanted = [a for a in self.attrs if attrs is None or a.name in attrs]
+        if attrs is not None and len(wanted) != len(attrs):
+            raise KeyError(f"no attribute(s) {sorted(set(attrs) - {a.name for a in wanted})}")
+        layout = _ORDERS[order or "C"]
+        start, end = (0, timestamp) if np.isscalar(timestamp) else (timestamp or (0, 2**64 - 1))
+        frags = [f for f in self.fragments
+                 if f.timestamp_range[0] <= end and f.timestamp_range[1] >= start
+                 and (start <= f.timestamp_range[0] and f.timestamp_range[1] <= end or f.metadata.has_timestamps)]
+        with ThreadPoolExecutor(threads) as pool:
+            if self.schema.array_type == ArrayType.DENSE:
+                return self._read_dense(frags, wanted, ranges or {}, layout, pool)
+            return self._read_sparse(frags, wanted, ranges or {}, layout, (start, end), pool)
+
+    def _box(self, ranges):
+        lo, hi = [], []
+        for d, dim in zip(self.dims, self.schema.domain.dimensions):
+            r = ranges.get(d.name, dim.domain)
+            lo.append(r[0])
+            hi.append(r[1])
+        return lo, hi
+
+    def _read_dense(self, frags, wanted, ranges, layout, pool):
+        dom = self.schema.domain.dimensions
+        dom_lo = [d.domain[0] for d in dom]
+        extents = [d.tile_extent[0] for d in dom]
+        lo, hi = self._box(ranges)
+        shape = tuple(int(b) - int(a) + 1 for a, b in zip(lo, hi))
+        out = {a.name: _filled(a, self.schema.attributes[self.attrs.index(a)], shape) for a in wanted}
+        valid = {a.name: np.full(shape, bool(self.schema.attributes[self.attrs.index(a)].get("fill_value_validity")))
+                 for a in wanted if a.nullable}
+        for frag in frags:
+            if not frag.dense:
+                raise FormatError(f"fragment {frag.name}: sparse fragments in dense arrays are not supported")
+            ned = frag.non_empty_domain
+            first, last = _order.tile_range(dom_lo, extents, [r[0] for r in ned], [r[1] for r in ned])
+            grid = _order.tiles_in_order(first, last, self.schema.tile_order)
+            jobs = []
+            for k, tile in enumerate(grid):
+                t_lo, t_hi = _order.tile_box(dom_lo, extents, tile)
+                b_lo = [max(a, int(n[0]), int(q)) for a, n, q in zip(t_lo, ned, lo)]
+                b_hi = [min(b, int(n[1]), int(q)) for b, n, q in zip(t_hi, ned, hi)]
+                if all(a <= b for a, b in zip(b_lo, b_hi)):
+                    src = tuple(slice(a - t, b - t + 1) for a, b, t in zip(b_lo, b_hi, t_lo))
+                    dst = tuple(slice(a - int(q), b - int(q) + 1) for a, b, q in zip(b_lo, b_hi, lo))
+                    jobs.append((k, src, dst))
+            for a in wanted:
+                idx = self.attrs.index(a)
+                values, validity = self._field(frag, a, idx, [k for k, _, _ in jobs], pool)
+                n = int(np.prod(extents))
+                for j, (_, src, dst) in enumerate(jobs):
+                    out[a.name][dst] = _order.as_tile(values[j * n:(j + 1) * n], extents, self.schema.cell_order)[src]
+                    if a.nullable:
+                        valid[a.name][dst] = _order.as_tile(validity[j * n:(j + 1) * n], extents,
+                                                            self.schema.cell_order)[src]
+        if layout == Layout.COL_MAJOR:
+            out = {k: np.asfortranarray(v) for k, v in out.items()}
+        return {k: _masked(v, valid.get(k)) for k, v in out.items()}
+
+    def _read_sparse(self, frags, wanted, ranges, layout, window, pool):
+        names = [d.name for d in self.dims]
+        need = {c.comparison.field_name for d in self.deletes for c in _leaves(d.condition)}
+        fields = self.dims + [a for a in self.attrs if a in wanted or a.name in need]
+        columns = {f.name: [] for f in fields}
+        validity = {f.name: [] for f in fields if f.nullable}
+        stamps, order_in = [], []
+        for fi, frag in enumerate(frags):
+            tiles = self._sparse_tiles(frag, ranges)
+            cols = {}
+            for f in fields:
+                idx = self._index(f)
+                cols[f.name], v = self._field(frag, f, idx, tiles, pool) if idx is not None else (None, None)
+                if f.nullable:
+                    validity[f.name].append(v)
+            n = len(cols[names[0]])
+            keep = np.ones(n, bool)
+            for d, col in zip(self.dims, (cols[x] for x in names)):
+                if d.name in ranges:
+                    r = ranges[d.name]
+                    keep &= (col >= _like(r[0], col)) & (col <= _like(r[1], col))
+            t = (self._field(frag, _TIMESTAMPS, self._n_base(), tiles, pool)[0].astype(np.int64)
+                 if frag.metadata.has_timestamps else np.full(n, frag.timestamp_range[1], np.int64))
+            keep &= (t >= window[0]) & (t <= window[1])
+            colvals = {k: v for k, v in cols.items() if v is not None}
+            valids = {f.name: validity[f.name][-1] for f in fields if f.nullable}
+            for d in self.deletes:
+                if d.timestamp > window[1] or d.marker in frag.metadata.processed_conditions:
+                    continue
+                keep &= (t >= d.timestamp) | evaluate(d.condition, colvals, valids, n)
+            for k, v in cols.items():
+                columns[k].append(v[keep])
+            for k in validity:
+                validity[k][-1] = validity[k][-1][keep]
+            stamps.append(t[keep])
+            order_in.append(np.full(int(keep.sum()), fi))
+        cat = {k: np.concatenate(v) if v else np.empty(0, _result_dtype(f))
+               for f, (k, v) in zip(fields, columns.items())}
+        valid = {k: np.concatenate(v) if v else np.empty(0, bool) for k, v in validity.items()}
+        stamp = np.concatenate(stamps) if stamps else np.empty(0, np.int64)
+        frag_of = np.concatenate(order_in) if order_in else np.empty(0, np.int64)
+        coords = [cat[x] for x in names]
+        if not self.schema.allows_dups and len(stamp):
+            # the newest cell (timestamp, then fragment) of each coordinate wins
+            perm = np.lexsort([-frag_of, -stamp] + [_order.ranks(c) for c in coords[::-1]])
+            sorted_keys = [_order.ranks(c)[perm] for c in coords]
+            first = np.ones(len(perm), bool)
+            first[1:] = np.any([k[1:] != k[:-1] for k in sorted_keys], axis=0)
+            sel = np.sort(perm[first])
+            cat = {k: v[sel] for k, v in cat.items()}
+            valid = {k: v[sel] for k, v in valid.items()}
+            coords = [cat[x] for x in names]
+        if layout != Layout.UNORDERED:
+            perm = self._sort(coords, layout)
+            cat = {k: v[perm] for k, v in cat.items()}
+            valid = {k: v[perm] for k, v in valid.items()}
+        out = {x: cat[x] for x in names}
+        out.update({a.name: _masked(cat[a.name], valid.get(a.name)) for a in wanted})
+        return out
+
+    def _sort(self, coords, layout):
+        dom = self.schema.domain.dimensions
+        if layout == Layout.GLOBAL_ORDER and self.schema.cell_order == Layout.HILBERT:
+            raise FormatError("global order of Hilbert arrays is not supported; use order='C'")
+        return _order.order_cells(
+            coords, layout, dom_lo=[d.domain[0] if d.domain else None for d in dom],
+            extents=[d.tile_extent[0] if d.tile_extent else None for d in dom],
+            tile_order=self.schema.tile_order, cell_order=self.schema.cell_order)
+
+    def _n_base(self) -> int:
+        """Index of the timestamps field: after attributes, the __coords slot and dimensions (§11)."""
+        return len(self.attrs) + 1 + len(self.dims)
+
+    def _index(self, info):
+        if info in self.attrs:
+            return self.attrs.index(info)
+        return len(self.attrs) + 1 + self.dims.index(info)
+
+    def _sparse_tiles(self, frag: Fragment, ranges) -> list[int]:
+        """Tiles of a sparse fragment whose MBR meets ``ranges`` (all tiles without ranges)."""
+        mbrs = frag.metadata.leaf_mbrs()
+        keep = np.ones(len(mbrs), bool)
+        for j, d in enumerate(self.dims):
+            if d.name in ranges:
+                lo, hi = ranges[d.name]
+                keep &= np.array([m[j][0] <= hi and m[j][1] >= lo for m in mbrs], bool)
+        return [int(k) for k in np.flatnonzero(keep)]
+
+    # ----------------------------------------------------------------- extras
+
+    @property
+    def metadata(self) -> dict:
+        from .structs import metadata as metadata_mod
+
+        return metadata_mod.read_array_metadata(self.path, key=self.key)
+
+    @property
+    def enumerations(self) -> dict:
+        from .structs import enumeration as enumeration_mod
+
+        return enumeration_mod.read_enumerations(self.path, self.schema, key=self.key)
+
+
+#: the per-cell timestamps of consolidated-with-timestamps fragments, filtered like coordinates
+_TIMESTAMPS = schema_mod.FieldInfo("__timestamps", Datatype.UINT64, 1, False, False, None)
+
+
+def _leaves(node):
+    if node.expression is not None:
+        for child in node.expression.children:
+            yield from _leaves(child)
+    else:
+        yield node
+
+
+def _dtype(info) -> np.dtype:
+    base = info.datatype.numpy_dtype
+    if info.cell_val_num == 1:
+        return base
+    if base.kind == "S":
+        return np.dtype(f"S{info.cell_val_num}")
+    return np.dtype(",".join([base.str] * info.cell_val_num))
+
+
+def _result_dtype(info) -> np.dtype:
+    return np.dtype(object) if info.var else _dtype(info)
+
+
+def _split(data: bytes, offsets: np.ndarray, info) -> np.ndarray:
+    """A var tile's cells as an object array: str for UTF-8, bytes for other strings, arrays otherwise."""
+    ends = np.append(offsets[1:], len(data)).tolist()
+    cells = [data[a:b] for a, b in zip(offsets.tolist(), ends)]
+    out = np.empty(len(cells), object)
+    if info.datatype == Datatype.STRING_UTF8:
+        out[:] = [c.decode("utf-8", "surrogateescape") for c in cells]
+    elif info.datatype in (Datatype.CHAR, Datatype.STRING_ASCII, Datatype.BLOB, Datatype.ANY):
+        out[:] = cells
+    else:
+        out[:] = [np.frombuffer(c, info.datatype.numpy_dtype) for c in cells]
+    return out
+
+
+def _like(value, column: np.ndarray):
+    """A range bound as the kind of value ``column`` holds (bytes bounds for byte-string dimensions)."""
+    if column.dtype == object and isinstance(value, str) and column.size and isinstance(column[0], bytes):
+        return value.encode()
+    return value
+
+
+def _filled(info, attribute, shape) -> np.ndarray:
+    """A dense result array of ``shape`` holding ``attribute``'s fill value."""
+    fill = schema_mod.fill_value(attribute)
+    if info.var:
+        data = bytes(fill) if fill is not None else _default_fill(info).tobytes()
+        out = np.empty(shape, object)
+        out[...] = _split(data, np.zeros(1, _U64), info)[0]
+        return out
+    dtype = _dtype(info)
+    value = np.frombuffer(fill.tobytes(), dtype)[0] if fill is not None else _default_fill(info)
+    return np.full(shape, value, dtype)
+
+
+def _default_fill(info):
+    """TileDB's default fill value of a datatype (before v6 schemas stored one): min of signed integers,
+    max of unsigned ones, NaN for floats, 0x80 for characters."""
+    dt = info.datatype.numpy_dtype
+    if dt.kind == "f":
+        return np.array(np.nan, dt)
+    if dt.kind == "i" or dt.kind in "Mm":
+        return np.array(np.iinfo(np.int64 if dt.kind in "Mm" else dt).min).astype(dt)
+    if dt.kind == "u":
+        return np.array(np.iinfo(dt).max, dt)
+    return np.frombuffer(b"\x80" * dt.itemsize, dt)[0]
+
+
+def _masked(values: np.ndarray, valid):
+    return values if valid is None else np.ma.masked_array(values, mask=~valid)
+
+
+def open_array(path, key=None) -> Array:
+    """Open the array at ``path`` (``key``: AES-256-GCM key of an encrypted array)."""
+    return Array(path, key=key)
