@@ -7,6 +7,8 @@ against the bytes left before anything is read. Parsed arrays are read-only view
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 from construct import Construct, Int64ul, Rebuild, evaluate, this
 
@@ -14,6 +16,15 @@ from .errors import FormatError
 from .fields import Struct, _need
 
 __all__ = ["NumpyArray", "CountedNumpy"]
+
+
+def _read_view(stream, nbytes: int):
+    """The next ``nbytes`` of ``stream``, without a copy when it is in memory."""
+    if isinstance(stream, io.BytesIO):
+        pos = io.BytesIO.tell(stream)  # the buffer position, whatever offset a subclass reports
+        io.BytesIO.seek(stream, pos + nbytes)
+        return stream.getbuffer()[pos:pos + nbytes]
+    return stream.read(nbytes)
 
 
 class NumpyArray(Construct):
@@ -32,7 +43,9 @@ class NumpyArray(Construct):
         count = evaluate(self.count, context)
         nbytes = count * dtype.itemsize
         _need(stream, nbytes, path, f"{count} values of {dtype}")
-        return np.frombuffer(stream.read(nbytes), dtype=dtype, count=count)
+        arr = np.frombuffer(_read_view(stream, nbytes), dtype=dtype, count=count)
+        arr.flags.writeable = False
+        return arr
 
     def _build(self, obj, stream, context, path):
         dtype = self._dtype(context)
