@@ -29,7 +29,7 @@ from .generic_tile import generic_tile
 __all__ = [
     "ArraySchema", "ArraySchemaPayload", "Domain", "Dimension", "Attribute", "DimensionLabel", "CurrentDomain",
     "FieldInfo", "dimensions", "attributes", "schema_version", "fill_value", "dimension_datatype",
-    "check_not_pre_v1", "VAR_NUM", "TypedValues", "TypedValue",
+    "check_not_pre_v1", "VAR_NUM", "TypedValues", "TypedValue", "VersionZero",
 ]
 
 #: ``cell_val_num`` of a var-sized field (TILEDB_VAR_NUM).
@@ -177,18 +177,22 @@ NDRange = switch(lambda ctx: _range_dimension(ctx).cell_val_num == VAR_NUM,
                  {False: _fixed_range, True: _var_range}, "unreachable")
 
 
-class _Zero(Construct):
-    """A u32 that must be 0 (the current-domain version TileDB writes and accepts)."""
+class VersionZero(Construct):
+    """A u32 version that must be 0, the only one TileDB writes and reads (current domain, enumeration)."""
+
+    def __init__(self, what: str):
+        super().__init__()
+        self.what = what
 
     def _parse(self, stream, context, path):
         value = Int32ul._parsereport(stream, context, path)
         if value != 0:
-            raise FormatError(f"current domain version {value} is not 0, the only one TileDB knows", path=path)
+            raise FormatError(f"{self.what} version {value} is not 0, the only one TileDB knows", path=path)
         return value
 
     def _build(self, obj, stream, context, path):
         if obj != 0:
-            raise FormatError(f"current domain version must be 0, not {obj}", path=path)
+            raise FormatError(f"{self.what} version must be 0, not {obj}", path=path)
         return Int32ul._build(obj, stream, context, path)
 
     def _sizeof(self, context, path):
@@ -196,7 +200,7 @@ class _Zero(Construct):
 
 
 CurrentDomain = "Current domain (current_domain.md; REFERENCE.md §8.5, §17 #4: version is 0)" * Struct(
-    "version" / _Zero() * "current domain version (0)",
+    "version" / VersionZero("current domain") * "current domain version (0)",
     "empty" / Flag * "1 = no current domain is set",
     "type" / If(lambda ctx: not ctx.empty, CurrentDomainTypeEnum) * "kind of current domain",
     "ndrectangle" / If(lambda ctx: not ctx.empty, switch(this.type, {
