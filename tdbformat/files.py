@@ -7,7 +7,6 @@ file's surroundings, so ``parse_file(path)`` needs nothing but the path (and ``k
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -51,36 +50,56 @@ def _fragment_dir(p: Path) -> bool:
 
 _SPECIAL_DIRS = {"__schema", "__meta", "__fragment_meta", "__commits", "__group", "__labels", "__fragments",
                  "__enumerations"}
-_EMPTY = re.compile(r".*\.(ok|wrt)$")
+
+
+def _suffix(*suffixes):
+    return lambda p: p.suffix in suffixes
+
+
+def _struct(module: str, name: str):
+    """The structure ``name`` of ``tdbformat.structs.<module>``, imported when first needed."""
+    def get():
+        from importlib import import_module
+        return getattr(import_module(f"tdbformat.structs.{module}"), name)
+    return get
+
 
 # Most specific first.
 _KINDS = [
     _Kind("lock", lambda p: p.name == "__lock.tdb", lambda: None),
     _Kind("group_marker", lambda p: p.name == "__tiledb_group.tdb", lambda: None),
-    _Kind("commit", lambda p: bool(_EMPTY.match(p.name)), lambda: None),
+    _Kind("commit", _suffix(".ok", ".wrt"), _struct("commits", "CommitMarker")),
+    _Kind("vacuum", _suffix(".vac"), _struct("commits", "VacuumFile")),
+    _Kind("ignore", _suffix(".ign"), _struct("commits", "IgnoreFile")),
+    _Kind("consolidated_commits", _suffix(".con"), _struct("commits", "ConsolidatedCommits")),
+    _Kind("delete_commit", _suffix(".del"), _struct("commits", "DeleteCommit")),
+    _Kind("update_commit", _suffix(".upd"), _struct("commits", "UpdateCommit")),
     _Kind("array_schema", lambda p: p.name == "__array_schema.tdb" or (_in("__schema")(p) and p.is_file()),
-          lambda: GenericTile),
+          _struct("array_schema", "ArraySchema")),
     _Kind("enumeration", _in("__enumerations"), lambda: GenericTile),
-    _Kind("metadata", lambda p: _in("__meta")(p) and not p.name.endswith(".vac"), lambda: GenericTile),
+    _Kind("metadata", _in("__meta"), lambda: GenericTile),
     _Kind("group_details", _in("__group"), lambda: GenericTile),
     _Kind("fragment_metadata", lambda p: p.name == "__fragment_metadata.tdb", lambda: None),
     _Kind("data", lambda p: p.suffix == ".tdb" and _fragment_dir(p), lambda: DataFile),
 ]
 
 
-def file_kind(path) -> str:
-    """The kind of the file at ``path``, from its name and the folder it is in."""
-    p = Path(path)
+def _kind(p: Path) -> _Kind:
     for kind in _KINDS:
         if kind.matches(p):
-            return kind.name
+            return kind
     raise FormatError("not a file of a TileDB array or group", file=str(p))
+
+
+def file_kind(path) -> str:
+    """The kind of the file at ``path``, from its name and the folder it is in."""
+    return _kind(Path(path)).name
 
 
 def parse_file(path, key=None) -> ParsedFile:
     """Parse the TileDB file at ``path`` (``key=`` for an encrypted array)."""
     p = Path(path)
-    kind = next(k for k in _KINDS if k.name == file_kind(p))
+    kind = _kind(p)
     data = p.read_bytes()
     struct = kind.struct()
     context = {"filename": str(p)}
