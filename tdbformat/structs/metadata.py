@@ -23,7 +23,7 @@ from .commits import VacuumFile
 from .generic_tile import generic_tile
 from .names import parse_timestamped_name
 
-__all__ = ["ArrayMetadata", "MetadataEntry", "fold_metadata", "metadata_files", "read_metadata"]
+__all__ = ["ArrayMetadata", "MetadataEntry", "fold_metadata", "loaded_files", "read_metadata"]
 
 MetadataEntry = "Metadata entry (metadata.md; REFERENCE.md §10)" * Struct(
     *text_field("key", Int32ul, "metadata key"),
@@ -41,8 +41,9 @@ ArrayMetadata = Section("Metadata", "metadata.md", generic_tile(Struct(
 )))
 
 
-def metadata_files(meta_dir) -> list[Path]:
-    """The metadata files of a ``__meta`` folder that TileDB loads, in the order it applies them."""
+def loaded_files(meta_dir) -> list[Path]:
+    """The timestamped files of a ``__meta`` (or ``__group``) folder that TileDB loads, in the order it
+    applies them."""
     meta_dir = Path(meta_dir)
     if not meta_dir.is_dir():
         return []
@@ -71,6 +72,6 @@ def fold_metadata(files_entries) -> dict:
 def read_metadata(folder, key=None) -> dict:
     """The metadata of the array or group at ``folder``: ``{key: entry}`` with ``entry.datatype`` and
     ``entry.value`` (numpy)."""
-    files = metadata_files(Path(folder) / "__meta")
+    files = loaded_files(Path(folder) / "__meta")
     return fold_metadata([(p.name, ArrayMetadata.parse(p.read_bytes(), key=key, filename=str(p)).entries)
                           for p in files])
