@@ -28,6 +28,8 @@ from .filters import unfilter
 from .filters.encryption import normalize_key
 from .structs import array_schema as schema_mod
 from .structs import commits
+from .structs import enumeration as enumeration_mod
+from .structs import metadata as metadata_mod
 from .structs.names import parse_timestamped_name
 from .structs.tile import Tile
 
@@ -374,15 +376,29 @@ class Array:
 
     @property
     def metadata(self) -> dict:
-        from .structs import metadata as metadata_mod
-
-        return metadata_mod.read_array_metadata(self.path, key=self.key)
+        """Array metadata folded over its files: ``{key: value}`` (numpy values; str for strings)."""
+        return {k: _metadata_value(e) for k, e in metadata_mod.read_metadata(self.path, key=self.key).items()}
 
     @property
     def enumerations(self) -> dict:
-        from .structs import enumeration as enumeration_mod
+        """``{enumeration name: list of values}``; an enumerated attribute's cells are codes into these."""
+        refs = self.schema.get("enumerations") or []
+        folder = self.path / "__schema" / "__enumerations"
+        return {r.name: enumeration_mod.enumeration_values(
+                    enumeration_mod.Enumeration.parse(_read(folder / r.filename), key=self.key,
+                                                      filename=str(folder / r.filename)))
+                for r in refs}
 
-        return enumeration_mod.read_enumerations(self.path, self.schema, key=self.key)
+
+def _metadata_value(entry):
+    """Text as str, blobs as bytes, one number as a scalar, several as a numpy array."""
+    datatype = Datatype(entry.datatype)
+    raw = np.asarray(entry.value)
+    if datatype.is_string or datatype == Datatype.CHAR:
+        return raw.tobytes().decode("utf-8", "surrogateescape")
+    if datatype in (Datatype.BLOB, Datatype.ANY):
+        return raw.tobytes()
+    return raw[0] if raw.size == 1 else raw
 
 
 #: the per-cell timestamps of consolidated-with-timestamps fragments, filtered like coordinates

@@ -19,6 +19,21 @@ def cmd_inspect(args) -> int:
     return 0
 
 
+def cmd_cat(args) -> int:
+    import numpy as np
+
+    from .array import open_array
+
+    cells = open_array(args.path, key=args.key).read(attrs=args.attrs)
+    names = list(cells)
+    columns = [np.ma.ravel(cells[n])[:args.limit] if args.limit is not None else np.ma.ravel(cells[n])
+               for n in names]
+    print("\t".join(names))
+    for row in zip(*columns):
+        print("\t".join("null" if v is np.ma.masked else str(v) for v in row))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tdbformat", description="Inspect TileDB arrays without TileDB.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -28,6 +43,13 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print JSON instead of a tree")
     s.add_argument("--key", help="AES-256-GCM key of an encrypted array (32 characters or 64 hex digits)")
     s.set_defaults(func=cmd_inspect)
+
+    s = sub.add_parser("cat", help="print an array's cells as a table (dense: row-major over the domain)")
+    s.add_argument("path")
+    s.add_argument("--attrs", nargs="+", help="attributes to print (default: all)")
+    s.add_argument("--limit", type=int, help="print at most this many cells")
+    s.add_argument("--key", help="AES-256-GCM key of an encrypted array (32 characters or 64 hex digits)")
+    s.set_defaults(func=cmd_cat)
     return p
 
 
