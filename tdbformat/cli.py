@@ -34,6 +34,33 @@ def cmd_cat(args) -> int:
     return 0
 
 
+# --- format versions and spec (tdbformat.spec) ---
+
+def cmd_diff_versions(args) -> int:
+    from .spec_render import render_diff
+
+    print(render_diff(args.a, args.b, args.struct, args.format), end="")
+    return 0
+
+
+def cmd_spec(args) -> int:
+    from .spec_render import spec_json, spec_markdown
+
+    print(spec_json(args.version) if args.format == "json" else spec_markdown(args.version))
+    return 0
+
+
+def cmd_diff(args) -> int:
+    from .files import parse_file
+    from .spec_render import render_file_diff
+
+    a, b = parse_file(args.file_a, key=args.key), parse_file(args.file_b, key=args.key)
+    print(render_file_diff(a, b, args.format), end="")
+    return 0
+
+# --- end format versions and spec ---
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tdbformat", description="Inspect TileDB arrays without TileDB.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -50,6 +77,29 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--limit", type=int, help="print at most this many cells")
     s.add_argument("--key", help="AES-256-GCM key of an encrypted array (32 characters or 64 hex digits)")
     s.set_defaults(func=cmd_cat)
+
+    # --- format versions and spec (tdbformat.spec) ---
+    from .versions import KNOWN_VERSIONS, LATEST
+
+    s = sub.add_parser("diff-versions", help="the layouts of two format versions side by side")
+    s.add_argument("a", type=int, choices=KNOWN_VERSIONS, metavar="A")
+    s.add_argument("b", type=int, choices=KNOWN_VERSIONS, metavar="B")
+    s.add_argument("--struct", help="one structure, by title (e.g. 'Array schema')")
+    s.add_argument("--format", choices=["text", "markdown", "html", "json"], default="text")
+    s.set_defaults(func=cmd_diff_versions)
+
+    s = sub.add_parser("spec", help="the whole format at one version as spec tables")
+    s.add_argument("--version", type=int, choices=KNOWN_VERSIONS, default=LATEST)
+    s.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    s.set_defaults(func=cmd_spec)
+
+    s = sub.add_parser("diff", help="compare two files of the same kind field by field, with byte offsets")
+    s.add_argument("file_a")
+    s.add_argument("file_b")
+    s.add_argument("--format", choices=["text", "json"], default="text")
+    s.add_argument("--key", help="AES-256-GCM key of an encrypted array (32 characters or 64 hex digits)")
+    s.set_defaults(func=cmd_diff)
+    # --- end format versions and spec ---
     return p
 
 
