@@ -22,13 +22,14 @@ import numpy as np
 
 from . import _order
 from ._query import evaluate
-from .enums import ArrayType, Datatype, EncryptionType, Layout
-from .errors import FormatError, annotate
+from .enums import ArrayType, Datatype, EncryptionType, FilterType, Layout
+from .errors import FormatError
 from .filters import unfilter
 from .filters.encryption import normalize_key
 from .structs import array_schema as schema_mod
 from .structs import commits
 from .structs import enumeration as enumeration_mod
+from .structs import fragment as fragment_mod
 from .structs import metadata as metadata_mod
 from .structs.names import parse_timestamped_name
 from .structs.tile import Tile
@@ -58,6 +59,39 @@ class Fragment:
     @property
     def dense(self) -> bool:
         return bool(self.metadata.dense)
+
+    @property
+    def has_timestamps(self) -> bool:
+        """Cells carry their own timestamps (consolidated with timestamps, v14+)."""
+        return bool(self.metadata.footer is not None and self.metadata.footer.get("has_timestamps"))
+
+    @property
+    def processed_conditions(self) -> list:
+        """Delete commits already applied to this fragment's cells (v16+)."""
+        return (self.metadata.footer is not None and self.metadata.processed_conditions) or []
+
+    def tile_offsets(self, kind: str, idx: int):
+        """(tile offsets, file size) of index-space field ``idx``'s ``kind`` file ("", "_var", "_validity")."""
+        meta = self.metadata
+        name = {"": "tile_offsets", "_var": "tile_var_offsets", "_validity": "tile_validity_offsets"}[kind]
+        sizes = {"": meta.file_sizes, "_var": meta.file_var_sizes, "_validity": meta.file_validity_sizes}[kind]
+        offsets = meta.legacy[name][idx].data if meta.legacy is not None else getattr(meta, name)[idx]
+        return offsets, sizes[idx]
+
+    def mbrs(self, dims) -> list[tuple]:
+        """Per dimension, the (lows, highs) of every sparse tile's minimum bounding rectangle."""
+        meta = self.metadata
+        leaves = meta.legacy.mbrs if meta.legacy is not None else meta.rtree.levels[-1].mbrs
+        if isinstance(leaves, np.ndarray):
+            return [(leaves[d.name][:, 0], leaves[d.name][:, 1]) for d in dims]
+        out = []
+        for j in range(len(dims)):
+            rs = [m[j] for m in leaves]
+            lo, hi = np.empty(len(rs), object), np.empty(len(rs), object)
+            lo[:] = [r.start if isinstance(r, dict) else r[0] for r in rs]
+            hi[:] = [r.end if isinstance(r, dict) else r[1] for r in rs]
+            out.append((lo, hi))
+        return out
 
 
 @dataclass
@@ -142,6 +176,7 @@ class Array:
             key=lambda d: d.timestamp)
         folders = [p for p in _listing(self.path) if p.is_dir() and p.name not in _RESERVED]
         folders += [p for p in _listing(self.path / "__fragments") if p.is_dir()]
+        footers = self._consolidated_footers()
         frags = []
         for folder in folders:
             if folder.name in vacuumed:
@@ -153,30 +188,42 @@ class Array:
                 continue
             if not meta_file.is_file():
                 continue
-            frags.append(self._fragment(folder, ts))
+            frags.append(self._fragment(folder, ts, footers))
         frags.sort(key=lambda f: (f.timestamp_range, f.name))
         return frags
 
-    def _fragment(self, folder: Path, ts) -> Fragment:
-        from .structs import fragment as fragment_mod
+    def _fragment(self, folder: Path, ts, footers: dict) -> Fragment:
+        path = folder / "__fragment_metadata.tdb"
+        data = _read(path)
+        if folder.name in footers:  # the consolidated footer stands in for the file's own
+            meta = fragment_mod.FragmentMetadata(footers[folder.name], schema=self.schema, key=self.key, data=data)
+        else:
+            meta = fragment_mod.FragmentMetadata.parse(data, schema=self.schema, key=self.key, name=folder.name,
+                                                       filename=str(path))
+        ned = [(r.start, r.end) if isinstance(r, dict) else tuple(np.asarray(r).tolist())
+               for r in meta.non_empty_domain]
+        return Fragment(folder.name, folder, meta.version, (ts.t1, ts.t2), ned, int(meta.cell_num), meta)
 
-        meta = fragment_mod.FragmentMetadata.parse(_read(folder / "__fragment_metadata.tdb"), schema=self.schema,
-                                                   key=self.key, name=folder.name,
-                                                   filename=str(folder / "__fragment_metadata.tdb"))
-        return Fragment(folder.name, folder, meta.version, (ts.t1, ts.t2),
-                        [tuple(r) for r in meta.non_empty_domain], int(meta.cell_num), meta)
+    def _consolidated_footers(self) -> dict:
+        """Fragment name -> footer, from consolidated fragment metadata files (newest last, so it wins)."""
+        files = [p for p in _listing(self.path) + _listing(self.path / "__fragment_meta") if p.suffix == ".meta"]
+        files.sort(key=lambda p: (parse_timestamped_name(p.name).t1, p.name))
+        out = {}
+        for p in files:
+            parsed = fragment_mod.ConsolidatedFragmentMetadata.parse(_read(p), schema=self.schema, key=self.key,
+                                                                    filename=str(p))
+            out.update({_name_from_uri(f.name): footer for f, footer in zip(parsed.fragments, parsed.footers)})
+        return out
 
     # ----------------------------------------------------------------- tiles
 
-    def _tile(self, frag: Fragment, name: str, kind: str, idx: int, k: int, info, offsets=None) -> bytes:
-        """The unfiltered bytes of tile ``k`` of field ``idx``'s ``kind`` file ("", "_var" or "_validity")."""
-        meta = frag.metadata
-        tile_offsets = {"": meta.tile_offsets, "_var": meta.tile_var_offsets,
-                        "_validity": meta.tile_validity_offsets}[kind][idx]
-        file_size = {"": meta.file_sizes, "_var": meta.file_var_sizes, "_validity": meta.file_validity_sizes}[kind][idx]
+    def _tile(self, frag: Fragment, idx: int, kind: str, k: int, offsets=None) -> bytes:
+        """The unfiltered bytes of tile ``k`` of index-space field ``idx``'s ``kind`` file ("", "_var", "_validity")."""
+        info = frag.metadata.index_fields[idx]
+        tile_offsets, file_size = frag.tile_offsets(kind, idx)
         start = int(tile_offsets[k])
         end = int(tile_offsets[k + 1]) if k + 1 < len(tile_offsets) else int(file_size)
-        path = frag.path / f"{meta.file_stem(idx)}{kind}.tdb"
+        path = frag.path / f"{_stem(frag.version, idx, len(self.attrs), info.name)}{kind}.tdb"
         if kind == "_validity":
             pipeline, datatype, cell_size = self.schema.cell_validity_filters, Datatype.UINT8, 1
         elif info.var and kind == "":
@@ -188,25 +235,25 @@ class Array:
             with path.open("rb") as f:
                 f.seek(start)
                 data = f.read(end - start)
-            tile = Tile.parse(data)
-            return unfilter(tile, pipeline, datatype=datatype, version=frag.version, cell_size=cell_size,
-                            key=self.key, offsets=offsets, encrypted=self.encrypted)
+            return unfilter(Tile.parse(data), pipeline, datatype=datatype, version=frag.version,
+                            cell_size=cell_size, key=self.key, offsets=offsets, encrypted=self.encrypted)
         except FormatError as e:
-            where = f"fragment {frag.name}, {name}{kind}, tile {k} at byte offset {start} of {path.name}"
-            raise annotate(FormatError(f"{where}: {e}", file=str(path), offset=start + (e.offset or 0)),
-                           version=frag.version) from e
+            where = f"fragment {frag.name}, field {info.name}{kind}, tile {k} at byte offset {start} of {path.name}"
+            raise type(e)(f"{where}: {e.reason}", file=str(path), path=e.path, offset=start + (e.offset or 0),
+                          version=frag.version) from e
 
-    def _field(self, frag: Fragment, info, idx: int, tiles, pool) -> tuple[np.ndarray, np.ndarray | None]:
-        """Values (and validity) of field ``info`` over ``tiles`` of ``frag``, tiles concatenated in order."""
+    def _field(self, frag: Fragment, idx: int, tiles, pool) -> tuple[np.ndarray, np.ndarray | None]:
+        """Values (and validity) of index-space field ``idx`` over ``tiles`` of ``frag``, in tile order."""
+        info = frag.metadata.index_fields[idx]
+
         def one(k):
-            fixed = self._tile(frag, info.name, "", idx, k, info)
+            fixed = self._tile(frag, idx, "", k)
             if info.var:
                 offsets = np.frombuffer(fixed, _U64)
-                data = self._tile(frag, info.name, "_var", idx, k, info, offsets=offsets)
-                values = _split(data, offsets, info)
+                values = _split(self._tile(frag, idx, "_var", k, offsets=offsets), offsets, info)
             else:
                 values = np.frombuffer(fixed, _dtype(info))
-            valid = (np.frombuffer(self._tile(frag, info.name, "_validity", idx, k, info), np.uint8) != 0
+            valid = (np.frombuffer(self._tile(frag, idx, "_validity", k), np.uint8) != 0
                      if info.nullable else None)
             return values, valid
         parts = list(pool.map(one, tiles))
@@ -215,6 +262,20 @@ class Array:
         values = np.concatenate([p[0] for p in parts])
         valid = np.concatenate([p[1] for p in parts]) if info.nullable else None
         return values, valid
+
+    def _coords(self, frag: Fragment, tiles, pool) -> list[np.ndarray]:
+        """The coordinates of v1-4 sparse tiles, one array per dimension, from the shared __coords file."""
+        ndim, idx = len(self.dims), len(self.attrs)
+        # v1 zips coordinates (x1 y1 x2 y2 ...) unless the coords pipeline compresses them
+        zipped = frag.version == 1 and not any(
+            f.type in _COMPRESSORS for f in self.schema.coords_filters.filters)
+        dtype = self.dims[0].datatype.numpy_dtype
+
+        def one(k):
+            cells = np.frombuffer(self._tile(frag, idx, "", k), dtype)
+            return cells.reshape(-1, ndim).T if zipped else cells.reshape(ndim, -1)
+        parts = list(pool.map(one, tiles))
+        return [np.concatenate([p[j] for p in parts]) if parts else np.empty(0, dtype) for j in range(ndim)]
 
     # ----------------------------------------------------------------- reads
 
@@ -233,7 +294,7 @@ class Array:
         start, end = (0, timestamp) if np.isscalar(timestamp) else (timestamp or (0, 2**64 - 1))
         frags = [f for f in self.fragments
                  if f.timestamp_range[0] <= end and f.timestamp_range[1] >= start
-                 and (start <= f.timestamp_range[0] and f.timestamp_range[1] <= end or f.metadata.has_timestamps)]
+                 and (start <= f.timestamp_range[0] and f.timestamp_range[1] <= end or f.has_timestamps)]
         with ThreadPoolExecutor(threads) as pool:
             if self.schema.array_type == ArrayType.DENSE:
                 return self._read_dense(frags, wanted, ranges or {}, layout, pool)
@@ -250,7 +311,7 @@ class Array:
     def _read_dense(self, frags, wanted, ranges, layout, pool):
         dom = self.schema.domain.dimensions
         dom_lo = [d.domain[0] for d in dom]
-        extents = [d.tile_extent[0] for d in dom]
+        extents = [d.tile_extent for d in dom]
         lo, hi = self._box(ranges)
         shape = tuple(int(b) - int(a) + 1 for a, b in zip(lo, hi))
         out = {a.name: _filled(a, self.schema.attributes[self.attrs.index(a)], shape) for a in wanted}
@@ -273,7 +334,7 @@ class Array:
                     jobs.append((k, src, dst))
             for a in wanted:
                 idx = self.attrs.index(a)
-                values, validity = self._field(frag, a, idx, [k for k, _, _ in jobs], pool)
+                values, validity = self._field(frag, idx, [k for k, _, _ in jobs], pool)
                 n = int(np.prod(extents))
                 for j, (_, src, dst) in enumerate(jobs):
                     out[a.name][dst] = _order.as_tile(values[j * n:(j + 1) * n], extents, self.schema.cell_order)[src]
@@ -293,25 +354,25 @@ class Array:
         stamps, order_in = [], []
         for fi, frag in enumerate(frags):
             tiles = self._sparse_tiles(frag, ranges)
-            cols = {}
+            cols = dict(zip(names, self._coords(frag, tiles, pool))) if frag.version < 5 else {}
             for f in fields:
-                idx = self._index(f)
-                cols[f.name], v = self._field(frag, f, idx, tiles, pool) if idx is not None else (None, None)
-                if f.nullable:
-                    validity[f.name].append(v)
+                if f.name not in cols:
+                    cols[f.name], v = self._field(frag, self._index(f), tiles, pool)
+                    if f.nullable:
+                        validity[f.name].append(v)
             n = len(cols[names[0]])
             keep = np.ones(n, bool)
             for d, col in zip(self.dims, (cols[x] for x in names)):
                 if d.name in ranges:
                     r = ranges[d.name]
                     keep &= (col >= _like(r[0], col)) & (col <= _like(r[1], col))
-            t = (self._field(frag, _TIMESTAMPS, self._n_base(), tiles, pool)[0].astype(np.int64)
-                 if frag.metadata.has_timestamps else np.full(n, frag.timestamp_range[1], np.int64))
+            t = (self._field(frag, len(self.attrs) + 1 + len(self.dims), tiles, pool)[0].astype(np.int64)
+                 if frag.has_timestamps else np.full(n, frag.timestamp_range[1], np.int64))
             keep &= (t >= window[0]) & (t <= window[1])
             colvals = {k: v for k, v in cols.items() if v is not None}
             valids = {f.name: validity[f.name][-1] for f in fields if f.nullable}
             for d in self.deletes:
-                if d.timestamp > window[1] or d.marker in frag.metadata.processed_conditions:
+                if d.timestamp > window[1] or d.marker in frag.processed_conditions:
                     continue
                 keep &= (t >= d.timestamp) | evaluate(d.condition, colvals, valids, n)
             for k, v in cols.items():
@@ -350,26 +411,23 @@ class Array:
             raise FormatError("global order of Hilbert arrays is not supported; use order='C'")
         return _order.order_cells(
             coords, layout, dom_lo=[d.domain[0] if d.domain else None for d in dom],
-            extents=[d.tile_extent[0] if d.tile_extent else None for d in dom],
+            extents=[d.tile_extent for d in dom],
             tile_order=self.schema.tile_order, cell_order=self.schema.cell_order)
 
-    def _n_base(self) -> int:
-        """Index of the timestamps field: after attributes, the __coords slot and dimensions (§11)."""
-        return len(self.attrs) + 1 + len(self.dims)
-
-    def _index(self, info):
+    def _index(self, info) -> int:
+        """Index-space position of an attribute or (v5+) dimension (REFERENCE.md §11)."""
         if info in self.attrs:
             return self.attrs.index(info)
         return len(self.attrs) + 1 + self.dims.index(info)
 
     def _sparse_tiles(self, frag: Fragment, ranges) -> list[int]:
         """Tiles of a sparse fragment whose MBR meets ``ranges`` (all tiles without ranges)."""
-        mbrs = frag.metadata.leaf_mbrs()
-        keep = np.ones(len(mbrs), bool)
-        for j, d in enumerate(self.dims):
+        boxes = frag.mbrs(self.dims)
+        keep = np.ones(len(boxes[0][0]) if boxes else 0, bool)
+        for d, (lows, highs) in zip(self.dims, boxes):
             if d.name in ranges:
-                lo, hi = ranges[d.name]
-                keep &= np.array([m[j][0] <= hi and m[j][1] >= lo for m in mbrs], bool)
+                lo, hi = (_like(r, lows) for r in ranges[d.name])
+                keep &= (lows <= hi) & (highs >= lo)
         return [int(k) for k in np.flatnonzero(keep)]
 
     # ----------------------------------------------------------------- extras
@@ -401,8 +459,24 @@ def _metadata_value(entry):
     return raw[0] if raw.size == 1 else raw
 
 
-#: the per-cell timestamps of consolidated-with-timestamps fragments, filtered like coordinates
-_TIMESTAMPS = schema_mod.FieldInfo("__timestamps", Datatype.UINT64, 1, False, False, None)
+#: filter types that compress (v1 stores coordinates zipped unless one of these is in the coords pipeline)
+_COMPRESSORS = {FilterType.GZIP, FilterType.ZSTD, FilterType.LZ4, FilterType.RLE, FilterType.BZIP2,
+                FilterType.DOUBLE_DELTA, FilterType.DELTA}
+#: v8 percent-encodes these characters of field names in file names (REFERENCE.md §3.3, bit-exact)
+_V8_ESCAPES = {**{c: f"%{ord(c):02X}" for c in "!#$%&'()*+,/:;=?@[]\""}, "<": "%20", ">": "%2D", "\\": "%30",
+               "|": "%3C"}
+
+
+def _stem(version: int, idx: int, n_attrs: int, name: str) -> str:
+    """The file-name stem of index-space field ``idx`` (REFERENCE.md §3.3)."""
+    if name == "__coords" or version <= 7:
+        return name
+    if version == 8:
+        return "".join(_V8_ESCAPES.get(c, c) for c in name)
+    if idx < n_attrs:
+        return f"a{idx}"
+    extra = {"__timestamps": "t", "__delete_timestamps": "dt", "__delete_condition_index": "dci"}
+    return extra.get(name, f"d{idx - n_attrs - 1}")
 
 
 def _leaves(node):
@@ -428,7 +502,7 @@ def _result_dtype(info) -> np.dtype:
 
 def _split(data: bytes, offsets: np.ndarray, info) -> np.ndarray:
     """A var tile's cells as an object array: str for UTF-8, bytes for other strings, arrays otherwise."""
-    ends = np.append(offsets[1:], len(data)).tolist()
+    ends = np.append(offsets[1:], np.uint64(len(data))).tolist()
     cells = [data[a:b] for a, b in zip(offsets.tolist(), ends)]
     out = np.empty(len(cells), object)
     if info.datatype == Datatype.STRING_UTF8:
