@@ -122,8 +122,8 @@ table { border-collapse: collapse; width: 100%; table-layout: fixed; }
 th, td { border: 1px solid #ddd; padding: 2px 6px; vertical-align: top; overflow-wrap: anywhere; }
 th { background: #f0f0f0; text-align: left; }
 td.path { font-family: ui-monospace, monospace; }
-td.gap { border: none; width: 1.2em; text-align: center; font-weight: bold; }
-tr.added td.right, tr.removed td.left { background: #e6ffec; }
+td.gap { border: none; text-align: center; font-weight: bold; }
+tr.added td.right { background: #e6ffec; }
 tr.removed td.left { background: #ffebe9; }
 tr.changed td.left, tr.changed td.right { background: #fff8c5; }
 tr.added td.left, tr.removed td.right { background: #f6f8fa; }
@@ -142,10 +142,9 @@ def _diff_html(a, b, blocks) -> str:
     if not blocks:
         out.append("<p>No layout changes.</p>")
     for title, rows in blocks:
-        out += [f"<h2>{e(title)}</h2>", "<table><colgroup><col style='width:21%'><col style='width:11%'>"
-                "<col style='width:8%'><col style='width:8%'><col style='width:2%'><col style='width:21%'>"
-                "<col style='width:11%'><col style='width:8%'><col style='width:8%'><col style='width:2%'>"
-                "</colgroup>",
+        widths = (20, 11, 8, 8, 2, 20, 11, 8, 8, 4)  # percent: left layout, mark, right layout, since
+        out += [f"<h2>{e(title)}</h2>",
+                "<table><colgroup>" + "".join(f"<col style='width:{w}%'>" for w in widths) + "</colgroup>",
                 f"<tr><th>v{a} field</th><th>type</th><th>size</th><th>condition</th><th></th>"
                 f"<th>v{b} field</th><th>type</th><th>size</th><th>condition</th><th>since</th></tr>"]
         for kind, left, right, since in rows:
