@@ -24,7 +24,7 @@ from . import _order
 from ._query import evaluate
 from .enums import ArrayType, Datatype, EncryptionType, FilterType, Layout
 from .errors import FormatError
-from .filters import unfilter
+from .filters import skips_offsets, unfilter, unfilter_strings
 from .filters.encryption import normalize_key
 from .structs import array_schema as schema_mod
 from .structs import commits
@@ -217,8 +217,9 @@ class Array:
 
     # ----------------------------------------------------------------- tiles
 
-    def _tile(self, frag: Fragment, idx: int, kind: str, k: int, offsets=None) -> bytes:
-        """The unfiltered bytes of tile ``k`` of index-space field ``idx``'s ``kind`` file ("", "_var", "_validity")."""
+    def _tile(self, frag: Fragment, idx: int, kind: str, k: int, strings: bool = False):
+        """Tile ``k`` of index-space field ``idx``'s ``kind`` file ("", "_var", "_validity"), unfiltered:
+        bytes, or with ``strings`` (var strings that carry their own offsets, §4.2) (data, offsets)."""
         info = frag.metadata.index_fields[idx]
         tile_offsets, file_size = frag.tile_offsets(kind, idx)
         start = int(tile_offsets[k])
@@ -234,9 +235,12 @@ class Array:
         try:
             with path.open("rb") as f:
                 f.seek(start)
-                data = f.read(end - start)
-            return unfilter(Tile.parse(data), pipeline, datatype=datatype, version=frag.version,
-                            cell_size=cell_size, key=self.key, offsets=offsets, encrypted=self.encrypted)
+                tile = Tile.parse(f.read(end - start))
+            if strings:
+                return unfilter_strings(tile, pipeline, datatype=datatype, version=frag.version, key=self.key,
+                                        encrypted=self.encrypted)
+            return unfilter(tile, pipeline, datatype=datatype, version=frag.version, cell_size=cell_size,
+                            key=self.key, encrypted=self.encrypted)
         except FormatError as e:
             where = f"fragment {frag.name}, field {info.name}{kind}, tile {k} at byte offset {start} of {path.name}"
             raise type(e)(f"{where}: {e.reason}", file=str(path), path=e.path, offset=start + (e.offset or 0),
@@ -245,14 +249,17 @@ class Array:
     def _field(self, frag: Fragment, idx: int, tiles, pool) -> tuple[np.ndarray, np.ndarray | None]:
         """Values (and validity) of index-space field ``idx`` over ``tiles`` of ``frag``, in tile order."""
         info = frag.metadata.index_fields[idx]
+        own_offsets = info.var and skips_offsets(info.filters, info.datatype, frag.version)
 
         def one(k):
-            fixed = self._tile(frag, idx, "", k)
-            if info.var:
-                offsets = np.frombuffer(fixed, _U64)
-                values = _split(self._tile(frag, idx, "_var", k, offsets=offsets), offsets, info)
+            if own_offsets:
+                data, offsets = self._tile(frag, idx, "_var", k, strings=True)
+                values = _split(bytes(data), np.asarray(offsets, _U64), info)
+            elif info.var:
+                offsets = np.frombuffer(self._tile(frag, idx, "", k), _U64)
+                values = _split(self._tile(frag, idx, "_var", k), offsets, info)
             else:
-                values = np.frombuffer(fixed, _dtype(info))
+                values = np.frombuffer(self._tile(frag, idx, "", k), _dtype(info))
             valid = (np.frombuffer(self._tile(frag, idx, "_validity", k), np.uint8) != 0
                      if info.nullable else None)
             return values, valid
