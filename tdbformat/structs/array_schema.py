@@ -100,7 +100,8 @@ def _typed_nbytes(ctx):
     return len(ctx.domain) * value_dtype(dimension_datatype(ctx)).itemsize
 
 
-Dimension = "Dimension (array_schema.md; REFERENCE.md §8.2)" * Struct(
+# Dimension (array_schema.md; REFERENCE.md §8.2)
+Dimension = Struct(
     *text_field("name", Int32ul, "dimension name"),
     "datatype" / since(5, DatatypeEnum) * "datatype of the coordinates (before v5: the domain_type)",
     "cell_val_num" / since(5, Int32ul) * "values per coordinate: 1, or 2**32-1 for var-sized (string) dims",
@@ -116,13 +117,15 @@ Dimension = "Dimension (array_schema.md; REFERENCE.md §8.2)" * Struct(
 )
 
 
-Domain = "Domain (array_schema.md; REFERENCE.md §8.1)" * Struct(
+# Domain (array_schema.md; REFERENCE.md §8.1)
+Domain = Struct(
     "domain_type" / until(5, DatatypeEnum) * "datatype of every dimension (before v5 only)",
     "dim_num" / Rebuild(Int32ul, lambda ctx: len(ctx.dimensions)) * "number of dimensions",
     "dimensions" / Counted(this.dim_num, Dimension, min_size=6) * "the dimensions, in order",
 )
 
-Attribute = "Attribute (array_schema.md; REFERENCE.md §8.3)" * Struct(
+# Attribute (array_schema.md; REFERENCE.md §8.3)
+Attribute = Struct(
     *text_field("name", Int32ul, "attribute name"),
     "datatype" / DatatypeEnum * "datatype of the values",
     "cell_val_num" / Int32ul * "values per cell, 2**32-1 = var-sized",
@@ -138,7 +141,8 @@ Attribute = "Attribute (array_schema.md; REFERENCE.md §8.3)" * Struct(
     "enumeration_name" / since(20, Text(this.enumeration_name_len)) * "name of the attribute's enumeration, or ''",
 )
 
-DimensionLabel = "Dimension label (REFERENCE.md §8.4, §17 #1: the code's layout, not array_schema.md's)" * Struct(
+# Dimension label (REFERENCE.md §8.4, §17 #1: the code's layout, not array_schema.md's)
+DimensionLabel = Struct(
     "dim_index" / Int32ul * "index of the labelled dimension",
     *text_field("name", Int32ul, "label name"),
     "relative_uri" / Flag * "1 = uri is relative to the array",
@@ -150,7 +154,8 @@ DimensionLabel = "Dimension label (REFERENCE.md §8.4, §17 #1: the code's layou
     "is_external" / Flag * "1 = the label array is not managed by the schema",
 )
 
-EnumerationRef = "Enumeration reference (REFERENCE.md §8)" * Struct(
+# Enumeration reference (REFERENCE.md §8)
+EnumerationRef = Struct(
     *text_field("name", Int32ul, "enumeration name"),
     *text_field("filename", Int32ul, "its file in __schema/__enumerations/"),
 )
@@ -199,7 +204,8 @@ class VersionZero(Construct):
         return 4
 
 
-CurrentDomain = "Current domain (current_domain.md; REFERENCE.md §8.5, §17 #4: version is 0)" * Struct(
+# Current domain (current_domain.md; REFERENCE.md §8.5, §17 #4: version is 0)
+CurrentDomain = Struct(
     "version" / VersionZero("current domain") * "current domain version (0)",
     "empty" / Flag * "1 = no current domain is set",
     "type" / If(lambda ctx: not ctx.empty, CurrentDomainTypeEnum) * "kind of current domain",
@@ -208,7 +214,8 @@ CurrentDomain = "Current domain (current_domain.md; REFERENCE.md §8.5, §17 #4:
     }, "unknown current domain type")) * "one range (start, end) per dimension",
 )
 
-ArraySchemaPayload = "Array schema payload (array_schema.md; REFERENCE.md §8)" * Struct(
+# Array schema payload (array_schema.md; REFERENCE.md §8)
+ArraySchemaPayload = Struct(
     "version" / FormatVersion * "format version of the schema (governs every field below)",
     "allows_dups" / since(5, Flag) * "1 = sparse array allows duplicate coordinates",
     "array_type" / ArrayTypeEnum * "dense or sparse",

@@ -17,7 +17,8 @@ from .generic_tile import generic_tile
 
 __all__ = ["Enumeration", "EnumerationPayload", "enumeration_values"]
 
-EnumerationPayload = "Enumeration payload (enumeration.md; REFERENCE.md §9)" * Struct(
+# Enumeration payload (enumeration.md; REFERENCE.md §9)
+EnumerationPayload = Struct(
     "version" / VersionZero("enumeration") * "enumeration format version (0)",
     *text_field("name", Int32ul, "enumeration name (what attributes refer to)"),
     *text_field("path_name", Int32ul, "the file's own name, __<uuid>_0"),

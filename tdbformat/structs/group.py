@@ -41,7 +41,8 @@ class _GroupVersion(Adapter):
         return self._decode(obj, context, path)
 
 
-GroupMember = "Group member (group.md; REFERENCE.md §15)" * Struct(
+# Group member (group.md; REFERENCE.md §15)
+GroupMember = Struct(
     "version" / _GroupVersion() * "member version: 1, or 2 (2.15+, adds deleted)",
     "object_type" / ObjectTypeEnum * "GROUP or ARRAY",
     "relative" / Flag * "1 = uri is relative to the group",
@@ -53,7 +54,8 @@ GroupMember = "Group member (group.md; REFERENCE.md §15)" * Struct(
     "deleted" / If(this.version >= 2, Flag) * "1 = the member was removed (member version 2 only)",
 )
 
-GroupDetailsPayload = "Group details payload (group.md; REFERENCE.md §15)" * Struct(
+# Group details payload (group.md; REFERENCE.md §15)
+GroupDetailsPayload = Struct(
     "version" / _GroupVersion() * "group details version: 1 (2.8-2.14) or 2 (2.15+)",
     "member_count" / Rebuild(Int64ul, lambda ctx: len(ctx.members)) * "number of members (u64)",
     "members" / Counted(this.member_count, GroupMember, min_size=23) * "the members",

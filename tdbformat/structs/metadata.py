@@ -25,7 +25,8 @@ from .names import parse_timestamped_name
 
 __all__ = ["ArrayMetadata", "MetadataEntry", "fold_metadata", "loaded_files", "read_metadata"]
 
-MetadataEntry = "Metadata entry (metadata.md; REFERENCE.md §10)" * Struct(
+# Metadata entry (metadata.md; REFERENCE.md §10)
+MetadataEntry = Struct(
     *text_field("key", Int32ul, "metadata key"),
     "deleted" / Flag * "the spec's `del`: 1 = this entry deletes the key",
     "datatype" / If(lambda ctx: not ctx.deleted, DatatypeEnum) * "datatype of the values (puts only)",
