@@ -29,7 +29,7 @@ from ..enums import Datatype, DatatypeEnum, OptionalSectionId, OptionalSectionId
 from ..errors import FormatError
 from ..fields import Bounded, Counted, Raw, Section, Struct, built_size, switch, text_field
 from ..numpy_array import NumpyArray, CountedNumpy
-from ..versions import FormatVersion, format_version, since, until
+from ..versions import LATEST, FormatVersion, format_version, since, until
 from .array_schema import FieldInfo, VAR_NUM, attributes, dimensions, value_dtype
 from .generic_tile import GENERIC_TILE_BASE_SIZE, GenericTileHeader, generic_tile
 from .names import parse_timestamped_name
@@ -37,7 +37,7 @@ from .names import parse_timestamped_name
 __all__ = [
     "Footer", "FooterPayload", "NDRectangle", "RTree", "TileOffsets", "TileMinMax", "TileSums",
     "FragmentSummary", "ProcessedConditions", "LegacyFragmentMetadata", "ConsolidatedFragmentMetadata",
-    "FragmentMetadata", "index_fields", "find_footer",
+    "FragmentMetadata", "index_fields", "find_footer", "data_file_stem", "data_files",
 ]
 
 
@@ -56,7 +56,7 @@ def _schema(ctx):
     c = ctx
     while c is not None and c.get("array_schema_name") is None:
         c = c.get("_")
-    name = None if c is None else c.array_schema_name
+    name = "__array_schema.tdb" if c is None else c.array_schema_name  # before v10 the schema is implicit
     if name not in schema:
         raise FormatError(f"no schema named {name!r} among the schemas given ({', '.join(map(str, schema))})")
     return schema[name]
@@ -245,16 +245,23 @@ def find_footer(data, schema, version: int | None = None, name: str | None = Non
         if span is None:
             raise FormatError(f"the file is too short for a v{version} footer")
         return span
-    span = trailer()
-    v = stored_version(span)
-    if v and (v >= 10 or (v >= 5 and var_dims)):
-        return span
-    for v in (9, 6, 4) if not var_dims else ():
-        span = computed(v)
-        if stored_version(span) in {9: (7, 8, 9), 6: (5, 6), 4: (3, 4)}[v]:
+    # No version known: the span whose stored version fits how it was found, and that parses exactly.
+    candidates = [(trailer(), range(5 if var_dims else 10, LATEST + 1))]
+    if not var_dims:
+        candidates += [(computed(9), (7, 8, 9)), (computed(6), (5, 6)), (computed(4), (3, 4))]
+    for span, versions in candidates:
+        if span is not None and stored_version(span) in versions and _parses(data, span, schema):
             return span
     raise FormatError("cannot find the footer: no footer length and no v3-9 footer size fits; pass name= "
                       "(the fragment's folder name) or version=")
+
+
+def _parses(data, span, schema) -> bool:
+    try:
+        Footer.parse(data[span[0]:span[0] + span[1]], schema=schema)
+        return True
+    except FormatError:  # a candidate position, not an error: the next candidate is tried
+        return False
 
 
 class _FooterSection(Section):
@@ -442,8 +449,15 @@ class _Slot:
         return [int(where)] if self.fields is None else [int(x) for x in where]
 
     def set_offsets(self, footer, offsets):
-        holder = _global_order(footer) if self.sub else footer
-        holder[self.key] = offsets[0] if self.fields is None else np.array(offsets, "<u8")
+        """Record the offsets in ``footer`` (a copy being built: nested containers are copied, not changed)."""
+        value = offsets[0] if self.fields is None else np.array(offsets, "<u8")
+        if not self.sub:
+            footer[self.key] = value
+            return
+        sections = ListContainer(footer.optional_sections)
+        i = next(i for i, s in enumerate(sections) if s.identifier == OptionalSectionId.TILE_GLOBAL_ORDER_OFFSETS)
+        sections[i] = Container(sections[i], data=Container(sections[i].data, **{self.key: value}))
+        footer.optional_sections = sections
 
 
 def _index(fm):
@@ -646,6 +660,34 @@ class FragmentMetadata:
         if _has_footer_length(self.version, self.schema):
             out += struct.pack("<Q", len(blob))
         return bytes(out)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Data file names (§3.3)
+
+# v8 percent-encodes these characters, with TileDB's odd codes for < > \\ | kept bit-exact (REFERENCE §17 #23)
+_V8_ESCAPES = {c: f"%{ord(c):02X}" for c in "!#$%&'()*+,/:;=?@[]\""} | {"<": "%20", ">": "%2D", "\\": "%30", "|": "%3C"}
+_V9_STEMS = {"__coords": "__coords", "__timestamps": "t", "__delete_timestamps": "dt",
+             "__delete_condition_index": "dci"}
+
+
+def data_file_stem(version: int, index: int, fields: list[FieldInfo], attribute_num: int) -> str:
+    """The name stem of the data files of index-space entry ``index`` (REFERENCE §3.3): the field name
+    (v1-7), percent-encoded (v8), or ``a<i>`` / ``d<j>`` / ``t`` / ``dt`` / ``dci`` (v9+)."""
+    name = fields[index].name
+    if version <= 7 or name == "__coords":
+        return name
+    if version == 8:
+        return "".join(_V8_ESCAPES.get(c, c) for c in name)
+    if index < attribute_num:
+        return f"a{index}"
+    return _V9_STEMS.get(name) or f"d{index - attribute_num - 1}"
+
+
+def data_files(fm: "FragmentMetadata", index: int) -> tuple[str, str, str]:
+    """The fixed (or offsets), var and validity file names of index-space entry ``index`` of a fragment."""
+    stem = data_file_stem(fm.version, index, fm.index_fields, len(attributes(fm.schema)))
+    return f"{stem}.tdb", f"{stem}_var.tdb", f"{stem}_validity.tdb"
 
 
 # ---------------------------------------------------------------------------------------------------------
