@@ -229,6 +229,9 @@ def test_historic_schemas():
     v10 = latest_schema(HISTORIC / "arrays/zero_var_chunks_v10", None)
     assert (v11.version, v10.version) == (11, 10)
     assert dimensions(v10)[0].var  # d0 is a var-sized dimension
+    (experimental,) = schema_files(HISTORIC / "arrays/experimental_array_vUINT32_MAX")
+    with pytest.raises(VersionError, match="4294967295"):  # an experimental build's schema is not a known format
+        ArraySchema.parse(experimental.read_bytes())
 
 
 def test_pre_v1_schema_is_refused():
@@ -338,3 +341,36 @@ def test_tiledb_py_schemas(tmp_path):
     f, u, v = schema.attributes
     assert fill_value(f).tolist() == [1.5] and f.filters.filters[0].type == FilterType.ZSTD
     assert u.nullable and fill_value(v).tobytes() == b"x"
+
+
+def test_tiledb_py_enumerations_and_current_domain(tmp_path):
+    tiledb = pytest.importorskip("tiledb")
+    uri = str(tmp_path / "e")
+    dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 999), tile=10, dtype=np.int64))
+    schema = tiledb.ArraySchema(domain=dom, sparse=True, enums=[tiledb.Enumeration("e", True, ["lo", "hi"])],
+                                attrs=[tiledb.Attr("a", dtype=np.uint8, enum_label="e")])
+    ndrect = tiledb.NDRectangle(tiledb.default_ctx(), dom)
+    ndrect.set_range(0, 5, 50)
+    cd = tiledb.CurrentDomain(tiledb.default_ctx())
+    cd.set_ndrectangle(ndrect)
+    schema.set_current_domain(cd)
+    tiledb.Array.create(uri, schema)
+    (path,) = schema_files(tmp_path / "e")
+    data = path.read_bytes()
+    parsed = ArraySchema.parse(data)
+    assert ArraySchema.build(parsed) == data
+    assert parsed.attributes[0].enumeration_name == "e"
+    (ref,) = parsed.enumerations
+    enum_file = tmp_path / "e" / "__schema" / "__enumerations" / ref.filename
+    enum = Enumeration.parse(enum_file.read_bytes())
+    assert enumeration_values(enum) == ["lo", "hi"] and enum.ordered
+    assert Enumeration.build(enum) == enum_file.read_bytes()
+    (rng,) = parsed.current_domain.ndrectangle
+    assert (rng.start, rng.end) == (5, 50)
+
+    # what we build, TileDB reads: change the capacity and the range, write a fresh tile
+    parsed.capacity, rng.end = 77, 60
+    path.write_bytes(ArraySchema.build(parsed))
+    loaded = tiledb.ArraySchema.load(uri)
+    assert loaded.capacity == 77
+    assert loaded.current_domain.ndrectangle.range(0) == (5, 60)

@@ -29,7 +29,7 @@ from .generic_tile import generic_tile
 __all__ = [
     "ArraySchema", "ArraySchemaPayload", "Domain", "Dimension", "Attribute", "DimensionLabel", "CurrentDomain",
     "FieldInfo", "dimensions", "attributes", "schema_version", "fill_value", "dimension_datatype",
-    "check_not_pre_v1", "VAR_NUM", "TypedValues", "TypedValue", "VersionZero",
+    "check_not_pre_v1", "VAR_NUM", "TypedValues", "TypedValue", "VersionZero", "value_dtype",
 ]
 
 #: ``cell_val_num`` of a var-sized field (TILEDB_VAR_NUM).
