@@ -514,7 +514,9 @@ def _split(data: bytes, offsets: np.ndarray, info) -> np.ndarray:
     out = np.empty(len(cells), object)
     if info.datatype == Datatype.STRING_UTF8:
         out[:] = [c.decode("utf-8", "surrogateescape") for c in cells]
-    elif info.datatype in (Datatype.CHAR, Datatype.STRING_ASCII, Datatype.BLOB, Datatype.ANY):
+    elif info.datatype == Datatype.STRING_ASCII:  # TileDB-Py reads ASCII through numpy "S": no trailing NULs
+        out[:] = [c.rstrip(b"\0") for c in cells]
+    elif info.datatype in (Datatype.CHAR, Datatype.BLOB, Datatype.ANY):
         out[:] = cells
     else:
         out[:] = [np.frombuffer(c, info.datatype.numpy_dtype) for c in cells]
@@ -533,6 +535,8 @@ def _filled(info, attribute, shape) -> np.ndarray:
     fill = schema_mod.fill_value(attribute)
     if info.var:
         data = bytes(fill) if fill is not None else _default_fill(info).tobytes()
+        if info.datatype.is_string and data == b"\0":  # the default string fill, which TileDB-Py shows as ""
+            data = b""
         out = np.empty(shape, object)
         out[...] = _split(data, np.zeros(1, _U64), info)[0]
         return out

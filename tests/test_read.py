@@ -79,14 +79,16 @@ def test_corpus_read_equals_truth(case):
 
 
 def _half_range(case):
-    """An inclusive range over the middle of the first dimension's non-empty domain, and its dimension."""
+    """The first dimension's name and an inclusive range over the lower half of what the truth holds."""
     t = corpus.truth(case)
-    dim = t["schema"]["domain"]["dims"][0]
-    lo, hi = t["nonempty_domain"][0]
-    if isinstance(lo, str):
-        return dim["name"], (lo, hi)
-    mid = (lo + hi) / 2 if isinstance(lo, float) else (lo + hi) // 2
-    return dim["name"], (lo, mid)
+    name = t["schema"]["domain"]["dims"][0]["name"]
+    if t["schema"]["array_type"] == "dense":
+        lo, hi = t["read"]["subarray"][0]
+        return name, (lo, (lo + hi) // 2)
+    values = sorted(set(_truth_columns(case)[name][0].tolist()))
+    if not values:
+        return name, (0, 0)
+    return name, (values[0], values[(len(values) - 1) // 2])
 
 
 @pytest.mark.parametrize("case", ARRAY_CASES, ids=corpus.case_id)
@@ -101,8 +103,6 @@ def test_corpus_subarray_equals_truth(case):
         truth = {k: (v[rows], None if m is None else m[rows]) for k, (v, m) in truth.items()}
     else:
         coord = truth[name][0]
-        if coord.dtype == object:
-            lo, hi = (b.encode() if isinstance(coord[0], bytes) else b for b in (lo, hi))
         keep = np.array([lo <= c <= hi for c in coord.tolist()], bool)
         truth = {k: (v[keep], None if m is None else m[keep]) for k, (v, m) in truth.items()}
     for col, (values, valid) in truth.items():
@@ -207,8 +207,11 @@ _DTYPES = ["int8", "uint16", "int32", "int64", "float32", "float64", "ascii", "u
 def _array_spec(draw):
     sparse = draw(st.booleans())
     ndim = draw(st.integers(1, 2))
-    dims = [(f"d{i}", draw(st.integers(4, 12)), draw(st.integers(1, 5))) for i in range(ndim)]
-    attrs = [(f"a{i}", draw(st.sampled_from(_DTYPES)), draw(st.booleans())) for i in range(draw(st.integers(1, 3)))]
+    sizes = [draw(st.integers(4, 12)) for _ in range(ndim)]
+    dims = [(f"d{i}", size, draw(st.integers(1, size))) for i, size in enumerate(sizes)]
+    # TileDB-Py's dense writes take no masked arrays: nullable attributes only in sparse arrays
+    attrs = [(f"a{i}", draw(st.sampled_from(_DTYPES)), sparse and draw(st.booleans()))
+             for i in range(draw(st.integers(1, 3)))]
     return dict(sparse=sparse, dims=dims, attrs=attrs, dups=sparse and draw(st.booleans()),
                 cell_order=draw(st.sampled_from(["row-major", "col-major"])),
                 tile_order=draw(st.sampled_from(["row-major", "col-major"])),
@@ -229,8 +232,10 @@ def _make(uri, spec):
     rng = np.random.default_rng(spec["seed"])
     for w in range(spec["writes"]):
         if spec["sparse"]:
-            n = int(rng.integers(1, 20))
-            coords = [rng.integers(1, size + 1, n).astype(np.int32) for _, size, _ in spec["dims"]]
+            shape = [size for _, size, _ in spec["dims"]]
+            n = int(rng.integers(1, min(20, int(np.prod(shape))) + 1))
+            cells = rng.choice(int(np.prod(shape)), n, replace=spec["dups"])  # one write has unique cells
+            coords = [(c + 1).astype(np.int32) for c in np.unravel_index(cells, shape)]
         else:
             box = [sorted(rng.integers(1, size + 1, 2)) for _, size, _ in spec["dims"]]
             n = int(np.prod([b - a + 1 for a, b in box]))
@@ -254,16 +259,26 @@ def _make(uri, spec):
                 A[tuple(slice(int(a), int(b) + 1) for a, b in box)] = {k: v.reshape(shape) for k, v in data.items()}
 
 
+def _canonical(cells: dict) -> dict:
+    """Cells sorted by every column: TileDB returns cells with equal coordinates (duplicates allowed) in
+    the order of its merge heap, which no format rule fixes."""
+    keys = [np.unique(np.ma.getdata(v).astype(object) if v.dtype == object else np.ma.getdata(v),
+                      return_inverse=True)[1].reshape(-1) for v in cells.values()]
+    perm = np.lexsort(keys[::-1])
+    return {k: v[perm] for k, v in cells.items()}
+
+
 @given(_array_spec())
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_random_arrays_equal_tiledb_py(tmp_path_factory, spec):
     uri = str(tmp_path_factory.mktemp("arr") / "a")
     _make(uri, spec)
-    _assert_same(open_array(uri).read(), _py_read(uri, spec["sparse"]))
+    canon = _canonical if spec["dups"] else dict
+    _assert_same(canon(open_array(uri).read()), canon(_py_read(uri, spec["sparse"])))
     if spec["sparse"]:
-        ranges = {"d0": (2, 5)}
+        ranges = {"d0": (2, spec["dims"][0][1] - 1)}
         got = open_array(uri).read(ranges=ranges)
-        _assert_same(got, _py_read(uri, True, {"d0": (2, 6)}))
+        _assert_same(canon(got), canon(_py_read(uri, True, ranges)))  # multi_index slices are inclusive
 
 
 def test_sparse_global_and_timestamp_reads_equal_tiledb_py(tmp_path):
