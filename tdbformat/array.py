@@ -224,7 +224,8 @@ class Array:
         tile_offsets, file_size = frag.tile_offsets(kind, idx)
         start = int(tile_offsets[k])
         end = int(tile_offsets[k + 1]) if k + 1 < len(tile_offsets) else int(file_size)
-        path = frag.path / f"{_stem(frag.version, idx, len(self.attrs), info.name)}{kind}.tdb"
+        fixed, var, validity = fragment_mod.data_files(frag.metadata, idx)
+        path = frag.path / {"": fixed, "_var": var, "_validity": validity}[kind]
         if kind == "_validity":
             pipeline, datatype, cell_size = self.schema.cell_validity_filters, Datatype.UINT8, 1
         elif info.var and kind == "":
@@ -469,23 +470,6 @@ def _metadata_value(entry):
 #: filter types that compress (v1 stores coordinates zipped unless one of these is in the coords pipeline)
 _COMPRESSORS = {FilterType.GZIP, FilterType.ZSTD, FilterType.LZ4, FilterType.RLE, FilterType.BZIP2,
                 FilterType.DOUBLE_DELTA, FilterType.DELTA}
-#: v8 percent-encodes these characters of field names in file names (REFERENCE.md §3.3, bit-exact)
-_V8_ESCAPES = {**{c: f"%{ord(c):02X}" for c in "!#$%&'()*+,/:;=?@[]\""}, "<": "%20", ">": "%2D", "\\": "%30",
-               "|": "%3C"}
-
-
-def _stem(version: int, idx: int, n_attrs: int, name: str) -> str:
-    """The file-name stem of index-space field ``idx`` (REFERENCE.md §3.3)."""
-    if name == "__coords" or version <= 7:
-        return name
-    if version == 8:
-        return "".join(_V8_ESCAPES.get(c, c) for c in name)
-    if idx < n_attrs:
-        return f"a{idx}"
-    extra = {"__timestamps": "t", "__delete_timestamps": "dt", "__delete_condition_index": "dci"}
-    return extra.get(name, f"d{idx - n_attrs - 1}")
-
-
 def _leaves(node):
     if node.expression is not None:
         for child in node.expression.children:
