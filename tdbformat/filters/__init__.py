@@ -1,6 +1,9 @@
 """Filter codecs, one module per filter family, and the pipeline that runs them."""
 
-from . import compression, encryption  # noqa: F401  (registers the codecs)
-from .pipeline import CODECS, Codec, FilterContext, filter_tile, unfilter
+# importing the modules registers their codecs
+from . import bitwidth, checksum, compression, encryption, float_scale, shuffle, strings, webp, xor  # noqa: F401
+from .pipeline import (CODECS, STRING_CODECS, Codec, FilterContext, chunk_sizes, filter_tile, skips_offsets,
+                       unfilter, unfilter_strings, uses_chunking, var_chunk_sizes)
 
-__all__ = ["CODECS", "Codec", "FilterContext", "filter_tile", "unfilter"]
+__all__ = ["CODECS", "STRING_CODECS", "Codec", "FilterContext", "filter_tile", "unfilter", "unfilter_strings",
+           "chunk_sizes", "var_chunk_sizes", "skips_offsets", "uses_chunking"]

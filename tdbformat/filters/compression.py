@@ -1,8 +1,8 @@
-"""Compression filters: GZIP, ZSTD, LZ4, BZIP2 (REFERENCE.md §7.5).
+"""Compression filters: GZIP, ZSTD, LZ4, BZIP2, RLE, DOUBLE_DELTA, DELTA (REFERENCE.md §7.5).
 
 A compressor consumes all its input parts: its header lists each part's original and compressed size
 (metadata parts first), and its data is the compressed parts back to back. Earlier filters' metadata is
-compressed along with the data.
+compressed along with the data. The string forms of RLE and dictionary are in strings.py.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ import zlib
 import lz4.block
 import numpy as np
 import zstandard
-from construct import Int32ul, Rebuild, this
+from construct import Bytes, Int8ul, Int16ub, Int32ul, Int64ul, this
 
-from ..enums import FilterType
-from ..errors import FormatError
+from ..enums import Datatype, FilterType
+from ..errors import FormatError, UnsupportedError
 from ..fields import Counted, Struct
-from .pipeline import Codec, FilterContext, register
+from .pipeline import Codec, FilterContext, Header, register
 
-__all__ = ["CompressedPartSizes", "CompressionCodec"]
+__all__ = ["CompressedPartSizes", "CompressionCodec", "DoubleDeltaHeader", "DeltaHeader", "RleRun", "delta_dtype"]
 
 CompressedPart = Struct(
     "orig_size" / Int32ul * "bytes of the part before compression",
@@ -40,15 +40,10 @@ _HEADER = Struct("num_metadata_parts" / Int32ul, "num_data_parts" / Int32ul)
 
 def read_part_sizes(metadata: memoryview):
     """(metadata part sizes, data part sizes, header length) from a compressor's header."""
-    if len(metadata) < 8:
-        raise FormatError(f"compressor header needs 8 bytes, found {len(metadata)}")
-    nmd, ndata = np.frombuffer(metadata, "<u4", 2)
-    nparts = int(nmd) + int(ndata)
-    hdr = 8 + 8 * nparts
-    if hdr > len(metadata):
-        raise FormatError(f"compressor header lists {nparts} parts ({hdr} bytes) but has {len(metadata)} bytes")
-    sizes = np.frombuffer(metadata, "<u4", 2 * nparts, 8).reshape(-1, 2)
-    return sizes[: int(nmd)], sizes[int(nmd):], hdr
+    head = Header(metadata, "compressor")
+    nmd, ndata = head.u32(), head.u32()
+    sizes = head.array("<u4", 2 * (nmd + ndata)).reshape(-1, 2).astype(np.int64)
+    return sizes[:nmd], sizes[nmd:], head.pos
 
 
 def write_part_sizes(md_sizes, data_sizes) -> bytes:
@@ -79,11 +74,15 @@ class CompressionCodec(Codec):
         if total != len(data):
             raise FormatError(f"{type(self).__name__}: compressed parts add up to {total} bytes but the chunk "
                               f"holds {len(data)}")
+        if int(md_sizes[:, 0].sum() + data_sizes[:, 0].sum()) > ctx.limit:
+            raise FormatError(f"{type(self).__name__}: the parts claim {int(md_sizes[:, 0].sum() + data_sizes[:, 0].sum())}"
+                              f" uncompressed bytes, more than the chunk can hold ({ctx.limit})")
         pos, out = 0, []
         for orig, size in list(md_sizes) + list(data_sizes):
-            raw = self.decompress(ctx, bytes(data[pos:pos + int(size)]), int(orig))
+            raw = self.decompress(ctx, data[pos:pos + int(size)], int(orig))
             if len(raw) != orig:
-                raise FormatError(f"{type(self).__name__}: a part decompressed to {len(raw)} bytes, expected {orig}")
+                raise FormatError(f"{type(self).__name__}: a part decompressed to {len(raw)} bytes, its header says "
+                                  f"{orig}")
             out.append(raw)
             pos += int(size)
         nmd = len(md_sizes)
@@ -150,3 +149,163 @@ class Bzip2(CompressionCodec):
                 raise ValueError("stream longer than the declared size or incomplete")
             return out
         return _bounded(unpack, packed, orig_size, "bzip2")
+
+
+#: One run of the numeric RLE filter (the value is ``cell_size`` bytes; the run length is big-endian).
+RleRun = Struct(
+    "value" / Bytes(this._params.cell_size) * "the repeated cell, as stored",
+    "run_length" / Int16ub * "how many times it repeats (1 to 65535)",
+)
+
+_MAX_RUN = 65535
+
+
+@register(FilterType.RLE)
+class Rle(CompressionCodec):
+    """RLE on cells of the tile's cell size (rle_compressor.cc); var strings use strings.py instead."""
+
+    def compress(self, ctx, raw):
+        cs = ctx.cell_size
+        if len(raw) % cs:
+            raise FormatError(f"RLE: {len(raw)} bytes are not whole cells of {cs} bytes")
+        cells = np.frombuffer(raw, np.uint8).reshape(-1, cs)
+        if not len(cells):
+            return b""
+        starts = np.flatnonzero(np.concatenate([[True], (cells[1:] != cells[:-1]).any(axis=1)]))
+        lengths = np.diff(np.append(starts, len(cells)))
+        # runs longer than 65535 are cut into 65535s and a remainder
+        pieces = -(-lengths // _MAX_RUN)
+        run_starts = np.repeat(starts, pieces) + _MAX_RUN * (np.arange(pieces.sum()) -
+                                                             np.repeat(np.cumsum(pieces) - pieces, pieces))
+        run_lengths = np.minimum(_MAX_RUN, np.diff(np.append(run_starts, len(cells))))
+        out = np.empty((len(run_starts), cs + 2), np.uint8)
+        out[:, :cs] = cells[run_starts]
+        out[:, cs:] = run_lengths.astype(">u2").view(np.uint8).reshape(-1, 2)
+        return out.tobytes()
+
+    def decompress(self, ctx, packed, orig_size):
+        cs = ctx.cell_size
+        if len(packed) % (cs + 2):
+            raise FormatError(f"RLE: {len(packed)} bytes are not whole runs of {cs + 2} bytes")
+        runs = np.frombuffer(packed, np.uint8).reshape(-1, cs + 2)
+        lengths = runs[:, cs:].copy().view(">u2").reshape(-1).astype(np.int64)
+        if int(lengths.sum()) * cs != orig_size:
+            raise FormatError(f"RLE: the runs expand to {int(lengths.sum()) * cs} bytes, the header says {orig_size}")
+        return np.repeat(runs[:, :cs], lengths, axis=0).tobytes()
+
+
+_DELTA_TYPES = {Datatype.CHAR: np.dtype("i1"), Datatype.ANY: np.dtype("u1"), Datatype.BLOB: np.dtype("u1"),
+                Datatype.BOOL: np.dtype("u1"), Datatype.GEOM_WKB: np.dtype("u1"), Datatype.GEOM_WKT: np.dtype("u1"),
+                Datatype.STRING_ASCII: np.dtype("u1"), Datatype.STRING_UTF8: np.dtype("u1")}
+
+
+def delta_dtype(ctx) -> np.dtype:
+    """The integer type delta and double delta work in: the reinterpret type if set, else the input type."""
+    dt = ctx.options.get("reinterpret_datatype") if ctx.options is not None else None
+    dt = ctx.datatype if dt in (None, Datatype.ANY) else Datatype(dt)
+    if dt.is_integer:
+        return dt.numpy_dtype
+    if dt.is_datetime or dt.is_time:
+        return np.dtype("<i8")
+    if dt in _DELTA_TYPES:
+        return _DELTA_TYPES[dt]
+    raise UnsupportedError(f"TileDB's delta compressors do not take {dt.name}")
+
+
+class _Reinterpreting(CompressionCodec):
+    def output_datatype(self, ctx):
+        dt = ctx.options.get("reinterpret_datatype")
+        return ctx.datatype if dt in (None, Datatype.ANY) else Datatype(dt)
+
+
+#: Header of a double-delta part; values follow (see REFERENCE §7.5).
+DoubleDeltaHeader = Struct(
+    "bitsize" / Int8ul * "magnitude bits per double delta (>= 8*sizeof(T)-1: raw values follow)",
+    "num" / Int64ul * "number of values",
+)
+
+
+@register(FilterType.DOUBLE_DELTA)
+class DoubleDelta(_Reinterpreting):
+    """dd_compressor.cc: first two values, then sign + magnitude bits, MSB first in LE u64 words."""
+
+    def compress(self, ctx, raw):
+        dtype = delta_dtype(ctx)
+        if len(raw) % dtype.itemsize:
+            raise FormatError(f"DOUBLE_DELTA: {len(raw)} bytes are not whole {dtype} values")
+        x = np.frombuffer(raw, dtype)
+        n = len(x)
+        wide = x.astype(np.int64)
+        deltas = np.diff(wide)
+        dd = np.diff(deltas)
+        if n <= 2:
+            bitsize = 0
+        else:
+            biggest = max(int(np.abs(deltas[:1]).astype(np.uint64).max()),
+                          int(np.abs(dd).astype(np.uint64).max()) if len(dd) else 0)
+            bitsize = max(1, biggest.bit_length())
+        head = np.array([bitsize], "u1").tobytes() + np.array([n], "<u8").tobytes()
+        if bitsize >= 8 * dtype.itemsize - 1 or n <= 2:
+            return head + x.tobytes()
+        return head + x[:2].tobytes() + _pack_dd(dd, bitsize)
+
+    def decompress(self, ctx, packed, orig_size):
+        dtype = delta_dtype(ctx)
+        head = Header(packed, "DOUBLE_DELTA")
+        bitsize, n = head.u8(), head.u64()
+        if n * dtype.itemsize != orig_size:
+            raise FormatError(f"DOUBLE_DELTA: {n} values of {dtype.itemsize} bytes, but the header says {orig_size}")
+        if bitsize >= 8 * dtype.itemsize - 1 or n <= 2:
+            return bytes(head.take(orig_size))
+        first = head.array(dtype, 2).astype(np.int64)
+        nbits = (n - 2) * (bitsize + 1)
+        words = head.array("<u8", -(-nbits // 64))
+        bits = np.unpackbits(words.astype(">u8").view(np.uint8))[:nbits].reshape(-1, bitsize + 1)
+        shifts = np.arange(bitsize - 1, -1, -1, dtype=np.uint64)
+        mag = (bits[:, 1:].astype(np.uint64) << shifts).sum(axis=1, dtype=np.uint64).view(np.int64)
+        dd = np.where(bits[:, 0] == 1, -mag, mag)
+        deltas = np.cumsum(np.concatenate([[first[1] - first[0]], dd]))
+        values = np.concatenate([[first[0]], first[0] + np.cumsum(deltas)])
+        if len(head.rest()):
+            raise FormatError(f"DOUBLE_DELTA: {len(head.rest())} bytes after the last value")
+        return values.astype(dtype).tobytes()
+
+
+def _pack_dd(dd, bitsize) -> bytes:
+    """Sign bit then ``bitsize`` magnitude bits per value, MSB first, in u64 words stored LE."""
+    mag = np.abs(dd).astype(np.uint64)
+    bits = np.empty((len(dd), bitsize + 1), np.uint8)
+    bits[:, 0] = dd < 0
+    bits[:, 1:] = (mag[:, None] >> np.arange(bitsize - 1, -1, -1, dtype=np.uint64)) & np.uint64(1)
+    flat = bits.reshape(-1)
+    flat = np.concatenate([flat, np.zeros(-len(flat) % 64, np.uint8)])
+    return np.packbits(flat).view(">u8").astype("<u8").tobytes()
+
+
+#: Header of a delta part: the count, then the first value and the deltas (REFERENCE §7.5).
+DeltaHeader = Struct(
+    "num" / Int64ul * "number of values",
+)
+
+
+@register(FilterType.DELTA)
+class Delta(_Reinterpreting):
+    """delta_compressor.cc: n, the first value, then each difference truncated to the value width."""
+
+    def compress(self, ctx, raw):
+        dtype = delta_dtype(ctx)
+        if len(raw) % dtype.itemsize:
+            raise FormatError(f"DELTA: {len(raw)} bytes are not whole {dtype} values")
+        x = np.frombuffer(raw, f"<u{dtype.itemsize}")
+        return np.array([len(x)], "<u8").tobytes() + x[:1].tobytes() + np.diff(x).tobytes()
+
+    def decompress(self, ctx, packed, orig_size):
+        size = delta_dtype(ctx).itemsize
+        head = Header(packed, "DELTA")
+        n = head.u64()
+        if n * size != orig_size:
+            raise FormatError(f"DELTA: {n} values of {size} bytes, but the header says {orig_size}")
+        x = head.array(f"<u{size}", n)
+        if len(head.rest()):
+            raise FormatError(f"DELTA: {len(head.rest())} bytes after the last value")
+        return np.cumsum(x, dtype=x.dtype).tobytes()

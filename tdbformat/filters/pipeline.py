@@ -4,18 +4,29 @@ Each filter is a codec (see :class:`Codec`) registered in :data:`CODECS` by filt
 filtered by running the codecs forward, each turning ``(metadata parts, data parts)`` into new parts;
 the stored chunk holds the concatenation of the last stage's parts. Reading runs them in reverse: each
 codec reads its own header from the front of the metadata and hands the rest to the codec before it.
+
+Chunking (REFERENCE §4.1): fixed-size tiles are cut into whole cells of at most 64 KiB; var-size data
+(v11+) is cut between cells with TileDB's 50%/150% rule; string RLE/dictionary (v12/13/17) and WebP
+tiles are one chunk, as is every tile of a pipeline whose ``max_chunk_size`` is 0.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+import numpy as np
 from construct import Container, ListContainer
 
 from ..enums import Datatype, FilterType
 from ..errors import EncryptionError, FormatError, UnsupportedError
 
-__all__ = ["Codec", "FilterContext", "CODECS", "register", "unfilter", "filter_tile", "chunk_sizes"]
+__all__ = [
+    "Codec", "FilterContext", "CODECS", "STRING_CODECS", "register", "Header", "split_parts", "unfilter", "filter_tile",
+    "chunk_sizes", "var_chunk_sizes", "skips_offsets", "uses_chunking", "unfilter_strings", "MAX_CHUNK",
+]
+
+#: TileDB's process-wide chunk size; the pipeline's ``max_chunk_size`` only matters when it is 0.
+MAX_CHUNK = 65536
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,8 @@ class FilterContext:
     key: bytes | None = None
     #: the tile's var-size offsets, for the string forms of RLE and dictionary
     offsets: object = None
+    #: most bytes any part of this chunk may unfilter to: lengths read from the input are checked against it
+    limit: int = 1 << 32
     extra: dict = field(default_factory=dict)
 
 
@@ -47,7 +60,8 @@ class Codec:
         """Datatype handed to the next filter."""
         return ctx.datatype
 
-    def forward(self, ctx: FilterContext, metadata: list[bytes], data: list[bytes]) -> tuple[list[bytes], list[bytes]]:
+    def forward(self, ctx: FilterContext, metadata: list, data: list) -> tuple[list, list]:
+        """Filter one chunk: (metadata parts, data parts) in, (metadata parts, data parts) out."""
         raise NotImplementedError
 
     def reverse(self, ctx: FilterContext, metadata: memoryview, data: memoryview) -> tuple[memoryview, bytes]:
@@ -57,14 +71,65 @@ class Codec:
 
 #: filter type -> codec
 CODECS: dict[FilterType, Codec] = {}
+#: filter type -> codec of its var-string form (``forward_strings``/``reverse_strings``; strings.py)
+STRING_CODECS: dict[FilterType, object] = {}
 
 
-def register(*types: FilterType):
+def register(*types: FilterType, strings: bool = False):
     def deco(cls):
         for t in types:
-            CODECS[t] = cls()
+            (STRING_CODECS if strings else CODECS)[t] = cls()
         return cls
     return deco
+
+
+class Header:
+    """Bounded reads from the front of a filter's metadata: a short header is a FormatError."""
+
+    def __init__(self, buf, what: str):
+        self.buf, self.pos, self.what = memoryview(buf).cast("B"), 0, what
+
+    def take(self, n: int) -> memoryview:
+        if n < 0 or self.pos + n > len(self.buf):
+            raise FormatError(f"{self.what} header: needs {n} more bytes at byte {self.pos} of the chunk "
+                              f"metadata but only {len(self.buf) - self.pos} are left")
+        out = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def array(self, dtype, count: int) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        return np.frombuffer(self.take(count * dtype.itemsize), dtype, count)
+
+    def u8(self) -> int:
+        return self.take(1)[0]
+
+    def u32(self) -> int:
+        return int(self.array("<u4", 1)[0])
+
+    def u64(self) -> int:
+        return int(self.array("<u8", 1)[0])
+
+    def parts(self) -> np.ndarray:
+        """``num_parts: u32`` then one u32 size per part: the header of the shuffles, XOR, float scale, WebP."""
+        return self.array("<u4", self.u32()).astype(np.int64)
+
+    def rest(self) -> memoryview:
+        return self.buf[self.pos:]
+
+
+def split_parts(data, sizes, what: str) -> list:
+    """``data`` cut into consecutive parts of ``sizes`` bytes, which must add up to all of it."""
+    total = int(np.sum(sizes, dtype=np.int64))
+    if total != len(data):
+        raise FormatError(f"{what}: the header's part sizes add up to {total} bytes but the data has {len(data)}")
+    bounds = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+    return [data[int(a):int(b)] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def parts_header(sizes) -> bytes:
+    """``num_parts: u32`` then the u32 sizes."""
+    return np.array([len(sizes), *sizes], "<u4").tobytes()
 
 
 def _codec(filter_type) -> Codec:
@@ -74,24 +139,89 @@ def _codec(filter_type) -> Codec:
         raise UnsupportedError(f"filter {FilterType(filter_type).name} is not supported") from None
 
 
-def _contexts(pipeline, datatype, version, cell_size, key, offsets):
-    """One FilterContext per filter, with each filter's input datatype."""
+def _stages(pipeline, datatype, version, cell_size, key, offsets):
+    """(filter type, codec, context) per filter, each with its input datatype."""
     out = []
     dt = Datatype(datatype)
     for f in pipeline["filters"]:
         ctx = FilterContext(options=f["options"], datatype=dt, version=version, cell_size=cell_size, key=key,
                             offsets=offsets)
-        out.append((_codec(f["type"]), ctx))
-        dt = out[-1][0].output_datatype(ctx)
+        codec = _codec(f["type"])
+        out.append((FilterType(f["type"]), codec, ctx))
+        dt = codec.output_datatype(ctx)
     return out
 
 
-def _with_encryption(pipeline, key):
+def _with_encryption(pipeline, key, encrypted):
     """Data tiles of encrypted arrays carry an AES filter that the schema does not list."""
-    if key is None:
+    if not encrypted:
         return pipeline
+    if key is None:
+        raise EncryptionError("the array is encrypted: pass key=")
     return Container(max_chunk_size=pipeline["max_chunk_size"],
                      filters=list(pipeline["filters"]) + [Container(type=FilterType.AES_256_GCM, options=Container())])
+
+
+def _types(pipeline) -> set:
+    return {FilterType(f["type"]) for f in pipeline["filters"]}
+
+
+def skips_offsets(pipeline, datatype, version) -> bool:
+    """Whether the var data carries its own offsets (string RLE v12+, dictionary v13+, UTF-8 v17+; §4.2)."""
+    dt, types = Datatype(datatype), _types(pipeline)
+    if FilterType.RLE in types:
+        return (dt == Datatype.STRING_ASCII and version >= 12) or (dt == Datatype.STRING_UTF8 and version >= 17)
+    if FilterType.DICTIONARY in types:
+        return (dt == Datatype.STRING_ASCII and version >= 13) or (dt == Datatype.STRING_UTF8 and version >= 17)
+    return False
+
+
+def uses_chunking(pipeline, datatype, version, var: bool) -> bool:
+    """TileDB's use_tile_chunking (filter_pipeline.cc): the exceptions that make a tile one chunk."""
+    if pipeline["max_chunk_size"] == 0:
+        return False
+    types = _types(pipeline)
+    if var and Datatype(datatype) in (Datatype.STRING_ASCII, Datatype.STRING_UTF8):
+        return not ((version >= 12 and FilterType.RLE in types) or (version >= 13 and FilterType.DICTIONARY in types))
+    return FilterType.WEBP not in types
+
+
+def _annotate(err: FormatError, ftype, chunk, offset):
+    """Say which filter and which chunk a codec failed on."""
+    what = f"{ftype.name} filter, chunk {chunk} (at byte {offset} of the tile)" if ftype is not None else \
+        f"chunk {chunk} (at byte {offset} of the tile)"
+    err.reason = f"{what}: {err.reason}"
+    err.args = (err.reason,)
+    return err
+
+
+def _chunk_offsets(tile):
+    pos = 8
+    for c in tile["chunks"]:
+        yield pos
+        pos += 12 + len(c["metadata"]) + len(c["data"])
+
+
+def _reverse_chunk(stages, chunk, index, offset, strings=None):
+    md, data = memoryview(chunk["metadata"]), memoryview(chunk["data"])
+    # intermediate stages stay within a small multiple of the chunk (window headers are the largest)
+    limit = 16 * chunk["unfiltered_size"] + 4096
+    stages = [(t, codec, replace(ctx, limit=limit)) for t, codec, ctx in stages]
+    ftype = None
+    try:
+        for ftype, codec, ctx in reversed(stages[1:] if strings else stages):
+            md, data = codec.reverse(ctx, md, data)
+        if strings:
+            ftype, _, ctx = stages[0]
+            md, data, offsets = STRING_CODECS[ftype].reverse_strings(ctx, md, data)
+        ftype = None
+        if len(md):
+            raise FormatError(f"{len(md)} bytes of filter metadata left over after the pipeline")
+        if len(data) != chunk["unfiltered_size"]:
+            raise FormatError(f"unfiltered to {len(data)} bytes but the chunk says {chunk['unfiltered_size']}")
+    except FormatError as e:
+        raise _annotate(e, ftype, index, offset) from None
+    return (bytes(data), offsets) if strings else bytes(data)
 
 
 def unfilter(tile, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, key=None, offsets=None,
@@ -100,55 +230,112 @@ def unfilter(tile, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, 
 
     ``encrypted=True`` adds the implicit AES-256-GCM stage of data tiles in encrypted arrays.
     """
-    if encrypted:
-        if key is None:
-            raise EncryptionError("the array is encrypted: pass key=")
-        pipeline = _with_encryption(pipeline, key)
-    stages = _contexts(pipeline, datatype, version, cell_size, key, offsets)
-    out = []
-    for i, chunk in enumerate(tile["chunks"]):
-        md, data = memoryview(chunk["metadata"]), memoryview(chunk["data"])
-        for codec, ctx in reversed(stages):
-            md, data = codec.reverse(ctx, md, data)
-        if len(md):
-            raise FormatError(f"chunk {i}: {len(md)} bytes of filter metadata left over after the pipeline")
-        if len(data) != chunk["unfiltered_size"]:
-            raise FormatError(f"chunk {i}: unfiltered to {len(data)} bytes but the chunk says "
-                              f"{chunk['unfiltered_size']}")
-        out.append(bytes(data))
-    return b"".join(out)
+    stages = _stages(_with_encryption(pipeline, key, encrypted), datatype, version, cell_size, key, offsets)
+    return b"".join(_reverse_chunk(stages, c, i, off)
+                    for i, (c, off) in enumerate(zip(tile["chunks"], _chunk_offsets(tile))))
 
 
-def chunk_sizes(nbytes: int, cell_size: int, max_chunk_size: int) -> list[int]:
-    """Chunk sizes of a fixed-size tile (tile.cc): whole cells, at most 64 KiB, the remainder last."""
-    if nbytes == 0:
-        return []
+def unfilter_strings(tile, pipeline, *, datatype, version, key=None, encrypted=False):
+    """(var data, u64 offsets) of a var string tile whose offsets are skipped (:func:`skips_offsets`)."""
+    stages = _stages(_with_encryption(pipeline, key, encrypted), datatype, version, Datatype(datatype).size, key,
+                     None)
+    if stages[0][0] not in STRING_CODECS:
+        raise FormatError(f"{stages[0][0].name} comes before the string RLE/dictionary filter, which TileDB "
+                          "requires to be first")
+    if tile["num_chunks"] > 1:
+        raise FormatError(f"a string RLE/dictionary tile is one chunk, this one has {tile['num_chunks']}")
+    if not tile["chunks"]:
+        return b"", np.zeros(0, "<u8")
+    return _reverse_chunk(stages, tile["chunks"][0], 0, 8, strings=True)
+
+
+def chunk_sizes(nbytes: int, cell_size: int, max_chunk_size: int = MAX_CHUNK) -> list[int]:
+    """Chunk sizes of a fixed-size tile (tile.cc, filter_chunks_forward): whole cells of at most 64 KiB.
+
+    ``max_chunk_size`` 0 means one chunk (even for an empty tile, as TileDB writes it).
+    """
     if max_chunk_size == 0:
         return [nbytes]
-    chunk = max(cell_size, (min(65536, nbytes) // cell_size) * cell_size)
+    chunk = max(cell_size, (min(MAX_CHUNK, nbytes) // cell_size) * cell_size)
+    if nbytes == chunk:
+        return [nbytes]
     sizes = [chunk] * (nbytes // chunk)
     if nbytes % chunk:
         sizes.append(nbytes % chunk)
     return sizes
 
 
+def var_chunk_sizes(offsets, nbytes: int, type_size: int) -> list[int]:
+    """Chunk sizes of var data (v11+, get_var_chunk_sizes): cells are never split.
+
+    A cell that would overflow the chunk still joins it if the chunk is at most half full or the result
+    at most 150%; otherwise it starts the next chunk (alone, if it is bigger than a chunk). The walk can
+    close a chunk exactly at the end, and TileDB then writes an empty last chunk: so do we.
+    """
+    chunk = max(type_size, (min(MAX_CHUNK, nbytes) // type_size) * type_size)
+    if nbytes == chunk:
+        return [nbytes]
+    offsets = np.asarray(offsets, np.int64)
+    cells = np.diff(np.append(offsets, nbytes))
+    starts, current = [0], 0
+    # one step per cell: the rule depends on the running size, so it does not vectorise
+    last = len(offsets) - 1
+    for c, (start, size) in enumerate(zip(offsets.tolist(), cells.tolist())):
+        new = current + size
+        if new <= chunk:
+            current = new
+        elif current <= chunk // 2 or new <= chunk + chunk // 2:
+            starts.append(start + size)
+            current = 0
+        else:
+            starts.append(start)
+            if size > chunk:
+                if c != last:
+                    starts.append(start + size)
+                current = 0
+            else:
+                current = size
+    return np.diff(np.append(starts, nbytes)).tolist()
+
+
+def _forward_chunk(stages, md, parts):
+    for _, codec, ctx in stages:
+        md, parts = codec.forward(ctx, md, parts)
+    return Container(metadata=b"".join(bytes(m) for m in md), data=b"".join(bytes(p) for p in parts))
+
+
 def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, key=None,
-                offsets=None, encrypted=False, sizes=None) -> Container:
+                offsets=None, encrypted=False, sizes=None, var=None) -> Container:
     """A Tile (``num_chunks``, ``chunks``) holding ``data`` filtered with ``pipeline``.
 
-    ``sizes`` overrides the chunking (var-size tiles are chunked by their cells, see filters issue).
+    ``offsets`` (the cell offsets, u64, no trailing one) marks var-size data: from v11 it is chunked
+    between cells, and string RLE/dictionary (:func:`skips_offsets`) encode the offsets into the data.
+    ``sizes`` overrides the chunking.
     """
-    if encrypted:
-        pipeline = _with_encryption(pipeline, key)
-    stages = _contexts(pipeline, datatype, version, cell_size, key, offsets)
-    if sizes is None:
-        sizes = chunk_sizes(len(data), cell_size, pipeline["max_chunk_size"])
+    data = memoryview(data).cast("B")
+    var = offsets is not None if var is None else var
+    pipeline = _with_encryption(pipeline, key, encrypted)
+    stages = _stages(pipeline, datatype, version, cell_size, key, offsets)
     chunks = ListContainer()
+    if var and offsets is not None and skips_offsets(pipeline, datatype, version):
+        if len(data) or len(offsets):
+            ftype, _, ctx = stages[0]
+            md, parts = STRING_CODECS[ftype].forward_strings(ctx, data, np.asarray(offsets, "<u8"))
+            chunk = _forward_chunk(stages[1:], md, parts)
+            chunk.unfiltered_size = len(data)
+            chunks.append(chunk)
+        return Container(num_chunks=len(chunks), chunks=chunks)
+    if sizes is None:
+        if not uses_chunking(pipeline, datatype, version, var):
+            sizes = [len(data)]
+        elif var and offsets is not None and version >= 11:
+            sizes = var_chunk_sizes(offsets, len(data), cell_size)
+        else:
+            sizes = chunk_sizes(len(data), cell_size)
     pos = 0
     for size in sizes:
-        md, parts = [], [bytes(data[pos:pos + size])]
+        chunk = _forward_chunk(stages, [], [data[pos:pos + size]])
+        chunk.unfiltered_size = size
+        chunks.append(chunk)
         pos += size
-        for codec, ctx in stages:
-            md, parts = codec.forward(ctx, md, parts)
-        chunks.append(Container(unfiltered_size=size, metadata=b"".join(md), data=b"".join(parts)))
     return Container(num_chunks=len(chunks), chunks=chunks)

@@ -1,0 +1,244 @@
+"""Bit-width reduction and positive delta, the windowed filters (REFERENCE.md §7.3, §7.4).
+
+Both cut each part into windows of ``max_window_size`` bytes rounded down to whole values (the last
+window takes the rest) and prepend a header with one entry per window to earlier metadata.
+
+- Bit-width reduction stores each window as ``value - window minimum`` in 8, 16, 32 or 64 bits (signed
+  if the type is), or raw when that saves nothing or the window is not whole values.
+- Positive delta stores each value minus the previous one, the window's first value in the header;
+  values must not decrease.
+
+Types they do not transform pass through with no header: bit-width reduction skips 1-byte types,
+positive delta floats and strings, and both skip DATETIME/TIME before format v20 (generic tiles: 0).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from construct import Int8ul, Int32ul, this
+
+from ..enums import Datatype, FilterType
+from ..errors import FormatError
+from ..fields import Counted, Struct
+from ..numpy_array import NumpyArray
+from .pipeline import Codec, Header, register
+
+__all__ = ["BitWidthHeader", "PositiveDeltaHeader", "window_sizes"]
+
+_SIZED = {Datatype.INT8: "i1", Datatype.UINT8: "u1", Datatype.INT16: "<i2", Datatype.UINT16: "<u2",
+          Datatype.INT32: "<i4", Datatype.UINT32: "<u4", Datatype.INT64: "<i8", Datatype.UINT64: "<u8"}
+_BYTES = (Datatype.BLOB, Datatype.GEOM_WKB, Datatype.GEOM_WKT, Datatype.BOOL)
+
+
+def _value_type(ctx, one_byte: bool):
+    """The integer type a windowed filter works in, or None when it passes the data through."""
+    dt = ctx.datatype
+    if dt.is_datetime or dt.is_time:
+        return np.dtype("<i8") if ctx.version >= 20 else None
+    if dt in _BYTES:
+        return np.dtype("u1") if one_byte else None
+    if dt in _SIZED and (one_byte or np.dtype(_SIZED[dt]).itemsize > 1):
+        return np.dtype(_SIZED[dt])
+    return None
+
+
+def window_sizes(nbytes: int, max_window: int, size: int) -> np.ndarray:
+    """Bytes of each window of a part: ``max_window`` rounded down to whole values, the rest last."""
+    window = min(nbytes, max_window) // size * size
+    if window == 0:  # TileDB divides by zero here; a part smaller than one value is one raw window
+        return np.array([nbytes] if nbytes else [], np.int64)
+    sizes = np.full(nbytes // window, window, np.int64)
+    return np.append(sizes, nbytes % window) if nbytes % window else sizes
+
+
+def _gather(buf: np.ndarray, starts, width: int) -> np.ndarray:
+    return buf[np.asarray(starts, np.int64)[:, None] + np.arange(width)]
+
+
+def _scatter(out: np.ndarray, starts, rows: np.ndarray):
+    out[np.asarray(starts, np.int64)[:, None] + np.arange(rows.shape[1])] = rows
+
+
+def _windows_of(data: list, max_window: int, dtype) -> list:
+    """(values as (k, n) array, byte sizes) groups: equal-sized whole-value windows together."""
+    out = []
+    for part in data:
+        buf = np.frombuffer(part, np.uint8)
+        sizes = window_sizes(len(buf), max_window, dtype.itemsize)
+        starts = np.cumsum(sizes) - sizes
+        out.append((buf, sizes, starts))
+    return out
+
+
+def _header_dtype(dtype, with_bits: bool) -> np.dtype:
+    fields = [("offset", dtype)] + ([("bits", "u1")] if with_bits else []) + [("nbytes", "<u4")]
+    return np.dtype(fields)
+
+
+def _signed_or_unsigned(dtype, bits: int) -> np.dtype:
+    return np.dtype(f"<{dtype.kind}{bits // 8}")
+
+
+def _bits_needed(mins, maxs, dtype) -> np.ndarray:
+    """compute_bits_required: the range + 1 in 8/16/32/64 bits, the full width if it overflows T."""
+    span = maxs.astype(np.uint64) - mins.astype(np.uint64)  # exact: max >= min
+    top = np.uint64(np.iinfo(dtype).max)
+    value = span + np.uint64(1)
+    limits = [(1 << (b - 1)) - 1 if dtype.kind == "i" else (1 << b) - 1 for b in (8, 16, 32)]
+    bits = np.select([value <= np.uint64(lim) for lim in limits], [8, 16, 32], 64)
+    return np.where(span >= top, 8 * dtype.itemsize, bits).astype(np.uint8)
+
+
+@register(FilterType.BIT_WIDTH_REDUCTION)
+class BitWidthReduction(Codec):
+    metadata = None  # set below: the window offset's type depends on the input datatype
+
+    def forward(self, ctx, metadata, data):
+        dtype = _value_type(ctx, one_byte=False)
+        if dtype is None:
+            return metadata, data
+        size, full = dtype.itemsize, 8 * dtype.itemsize
+        headers, outs = [], []
+        for buf, sizes, starts in _windows_of(data, ctx.options["max_window_size"], dtype):
+            nelts = sizes // size
+            head = np.zeros(len(sizes), _header_dtype(dtype, True))
+            head["nbytes"] = sizes
+            head["bits"] = full
+            out_sizes = sizes.copy()
+            groups = []
+            for n in np.unique(nelts[nelts > 0]):
+                sel = np.flatnonzero(nelts == n)
+                values = _gather(buf, starts[sel], n * size).view(dtype)
+                mins, maxs = values.min(axis=1), values.max(axis=1)
+                bits = _bits_needed(mins, maxs, dtype)
+                head["offset"][sel] = mins
+                head["bits"][sel] = bits
+                packs = (bits < full) & (sizes[sel] % size == 0)
+                out_sizes[sel[packs]] = n * bits[packs] // 8
+                groups.append((sel, values, mins, bits, packs))
+            out = np.empty(int(out_sizes.sum()), np.uint8)
+            out_starts = np.cumsum(out_sizes) - out_sizes
+            raw = np.ones(len(sizes), bool)
+            for sel, values, mins, bits, packs in groups:
+                for b in np.unique(bits[packs]):
+                    rows = packs & (bits == b)
+                    rel = (values[rows] - mins[rows, None]).astype(_signed_or_unsigned(dtype, int(b)))
+                    _scatter(out, out_starts[sel[rows]], rel.view(np.uint8))
+                    raw[sel[rows]] = False
+            for i in np.flatnonzero(raw):  # raw windows are few: incompressible ones and a ragged tail
+                out[out_starts[i]:out_starts[i] + sizes[i]] = buf[starts[i]:starts[i] + sizes[i]]
+            headers.append(head)
+            outs.append(out.tobytes())
+        head = np.concatenate(headers) if headers else np.zeros(0, _header_dtype(dtype, True))
+        total = sum(len(p) for p in data)
+        return [np.array([total, len(head)], "<u4").tobytes() + head.tobytes(), *metadata], [b"".join(outs)]
+
+    def reverse(self, ctx, metadata, data):
+        dtype = _value_type(ctx, one_byte=False)
+        if dtype is None:
+            return metadata, bytes(data)
+        size, full = dtype.itemsize, 8 * dtype.itemsize
+        head = Header(metadata, "BIT_WIDTH_REDUCTION")
+        length, count = head.u32(), head.u32()
+        windows = head.array(_header_dtype(dtype, True), count)
+        sizes, bits = windows["nbytes"].astype(np.int64), windows["bits"].astype(np.int64)
+        if int(sizes.sum()) != length or length > ctx.limit:
+            raise FormatError(f"BIT_WIDTH_REDUCTION: windows of {int(sizes.sum())} bytes for an input of {length}")
+        if not np.isin(bits, (8, 16, 32, 64)).all():
+            raise FormatError(f"BIT_WIDTH_REDUCTION: window bit widths {sorted(set(bits.tolist()))} are not "
+                              "8, 16, 32 or 64")
+        packed = (bits < full) & (sizes % size == 0)
+        in_sizes = np.where(packed, sizes // size * bits // 8, sizes)
+        if int(in_sizes.sum()) != len(data):
+            raise FormatError(f"BIT_WIDTH_REDUCTION: the windows hold {int(in_sizes.sum())} bytes but the data has "
+                              f"{len(data)}")
+        buf = np.frombuffer(data, np.uint8)
+        in_starts, out_starts = np.cumsum(in_sizes) - in_sizes, np.cumsum(sizes) - sizes
+        out = np.empty(length, np.uint8)
+        for n, b in {(int(n), int(b)) for n, b in zip(sizes[packed] // size, bits[packed])}:
+            sel = np.flatnonzero(packed & (sizes // size == n) & (bits == b))
+            rel = _gather(buf, in_starts[sel], n * b // 8).view(_signed_or_unsigned(dtype, b))
+            values = rel.astype(dtype) + windows["offset"][sel, None]
+            _scatter(out, out_starts[sel], values.view(np.uint8))
+        for i in np.flatnonzero(~packed):
+            out[out_starts[i]:out_starts[i] + sizes[i]] = buf[in_starts[i]:in_starts[i] + sizes[i]]
+        return head.rest(), out.tobytes()
+
+
+@register(FilterType.POSITIVE_DELTA)
+class PositiveDelta(Codec):
+    metadata = None  # set below
+
+    def forward(self, ctx, metadata, data):
+        dtype = _value_type(ctx, one_byte=True)
+        if dtype is None:
+            return metadata, data
+        size = dtype.itemsize
+        headers, outs = [], []
+        for buf, sizes, starts in _windows_of(data, ctx.options["max_window_size"], dtype):
+            head = np.zeros(len(sizes), _header_dtype(dtype, False))
+            head["nbytes"] = sizes
+            out = buf.copy()
+            whole = sizes % size == 0
+            for n in np.unique(sizes[whole] // size):
+                sel = np.flatnonzero(whole & (sizes // size == n))
+                values = _gather(buf, starts[sel], n * size).view(dtype)
+                if np.any(values[:, 1:] < values[:, :-1]):
+                    raise FormatError("POSITIVE_DELTA: the values decrease, which the filter cannot encode")
+                head["offset"][sel] = values[:, 0]
+                deltas = np.diff(values, axis=1, prepend=values[:, :1])
+                _scatter(out, starts[sel], deltas.view(np.uint8))
+            for i in np.flatnonzero(~whole):  # the window's first value, read as TileDB does
+                first = buf[starts[i]:starts[i] + size]
+                head["offset"][i] = np.frombuffer(np.append(first, np.zeros(size - len(first), np.uint8)), dtype)[0]
+            headers.append(head)
+            outs.append(out.tobytes())
+        head = np.concatenate(headers) if headers else np.zeros(0, _header_dtype(dtype, False))
+        return [np.array([len(head)], "<u4").tobytes() + head.tobytes(), *metadata], [b"".join(outs)]
+
+    def reverse(self, ctx, metadata, data):
+        dtype = _value_type(ctx, one_byte=True)
+        if dtype is None:
+            return metadata, bytes(data)
+        size = dtype.itemsize
+        head = Header(metadata, "POSITIVE_DELTA")
+        windows = head.array(_header_dtype(dtype, False), head.u32())
+        sizes = windows["nbytes"].astype(np.int64)
+        if int(sizes.sum()) != len(data):
+            raise FormatError(f"POSITIVE_DELTA: windows of {int(sizes.sum())} bytes but the data has {len(data)}")
+        buf = np.frombuffer(data, np.uint8)
+        out = buf.copy()
+        starts = np.cumsum(sizes) - sizes
+        whole = sizes % size == 0
+        for n in np.unique(sizes[whole] // size):
+            sel = np.flatnonzero(whole & (sizes // size == n))
+            deltas = _gather(buf, starts[sel], n * size).view(dtype)
+            values = np.cumsum(deltas, axis=1, dtype=dtype) + windows["offset"][sel, None]
+            _scatter(out, starts[sel], values.view(np.uint8))
+        return head.rest(), out.tobytes()
+
+
+def _header(with_bits: bool, what: str):
+    window = Struct(
+        "offset" / NumpyArray(1, lambda ctx: ctx._params.value_dtype) * what,
+        *(["bits" / Int8ul * "bits per stored value: 8, 16, 32 or 64"] if with_bits else []),
+        "nbytes" / Int32ul * "input bytes of the window",
+    )
+    return window
+
+
+#: Header of bit-width reduction (parse with ``value_dtype=`` the numpy type of the values).
+BitWidthHeader = Struct(
+    "input_length" / Int32ul * "bytes of the input",
+    "num_windows" / Int32ul * "number of windows over all parts",
+    "windows" / Counted(this.num_windows, _header(True, "window minimum"), 6) * "one entry per window",
+)
+
+#: Header of positive delta (parse with ``value_dtype=`` the numpy type of the values).
+PositiveDeltaHeader = Struct(
+    "num_windows" / Int32ul * "number of windows over all parts",
+    "windows" / Counted(this.num_windows, _header(False, "first value of the window"), 5) * "one entry per window",
+)
+
+BitWidthReduction.metadata = BitWidthHeader
+PositiveDelta.metadata = PositiveDeltaHeader

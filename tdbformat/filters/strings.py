@@ -1,0 +1,229 @@
+"""RLE and dictionary on var-size strings, which carry the cell offsets in the data (REFERENCE.md §7.6).
+
+They apply to STRING_ASCII from v12 (RLE) and v13 (dictionary), and to STRING_UTF8 from v17, when the
+filter is first in the pipeline; the tile is one chunk and its offsets tile is skipped (8 bytes, no
+chunks, §4.2). Earlier versions ran numeric RLE over the raw bytes; dictionary did not exist.
+
+Both write five u32 LE (0 metadata parts, 1 data part, uncompressed size, compressed size, the byte
+size of the offsets), then their own fields; lengths, run lengths and ids are big-endian.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from construct import Bytes, Int8ul, Int32ul, this
+
+from ..enums import FilterType
+from ..errors import FormatError
+from ..fields import Struct
+from .pipeline import Codec, Header, register
+
+__all__ = ["StringRleHeader", "DictionaryHeader", "bytesize"]
+
+_common = (
+    "num_metadata_parts" / Int32ul * "always 0",
+    "num_data_parts" / Int32ul * "always 1",
+    "uncompressed_size" / Int32ul * "bytes of the var data",
+    "compressed_size" / Int32ul * "bytes of the encoded data",
+    "offsets_size" / Int32ul * "bytes of the offsets the data rebuilds (8 per cell)",
+)
+
+#: Metadata of string RLE; the data is runs of [run length BE][string length BE][string].
+StringRleHeader = Struct(
+    *_common,
+    "rle_len_bytesize" / Int8ul * "bytes of each run length: 1, 2, 4 or 8",
+    "string_len_bytesize" / Int8ul * "bytes of each string length: 1, 2, 4 or 8",
+)
+
+#: Metadata of dictionary encoding; the data is one big-endian id per cell.
+DictionaryHeader = Struct(
+    *_common,
+    "ids_bytesize" / Int8ul * "bytes of each id: 1, 2, 4 or 8 (from the number of cells)",
+    "strlen_bytesize" / Int8ul * "bytes of each dictionary length prefix: 1, 2, 4 or 8",
+    "dict_size" / Int32ul * "bytes of the dictionary",
+    "dictionary" / Bytes(this.dict_size) * "[length BE][bytes] per distinct string, in first-seen order",
+)
+
+_WIDTHS = (1, 2, 4, 8)
+
+
+def bytesize(n: int) -> int:
+    """The smallest of 1, 2, 4, 8 bytes that holds ``n`` (compute_bytesize)."""
+    return next(w for w in _WIDTHS if n < 1 << (8 * w))
+
+
+def _be(values, width) -> np.ndarray:
+    """``values`` as ``width``-byte big-endian rows (truncated like a C cast)."""
+    return np.asarray(values).astype(f">u{width}").view(np.uint8).reshape(-1, width)
+
+
+def _from_be(raw: np.ndarray, width: int) -> np.ndarray:
+    return raw.reshape(-1, width).copy().view(f">u{width}").reshape(-1).astype(np.int64)
+
+
+def _ranges(starts, lengths) -> np.ndarray:
+    """Flat indices of the byte ranges [start, start+length), back to back."""
+    lengths = np.asarray(lengths, np.int64)
+    total = int(lengths.sum())
+    ends = np.cumsum(lengths)
+    return np.repeat(np.asarray(starts, np.int64) - (ends - lengths), lengths) + np.arange(total, dtype=np.int64)
+
+
+def _cells(data, offsets):
+    """(u8 bytes, cell lengths, (n, 8 + longest) matrix whose rows are equal iff the cells are)."""
+    buf = np.frombuffer(data, np.uint8)
+    offsets = np.asarray(offsets, np.int64)
+    if len(offsets) and (offsets[0] != 0 or np.any(np.diff(offsets) < 0) or offsets[-1] > len(buf)):
+        raise FormatError("the offsets do not start at 0 and increase within the data")
+    lengths = np.diff(np.append(offsets, len(buf)))
+    width = int(lengths.max()) if len(lengths) else 0
+    rows = np.zeros((len(lengths), 8 + width), np.uint8)
+    rows[:, :8] = lengths.astype("<u8").view(np.uint8).reshape(-1, 8)
+    col = np.arange(len(buf)) - np.repeat(offsets, lengths)
+    rows[np.repeat(np.arange(len(lengths)), lengths), 8 + col] = buf
+    return buf, lengths, rows
+
+
+def _assemble(fields, buf, starts, lengths) -> bytes:
+    """Records of fixed-width big-endian ``fields`` each followed by bytes of ``buf`` [start, start+length)."""
+    head = np.concatenate(fields, axis=1) if fields else np.zeros((len(lengths), 0), np.uint8)
+    hw = head.shape[1]
+    rec = hw + lengths
+    pos = np.cumsum(rec) - rec
+    out = np.empty(int(rec.sum()), np.uint8)
+    out[(pos[:, None] + np.arange(hw)).reshape(-1)] = head.reshape(-1)
+    out[_ranges(pos + hw, lengths)] = buf[_ranges(starts, lengths)]
+    return out.tobytes()
+
+
+def _rebuild(buf, starts, lengths, expect: int, what: str):
+    """(data, offsets) of cells read from ``buf`` [start, start+length)."""
+    total = int(np.sum(lengths))
+    if total != expect:
+        raise FormatError(f"{what}: the cells add up to {total} bytes, the header says {expect}")
+    offsets = (np.cumsum(lengths) - lengths).astype("<u8")
+    return buf[_ranges(starts, lengths)].tobytes(), offsets
+
+
+def _common_header(head: Header, data, what: str, limit: int):
+    nmd, ndata, size, csize, osize = (head.u32() for _ in range(5))
+    if (nmd, ndata) != (0, 1):
+        raise FormatError(f"{what}: expected 0 metadata parts and 1 data part, found {nmd} and {ndata}")
+    if csize != len(data):
+        raise FormatError(f"{what}: the header says {csize} encoded bytes but the chunk holds {len(data)}")
+    if size > limit:
+        raise FormatError(f"{what}: the header claims {size} bytes, more than the chunk holds")
+    return size, osize
+
+
+def _common_fields(data, offsets, encoded_size) -> bytes:
+    return np.array([0, 1, len(data), encoded_size, 8 * len(offsets)], "<u4").tobytes()
+
+
+@register(FilterType.RLE, strings=True)
+class StringRle:
+    metadata = StringRleHeader
+
+    def forward_strings(self, ctx, data, offsets):
+        buf, lengths, rows = _cells(data, offsets)
+        starts = np.flatnonzero(np.concatenate([[True], (rows[1:] != rows[:-1]).any(axis=1)]))
+        runs = np.diff(np.append(starts, len(rows)))
+        run_lens = lengths[starts]
+        rle_w = bytesize(int(runs.max()))
+        # TileDB sizes the length field without the last run's string (rle_compressor.cc)
+        str_w = bytesize(int(max(run_lens[0], run_lens[:-1].max(initial=0))))
+        encoded = _assemble([_be(runs, rle_w), _be(run_lens, str_w)], buf, np.asarray(offsets, np.int64)[starts],
+                            run_lens)
+        md = _common_fields(data, offsets, len(encoded)) + bytes([rle_w, str_w])
+        return [md], [encoded]
+
+    def reverse_strings(self, ctx, metadata, data):
+        head = Header(metadata, "string RLE")
+        size, osize = _common_header(head, data, "string RLE", ctx.limit)
+        rle_w, str_w = head.u8(), head.u8()
+        if rle_w not in _WIDTHS or str_w not in _WIDTHS:
+            raise FormatError(f"string RLE: field widths {rle_w} and {str_w} are not 1, 2, 4 or 8")
+        raw = bytes(data)
+        # each run's position depends on the previous string's length: one step per run
+        runs, lens, starts, pos = [], [], [], 0
+        while pos < len(raw):
+            if pos + rle_w + str_w > len(raw):
+                raise FormatError(f"string RLE: run header at byte {pos} is cut off")
+            runs.append(int.from_bytes(raw[pos:pos + rle_w], "big"))
+            n = int.from_bytes(raw[pos + rle_w:pos + rle_w + str_w], "big")
+            pos += rle_w + str_w
+            if pos + n > len(raw):
+                raise FormatError(f"string RLE: a {n}-byte string at byte {pos} runs past the data")
+            lens.append(n)
+            starts.append(pos)
+            pos += n
+        runs = np.array(runs, np.int64)
+        if runs.sum() > osize:
+            raise FormatError(f"string RLE: the runs make {runs.sum()} cells, more than the {osize} offsets allowed")
+        buf = np.frombuffer(raw, np.uint8)
+        data, offsets = _rebuild(buf, np.repeat(starts, runs), np.repeat(lens, runs), size, "string RLE")
+        return head.rest(), data, offsets
+
+
+@register(FilterType.DICTIONARY, strings=True)
+class StringDictionary:
+    metadata = DictionaryHeader
+
+    def forward_strings(self, ctx, data, offsets):
+        buf, lengths, rows = _cells(data, offsets)
+        keys = rows.view(f"V{rows.shape[1]}").reshape(-1)
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        order = np.argsort(first)
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        ids_w, len_w = bytesize(len(offsets)), bytesize(int(lengths.max()))
+        words = first[order]
+        dictionary = _assemble([_be(lengths[words], len_w)], buf, np.asarray(offsets, np.int64)[words],
+                               lengths[words])
+        encoded = _be(rank[inverse.reshape(-1)], ids_w).tobytes()
+        md = (_common_fields(data, offsets, len(encoded)) + bytes([ids_w, len_w]) +
+              np.array([len(dictionary)], "<u4").tobytes() + dictionary)
+        return [md], [encoded]
+
+    def reverse_strings(self, ctx, metadata, data):
+        head = Header(metadata, "string dictionary")
+        size, osize = _common_header(head, data, "string dictionary", ctx.limit)
+        ids_w, len_w = head.u8(), head.u8()
+        if ids_w not in _WIDTHS or len_w not in _WIDTHS:
+            raise FormatError(f"string dictionary: field widths {ids_w} and {len_w} are not 1, 2, 4 or 8")
+        raw = bytes(head.take(head.u32()))
+        # each entry's position depends on the previous entry's length: one step per distinct string
+        lens, starts, pos = [], [], 0
+        while pos < len(raw):
+            if pos + len_w > len(raw):
+                raise FormatError(f"string dictionary: entry length at byte {pos} is cut off")
+            n = int.from_bytes(raw[pos:pos + len_w], "big")
+            pos += len_w
+            if pos + n > len(raw):
+                raise FormatError(f"string dictionary: a {n}-byte entry at byte {pos} runs past the dictionary")
+            lens.append(n)
+            starts.append(pos)
+            pos += n
+        if len(data) % ids_w:
+            raise FormatError(f"string dictionary: {len(data)} bytes are not whole {ids_w}-byte ids")
+        ids = _from_be(np.frombuffer(data, np.uint8), ids_w)
+        if len(ids) > osize:
+            raise FormatError(f"string dictionary: {len(ids)} cells, more than the {osize} offsets allowed")
+        if len(ids) and ids.max(initial=0) >= len(lens):
+            raise FormatError(f"string dictionary: id {int(ids.max())} but the dictionary has {len(lens)} entries")
+        buf = np.frombuffer(raw, np.uint8)
+        data, offsets = _rebuild(buf, np.asarray(starts, np.int64)[ids], np.asarray(lens, np.int64)[ids], size,
+                                 "string dictionary")
+        return head.rest(), data, offsets
+
+
+@register(FilterType.DICTIONARY)
+class Dictionary(Codec):
+    """Dictionary encoding outside var strings: TileDB refuses it, and so do we."""
+
+    metadata = DictionaryHeader
+
+    def forward(self, ctx, metadata, data):
+        raise FormatError("dictionary encoding only applies to var-size strings (ASCII from v13, UTF-8 from v17)")
+
+    reverse = forward
