@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .errors import FormatError
-from .structs.generic_tile import GenericTile
 from .structs.tile import DataFile
 
 __all__ = ["ParsedFile", "parse_file", "inspect_path", "file_kind"]
@@ -76,9 +75,9 @@ _KINDS = [
     _Kind("update_commit", _suffix(".upd"), _struct("commits", "UpdateCommit")),
     _Kind("array_schema", lambda p: p.name == "__array_schema.tdb" or (_in("__schema")(p) and p.is_file()),
           _struct("array_schema", "ArraySchema")),
-    _Kind("enumeration", _in("__enumerations"), lambda: GenericTile),
-    _Kind("metadata", _in("__meta"), lambda: GenericTile),
-    _Kind("group_details", _in("__group"), lambda: GenericTile),
+    _Kind("enumeration", _in("__enumerations"), _struct("enumeration", "Enumeration")),
+    _Kind("metadata", _in("__meta"), _struct("metadata", "ArrayMetadata")),
+    _Kind("group_details", _in("__group"), _struct("group", "GroupDetails")),
     _Kind("fragment_metadata", lambda p: p.name == "__fragment_metadata.tdb", lambda: None),
     _Kind("data", lambda p: p.suffix == ".tdb" and _fragment_dir(p), lambda: DataFile),
 ]

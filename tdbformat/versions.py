@@ -68,6 +68,9 @@ class Versioned(Subconstruct):
     def _build(self, obj, stream, context, path):
         version = format_version(context)
         if self.present(version):
+            if obj is None and not self.subcon.flagbuildnone:
+                raise VersionError(f"this field is required in format v{version} (it exists in {self.span()})",
+                                   path=path, version=version)
             return self.subcon._build(obj, stream, context, path)
         if obj is not None:
             raise VersionError(f"this field exists only in format versions {self.span()}, not in v{version}",
