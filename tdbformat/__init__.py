@@ -1,14 +1,26 @@
 """tdbformat: the executable specification of TileDB's on-disk format."""
 
+from . import spec
 from .errors import ChecksumError, EncryptionError, FormatError, UnsupportedError, VersionError
+from .files import ParsedFile, parse_file
+from .structs.array_schema import (
+    VAR_NUM, ArraySchema, FieldInfo, attributes, check_not_pre_v1, dimensions, fill_value, schema_version,
+)
+from .structs.enumeration import Enumeration, enumeration_values
 from .structs.filter_pipeline import Filter, FilterPipeline
 from .structs.generic_tile import GenericTile, GenericTileHeader
+from .structs.group import GroupDetails, group_members
+from .structs.metadata import ArrayMetadata, fold_metadata, read_metadata
 from .structs.tile import DataFile, Tile, TileChunk
-from .files import ParsedFile, parse_file
 from .versions import KNOWN_VERSIONS, LATEST
 
 __all__ = [
     "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError",
+    "ParsedFile", "parse_file",
+    "ArraySchema", "FieldInfo", "VAR_NUM", "attributes", "dimensions", "fill_value", "schema_version",
+    "check_not_pre_v1",
+    "Enumeration", "enumeration_values",
     "Filter", "FilterPipeline", "GenericTile", "GenericTileHeader", "DataFile", "Tile", "TileChunk",
-    "KNOWN_VERSIONS", "LATEST", "ParsedFile", "parse_file",
+    "GroupDetails", "group_members", "ArrayMetadata", "fold_metadata", "read_metadata",
+    "KNOWN_VERSIONS", "LATEST", "spec",
 ]
