@@ -297,7 +297,9 @@ class Delta(_Reinterpreting):
         if len(raw) % dtype.itemsize:
             raise FormatError(f"DELTA: {len(raw)} bytes are not whole {dtype} values")
         x = np.frombuffer(raw, f"<u{dtype.itemsize}")
-        return np.array([len(x)], "<u8").tobytes() + x[:1].tobytes() + np.diff(x).tobytes()
+        # TileDB 2.16 (v19) wrote one delta too many, against whatever followed the input: we write 0
+        overrun = bytes(dtype.itemsize) if ctx.version == 19 and len(x) > 1 else b""
+        return np.array([len(x)], "<u8").tobytes() + x[:1].tobytes() + np.diff(x).tobytes() + overrun
 
     def decompress(self, ctx, packed, orig_size):
         size = delta_dtype(ctx).itemsize
@@ -306,6 +308,8 @@ class Delta(_Reinterpreting):
         if n * size != orig_size:
             raise FormatError(f"DELTA: {n} values of {size} bytes, but the header says {orig_size}")
         x = head.array(f"<u{size}", n)
-        if len(head.rest()):
-            raise FormatError(f"DELTA: {len(head.rest())} bytes after the last value")
+        overrun = size if ctx.version == 19 and n > 1 else 0
+        if len(head.rest()) != overrun:
+            raise FormatError(f"DELTA: {len(head.rest())} bytes after the last value (v{ctx.version} writes "
+                              f"{overrun})")
         return np.cumsum(x, dtype=x.dtype).tobytes()
