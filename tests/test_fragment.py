@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import struct
 from functools import lru_cache
 from pathlib import Path
@@ -88,6 +89,8 @@ def test_fragment_matches_truth_and_disk(case, folder):
             assert fm.cell_num == expected["cell_num"]
     if name.version is not None:
         assert name.version == fm.version
+    summary = json.loads(json.dumps(fm.summary()))
+    assert (summary["version"], summary["cell_num"]) == (fm.version, fm.cell_num)
 
     _check_files(fm, folder)
 

@@ -17,6 +17,7 @@ returns) or, for arrays whose schema evolved, a dict from schema file name to sc
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from functools import cached_property
 
 import numpy as np
@@ -30,8 +31,8 @@ from ..errors import FormatError
 from ..fields import Bounded, Counted, Raw, Section, Struct, built_size, switch, text_field
 from ..numpy_array import NumpyArray, CountedNumpy
 from ..versions import LATEST, FormatVersion, format_version, since, until
-from .array_schema import FieldInfo, VAR_NUM, attributes, dimensions, value_dtype
-from .generic_tile import GENERIC_TILE_BASE_SIZE, GenericTileHeader, generic_tile
+from .array_schema import FieldInfo, attributes, dimensions, value_dtype
+from .generic_tile import GENERIC_TILE_BASE_SIZE, generic_tile
 from .names import parse_timestamped_name
 
 __all__ = [
@@ -45,12 +46,15 @@ __all__ = [
 # Schema context
 
 
+_NEED_SCHEMA = ("fragment metadata cannot be parsed without its array schema: pass schema= "
+                "(what ArraySchema.parse returns)")
+
+
 def _schema(ctx):
     """The schema governing ``ctx``: ``schema=``, or the entry of a dict named by the footer's array_schema_name."""
     schema = ctx._params.get("schema")
     if schema is None:
-        raise FormatError("fragment metadata cannot be parsed without its array schema: pass schema= "
-                          "(what ArraySchema.parse returns)")
+        raise FormatError(_NEED_SCHEMA)
     if "domain" in schema:
         return schema
     c = ctx
@@ -77,10 +81,6 @@ def _flag(ctx, name) -> int:
     return int(bool(c and c[name]))
 
 
-def _u64(name, doc):
-    return name, FieldInfo(name, Datatype.UINT64, 1, False, False, None), doc
-
-
 def index_fields(schema, version: int, has_timestamps=False, has_delete_meta=False) -> list[FieldInfo]:
     """The fields of the fragment-metadata index space, in index order (REFERENCE §11).
 
@@ -97,9 +97,8 @@ def index_fields(schema, version: int, has_timestamps=False, has_delete_meta=Fal
 
 def _n(ctx) -> int:
     """Per-field count of the fixed/validity arrays (§11): A+1 before v5, N = A+1+D+ts+2*dm from v5."""
-    footer = ctx
-    return len(index_fields(_schema(ctx), format_version(ctx), _flag(footer, "has_timestamps"),
-                            _flag(footer, "has_delete_meta")))
+    return len(index_fields(_schema(ctx), format_version(ctx), _flag(ctx, "has_timestamps"),
+                            _flag(ctx, "has_delete_meta")))
 
 
 def _n_var(ctx) -> int:
@@ -270,8 +269,7 @@ class _FooterSection(Section):
         ``name=`` or ``version=`` locate a v3-9 footer as TileDB does)."""
         if _looks_like_generic_tile(data):
             if contextkw.get("schema") is None:
-                raise FormatError("fragment metadata cannot be parsed without its array schema: pass schema= "
-                                  "(what ArraySchema.parse returns)", structure=self.title)
+                raise FormatError(_NEED_SCHEMA, structure=self.title)
             offset, size, _ = find_footer(data, contextkw["schema"], contextkw.get("version"), contextkw.get("name"))
             data = bytes(data)[offset:offset + size]
         return super().parse(data, **contextkw)
@@ -378,8 +376,6 @@ def _nbytes(key):
     return lambda ctx: np.asarray(ctx[key]).nbytes
 
 
-_legacy_offsets = Struct("num" / Rebuild(Int64ul, lambda ctx: len(ctx.data)), "data" / NumpyArray(this.num, "<u8"))
-
 LegacyFragmentMetadata = Struct(
     "version" / FormatVersion * "1 or 2",
     "non_empty_domain_size" / Rebuild(Int64ul, _nbytes("non_empty_domain")) * "bytes of the domain (0 = null)",
@@ -392,11 +388,11 @@ LegacyFragmentMetadata = Struct(
     "bounding_coords_num" / Rebuild(Int64ul, lambda ctx: len(ctx.bounding_coords)) * "number of bounding coords",
     "bounding_coords" / NumpyArray(this.bounding_coords_num, _coords_dtype)
     * "first and last coordinate of each tile (ignored by TileDB)",
-    "tile_offsets" / Counted(lambda ctx: len(_attrs(ctx)) + 1, _legacy_offsets, min_size=8)
+    "tile_offsets" / Counted(lambda ctx: len(_attrs(ctx)) + 1, TileOffsets, min_size=8)
     * "per attribute, then coords: offset of each tile in its file",
-    "tile_var_offsets" / Counted(lambda ctx: len(_attrs(ctx)), _legacy_offsets, min_size=8)
+    "tile_var_offsets" / Counted(lambda ctx: len(_attrs(ctx)), TileOffsets, min_size=8)
     * "per attribute: offset of each tile in its _var file",
-    "tile_var_sizes" / Counted(lambda ctx: len(_attrs(ctx)), _legacy_offsets, min_size=8)
+    "tile_var_sizes" / Counted(lambda ctx: len(_attrs(ctx)), TileOffsets, min_size=8)
     * "per attribute: unfiltered size of each var tile",
     "last_tile_cell_num" / Int64ul * "cells in the last tile",
     "file_sizes" / NumpyArray(lambda ctx: len(_attrs(ctx)) + 1, "<u8") * "per attribute, then coords",
@@ -497,20 +493,24 @@ _SLOTS = [  # in the writer's order (§12.1)
 _SLOT = {s.name: s for s in _SLOTS}
 
 
-class _Lazy(list):
+class _Lazy(Sequence):
     """The per-field values of one section, each tile parsed on first access."""
 
     def __init__(self, fm, slot):
-        super().__init__([None] * len(slot.offsets(fm.footer)))
-        self._fm, self._slot = fm, slot
+        self._fm, self._slot, self._len = fm, slot, len(slot.offsets(fm.footer))
+
+    def __len__(self):
+        return self._len
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        return self._slot.value(self._fm._payload(self._slot, i))
+            return [self[j] for j in range(*i.indices(self._len))]
+        if not -self._len <= i < self._len:
+            raise IndexError(i)
+        return self._slot.value(self._fm._payload(self._slot, i % self._len))
 
-    def __iter__(self):
-        return (self[i] for i in range(len(self)))
+    def __repr__(self):
+        return f"<{self._slot.name}: {self._len} fields, parsed on access>"
 
 
 _LEGACY_LISTS = ("tile_offsets", "tile_var_offsets", "tile_var_sizes")
@@ -552,8 +552,7 @@ class FragmentMetadata:
         """
         data = bytes(data)
         if schema is None:
-            raise FormatError("fragment metadata cannot be parsed without its array schema: pass schema= "
-                              "(what ArraySchema.parse returns)", file=filename)
+            raise FormatError(_NEED_SCHEMA, file=filename)
         if _tile_end(data, 0) == len(data):  # the file is one generic tile: v1-2 (§12.9)
             return cls(schema=schema, key=key, data=data,
                        legacy=_Legacy.parse(data, schema=schema, key=key, filename=filename))
@@ -636,6 +635,23 @@ class FragmentMetadata:
     file_sizes = property(lambda self: self["file_sizes"])
     file_var_sizes = property(lambda self: self["file_var_sizes"])
     file_validity_sizes = property(lambda self: None if self.legacy is not None else self.footer.file_validity_sizes)
+
+    def summary(self) -> dict:
+        """A compact, JSON-friendly description of the fragment (for ``tdbformat inspect``)."""
+        def plain(r):
+            return [bytes(r.start).decode("utf-8", "replace"), bytes(r.end).decode("utf-8", "replace")] \
+                if isinstance(r, dict) else np.asarray(r).tolist()
+
+        sizes = [self.file_sizes, self.file_var_sizes, self.file_validity_sizes]
+        fields = [dict(name=f.name, **{k: int(v[i]) for k, v in zip(("size", "var_size", "validity_size"), sizes)
+                                       if v is not None and i < len(v) and v[i]})
+                  for i, f in enumerate(self.index_fields)]
+        return dict(version=self.version, dense=self.dense, non_empty_domain=[plain(r) for r in self.non_empty_domain],
+                    tile_num=self.tile_num, cell_num=self.cell_num, last_tile_cell_num=int(self.last_tile_cell_num),
+                    has_timestamps=bool(self.footer and self.footer.get("has_timestamps")),
+                    has_delete_meta=bool(self.footer and self.footer.get("has_delete_meta")),
+                    fields=[f for f in fields if len(f) > 1],
+                    sections=[s.name for s in _SLOTS if self.footer and s.offsets(self.footer) is not None])
 
     # -- building --------------------------------------------------------------------------------------
 
