@@ -66,6 +66,11 @@ class Fragment:
         return bool(self.metadata.footer is not None and self.metadata.footer.get("has_timestamps"))
 
     @property
+    def has_delete_meta(self) -> bool:
+        """Cells carry delete timestamps and condition indexes (consolidated across deletes, v15+)."""
+        return bool(self.metadata.footer is not None and self.metadata.footer.get("has_delete_meta"))
+
+    @property
     def processed_conditions(self) -> list:
         """Delete commits already applied to this fragment's cells (v16+)."""
         return (self.metadata.footer is not None and self.metadata.processed_conditions) or []
@@ -359,7 +364,7 @@ class Array:
         fields = self.dims + [a for a in self.attrs if a in wanted or a.name in need]
         columns = {f.name: [] for f in fields}
         validity = {f.name: [] for f in fields if f.nullable}
-        stamps, order_in = [], []
+        stamps, alives, order_in = [], [], []
         for fi, frag in enumerate(frags):
             tiles = self._sparse_tiles(frag, ranges)
             cols = dict(zip(names, self._coords(frag, tiles, pool))) if frag.version < 5 else {}
@@ -377,34 +382,39 @@ class Array:
             t = (self._field(frag, len(self.attrs) + 1 + len(self.dims), tiles, pool)[0].astype(np.int64)
                  if frag.has_timestamps else np.full(n, frag.timestamp_range[1], np.int64))
             keep &= (t >= window[0]) & (t <= window[1])
+            # deletes apply after deduplication: a deleted newer cell still hides older ones
+            alive = np.ones(n, bool)
+            if frag.has_delete_meta:  # consolidation kept deleted cells, stamped with their delete time
+                dt_index = len(self.attrs) + 1 + len(self.dims) + frag.has_timestamps
+                alive &= self._field(frag, dt_index, tiles, pool)[0] > np.uint64(window[1])
             colvals = {k: v for k, v in cols.items() if v is not None}
             valids = {f.name: validity[f.name][-1] for f in fields if f.nullable}
             for d in self.deletes:
                 if d.timestamp > window[1] or d.marker in frag.processed_conditions:
                     continue
-                keep &= (t >= d.timestamp) | evaluate(d.condition, colvals, valids, n)
+                alive &= (t >= d.timestamp) | evaluate(d.condition, colvals, valids, n)
             for k, v in cols.items():
                 columns[k].append(v[keep])
             for k in validity:
                 validity[k][-1] = validity[k][-1][keep]
             stamps.append(t[keep])
+            alives.append(alive[keep])
             order_in.append(np.full(int(keep.sum()), fi))
-        cat = {k: np.concatenate(v) if v else np.empty(0, _result_dtype(f))
-               for f, (k, v) in zip(fields, columns.items())}
-        valid = {k: np.concatenate(v) if v else np.empty(0, bool) for k, v in validity.items()}
-        stamp = np.concatenate(stamps) if stamps else np.empty(0, np.int64)
-        frag_of = np.concatenate(order_in) if order_in else np.empty(0, np.int64)
-        coords = [cat[x] for x in names]
-        if not self.schema.allows_dups and len(stamp):
+        sel = np.concatenate(alives) if alives else np.empty(0, bool)
+        if not self.schema.allows_dups and len(sel):
             # the newest cell (timestamp, then fragment) of each coordinate wins
-            perm = np.lexsort([-frag_of, -stamp] + [_order.ranks(c) for c in coords[::-1]])
-            sorted_keys = [_order.ranks(c)[perm] for c in coords]
+            stamp, frag_of = np.concatenate(stamps), np.concatenate(order_in)
+            keys = [_order.ranks(c) for c in (np.concatenate(columns[x]) for x in names)]
+            perm = np.lexsort([-frag_of, -stamp] + keys[::-1])
             first = np.ones(len(perm), bool)
-            first[1:] = np.any([k[1:] != k[:-1] for k in sorted_keys], axis=0)
-            sel = np.sort(perm[first])
-            cat = {k: v[sel] for k, v in cat.items()}
-            valid = {k: v[sel] for k, v in valid.items()}
-            coords = [cat[x] for x in names]
+            first[1:] = np.any([k[perm][1:] != k[perm][:-1] for k in keys], axis=0)
+            newest = np.zeros(len(perm), bool)
+            newest[perm[first]] = True
+            sel &= newest
+        cat = {k: np.concatenate(v)[sel] if v else np.empty(0, _result_dtype(f))
+               for f, (k, v) in zip(fields, columns.items())}
+        valid = {k: np.concatenate(v)[sel] if v else np.empty(0, bool) for k, v in validity.items()}
+        coords = [cat[x] for x in names]
         if layout != Layout.UNORDERED:
             perm = self._sort(coords, layout)
             cat = {k: v[perm] for k, v in cat.items()}

@@ -315,3 +315,18 @@ def test_corrupted_tile_names_fragment_attribute_tile_and_offset(tmp_path):
     # another array is unaffected
     other = next(c for c in ARRAY_CASES if c.name == "filter_gzip")
     assert set(_read(other)) == set(corpus.truth(other)["columns"])
+
+
+def test_deletes_and_consolidation_with_timestamps_equal_tiledb_py(tmp_path):
+    uri = str(tmp_path / "d")
+    spec = dict(sparse=True, dims=[("d0", 40, 5)], attrs=[("a0", "int32", False), ("a1", "utf8", False)],
+                dups=False, cell_order="row-major", tile_order="row-major", writes=3, seed=3)
+    _make(uri, spec)
+    with tiledb.open(uri, "d", timestamp=4) as A:
+        A.query(cond="a0 > 50").submit()
+    config = tiledb.Config({"sm.consolidation.with_timestamps": "true", "sm.consolidation.timestamp_end": "3"})
+    tiledb.consolidate(uri, config=config)
+    for ts in (1, 2, 3, 4):
+        with tiledb.open(uri, timestamp=ts) as A:
+            want = A.query(order="C")[:]
+        _assert_same(open_array(uri).read(timestamp=ts), want)
