@@ -1,6 +1,7 @@
 """tdbformat: the executable specification of TileDB's on-disk format."""
 
 from . import spec
+from .array import Array, Fragment, open_array
 from .errors import ChecksumError, EncryptionError, FormatError, UnsupportedError, VersionError
 from .files import ParsedFile, parse_file
 from .structs.array_schema import (
@@ -16,7 +17,7 @@ from .versions import KNOWN_VERSIONS, LATEST
 
 __all__ = [
     "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError",
-    "ParsedFile", "parse_file",
+    "ParsedFile", "parse_file", "open_array", "Array", "Fragment",
     "ArraySchema", "FieldInfo", "VAR_NUM", "attributes", "dimensions", "fill_value", "schema_version",
     "check_not_pre_v1",
     "Enumeration", "enumeration_values",
