@@ -241,9 +241,9 @@ class DoubleDelta(_Reinterpreting):
         if n <= 2:
             bitsize = 0
         else:
-            biggest = max(int(np.abs(deltas[:1]).astype(np.uint64).max()),
-                          int(np.abs(dd).astype(np.uint64).max()) if len(dd) else 0)
-            bitsize = max(1, biggest.bit_length())
+            # TileDB 2.29 (the last v22 releases, and v23) also sizes the bits for the first delta
+            first = int(np.abs(deltas[:1]).astype(np.uint64)[0]) if ctx.version >= 23 else 0
+            bitsize = max(1, max(first, int(np.abs(dd).astype(np.uint64).max())).bit_length())
         head = np.array([bitsize], "u1").tobytes() + np.array([n], "<u8").tobytes()
         if bitsize >= 8 * dtype.itemsize - 1 or n <= 2:
             return head + x.tobytes()
