@@ -38,6 +38,8 @@ from .names import parse_timestamped_name
 __all__ = [
     "Footer", "FooterPayload", "NDRectangle", "RTree", "TileOffsets", "TileMinMax", "TileSums",
     "FragmentSummary", "ProcessedConditions", "LegacyFragmentMetadata", "ConsolidatedFragmentMetadata",
+    "RTreeTile", "TileOffsetsTile", "TileMinMaxTile", "TileSumsTile", "FragmentSummaryTile",
+    "ProcessedConditionsTile", "LegacyFragmentMetadataFile", "TileGlobalOrderOffsets", "OptionalSection",
     "FragmentMetadata", "index_fields", "find_footer", "data_file_stem", "data_files",
 ]
 
@@ -358,6 +360,18 @@ ProcessedConditions = Struct(
 )
 
 
+# Each section is one generic tile of the metadata file; these are those tiles (parse one with ``version=``,
+# ``schema=``, ``key=`` and, for per-field sections, ``field=`` its FieldInfo and ``fields=`` the index space).
+RTreeTile = Section("R-tree", "fragment.md", generic_tile(RTree))
+TileOffsetsTile = Section("Tile offsets (also var offsets, var sizes, validity offsets, null counts)",
+                          "fragment.md", generic_tile(TileOffsets))
+TileMinMaxTile = Section("Tile mins/maxes (also v23 tile global-order bounds)", "fragment.md",
+                         generic_tile(TileMinMax))
+TileSumsTile = Section("Tile sums", "fragment.md", generic_tile(TileSums))
+FragmentSummaryTile = Section("Fragment min/max/sum/null count", "fragment.md", generic_tile(FragmentSummary))
+ProcessedConditionsTile = Section("Processed conditions", "fragment.md", generic_tile(ProcessedConditions))
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Legacy metadata, v1-2 (§12.9)
 
@@ -399,7 +413,8 @@ LegacyFragmentMetadata = Struct(
     "file_var_sizes" / NumpyArray(lambda ctx: len(_attrs(ctx)), "<u8") * "per attribute",
 )
 
-_Legacy = Section("Fragment metadata v1-2", "fragment.md", generic_tile(LegacyFragmentMetadata))
+#: The whole ``__fragment_metadata.tdb`` of format versions 1 and 2.
+LegacyFragmentMetadataFile = Section("Fragment metadata v1-2", "fragment.md", generic_tile(LegacyFragmentMetadata))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -430,9 +445,8 @@ def _global_order(footer):
 class _Slot:
     """One kind of section: where the footer says it is, its payload, and its value for readers."""
 
-    def __init__(self, name, key, payload, fields=None, value=None, wrap=None, sub=None):
-        self.name, self.key, self.sub = name, key, sub
-        self.construct = Section(name.replace("_", " "), "fragment.md", generic_tile(payload), whole=False)
+    def __init__(self, name, key, construct, fields=None, value=None, wrap=None, sub=None):
+        self.name, self.key, self.construct, self.sub = name, key, construct, sub
         self.fields = fields  # fm -> the field of each tile (None: one tile)
         self.value = value or (lambda p: p)
         self.wrap = wrap or (lambda v: v)
@@ -473,20 +487,20 @@ def _as_counted(v):
 
 
 _SLOTS = [  # in the writer's order (§12.1)
-    _Slot("rtree", "rtree_offset", RTree),
-    _Slot("tile_offsets", "tile_offsets_offsets", TileOffsets, _index, _data, _as_counted),
-    _Slot("tile_var_offsets", "tile_var_offsets_offsets", TileOffsets, _var_index, _data, _as_counted),
-    _Slot("tile_var_sizes", "tile_var_sizes_offsets", TileOffsets, _var_index, _data, _as_counted),
-    _Slot("tile_validity_offsets", "tile_validity_offsets_offsets", TileOffsets, _index, _data, _as_counted),
-    _Slot("tile_mins", "tile_min_offsets", TileMinMax, _index),
-    _Slot("tile_maxes", "tile_max_offsets", TileMinMax, _index),
-    _Slot("tile_global_order_mins", "min_offsets", TileMinMax, lambda fm: fm.dimensions, sub=True),
-    _Slot("tile_global_order_maxes", "max_offsets", TileMinMax, lambda fm: fm.dimensions, sub=True),
-    _Slot("tile_sums", "tile_sum_offsets", TileSums, _index, _data, _as_counted),
-    _Slot("tile_null_counts", "tile_null_count_offsets", TileOffsets, _index, _data, _as_counted),
-    _Slot("fragment_summary", "fragment_min_max_sum_null_count_offset", FragmentSummary,
+    _Slot("rtree", "rtree_offset", RTreeTile),
+    _Slot("tile_offsets", "tile_offsets_offsets", TileOffsetsTile, _index, _data, _as_counted),
+    _Slot("tile_var_offsets", "tile_var_offsets_offsets", TileOffsetsTile, _var_index, _data, _as_counted),
+    _Slot("tile_var_sizes", "tile_var_sizes_offsets", TileOffsetsTile, _var_index, _data, _as_counted),
+    _Slot("tile_validity_offsets", "tile_validity_offsets_offsets", TileOffsetsTile, _index, _data, _as_counted),
+    _Slot("tile_mins", "tile_min_offsets", TileMinMaxTile, _index),
+    _Slot("tile_maxes", "tile_max_offsets", TileMinMaxTile, _index),
+    _Slot("tile_global_order_mins", "min_offsets", TileMinMaxTile, lambda fm: fm.dimensions, sub=True),
+    _Slot("tile_global_order_maxes", "max_offsets", TileMinMaxTile, lambda fm: fm.dimensions, sub=True),
+    _Slot("tile_sums", "tile_sum_offsets", TileSumsTile, _index, _data, _as_counted),
+    _Slot("tile_null_counts", "tile_null_count_offsets", TileOffsetsTile, _index, _data, _as_counted),
+    _Slot("fragment_summary", "fragment_min_max_sum_null_count_offset", FragmentSummaryTile,
           value=lambda p: p.fields, wrap=lambda v: Container(fields=v)),
-    _Slot("processed_conditions", "processed_conditions_offset", ProcessedConditions,
+    _Slot("processed_conditions", "processed_conditions_offset", ProcessedConditionsTile,
           value=lambda p: [c.marker for c in p.conditions],
           wrap=lambda v: Container(conditions=ListContainer(Container(marker=m) for m in v))),
 ]
@@ -555,7 +569,7 @@ class FragmentMetadata:
             raise FormatError(_NEED_SCHEMA, file=filename)
         if _tile_end(data, 0) == len(data):  # the file is one generic tile: v1-2 (§12.9)
             return cls(schema=schema, key=key, data=data,
-                       legacy=_Legacy.parse(data, schema=schema, key=key, filename=filename))
+                       legacy=LegacyFragmentMetadataFile.parse(data, schema=schema, key=key, filename=filename))
         offset, size, _ = find_footer(data, schema, version, name)
         footer = Footer.parse(data[offset:offset + size], schema=schema, filename=filename)
         end = _tile_end(data, max(o for slot in _SLOTS for o in slot.offsets(footer) or ()))
@@ -658,7 +672,7 @@ class FragmentMetadata:
     def build(self) -> bytes:
         """The file: every section in the writer's order, the footer with their offsets, the footer length."""
         if self.legacy is not None:
-            return _Legacy.build(self.legacy, schema=self.schema, key=self.key)
+            return LegacyFragmentMetadataFile.build(self.legacy, schema=self.schema, key=self.key)
         out = bytearray()
         footer = Container(self.footer)
         for slot in _SLOTS:
