@@ -249,30 +249,26 @@ def unfilter_strings(tile, pipeline, *, datatype, version, key=None, encrypted=F
     return _reverse_chunk(stages, tile["chunks"][0], 0, 8, strings=True)
 
 
-def chunk_sizes(nbytes: int, cell_size: int, max_chunk_size: int = MAX_CHUNK) -> list[int]:
-    """Chunk sizes of a fixed-size tile (tile.cc, filter_chunks_forward): whole cells of at most 64 KiB.
+def chunk_sizes(nbytes: int, cell_size: int, max_chunk: int = MAX_CHUNK, dim_num: int = 1) -> list[int]:
+    """Chunk sizes of a fixed-size tile (tile.cc, filter_chunks_forward): whole cells of at most ``max_chunk``.
 
-    ``max_chunk_size`` 0 means one chunk (even for an empty tile, as TileDB writes it).
+    A v1-4 coordinate tile of ``dim_num`` dimensions is chunked per dimension (compute_tile_chunks).
     """
-    if max_chunk_size == 0:
-        return [nbytes]
-    chunk = max(cell_size, (min(MAX_CHUNK, nbytes) // cell_size) * cell_size)
-    if nbytes == chunk:
-        return [nbytes]
-    sizes = [chunk] * (nbytes // chunk)
-    if nbytes % chunk:
-        sizes.append(nbytes % chunk)
-    return sizes
+    cell, part = cell_size // dim_num, nbytes // dim_num
+    chunk = max(cell, min(max_chunk, part) // cell * cell)
+    if part == chunk:
+        return [part] * dim_num
+    return ([chunk] * (part // chunk) + ([part % chunk] if part % chunk else [])) * dim_num
 
 
-def var_chunk_sizes(offsets, nbytes: int, type_size: int) -> list[int]:
+def var_chunk_sizes(offsets, nbytes: int, type_size: int, max_chunk: int = MAX_CHUNK) -> list[int]:
     """Chunk sizes of var data (v11+, get_var_chunk_sizes): cells are never split.
 
     A cell that would overflow the chunk still joins it if the chunk is at most half full or the result
     at most 150%; otherwise it starts the next chunk (alone, if it is bigger than a chunk). The walk can
     close a chunk exactly at the end, and TileDB then writes an empty last chunk: so do we.
     """
-    chunk = max(type_size, (min(MAX_CHUNK, nbytes) // type_size) * type_size)
+    chunk = max(type_size, (min(max_chunk, nbytes) // type_size) * type_size)
     if nbytes == chunk:
         return [nbytes]
     offsets = np.asarray(offsets, np.int64)
@@ -305,12 +301,17 @@ def _forward_chunk(stages, md, parts):
 
 
 def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, key=None,
-                offsets=None, encrypted=False, sizes=None, var=None) -> Container:
+                offsets=None, encrypted=False, sizes=None, var=None, dim_num=1, max_chunk=MAX_CHUNK) -> Container:
     """A Tile (``num_chunks``, ``chunks``) holding ``data`` filtered with ``pipeline``.
 
     ``offsets`` (the cell offsets, u64, no trailing one) marks var-size data: from v11 it is chunked
     between cells, and string RLE/dictionary (:func:`skips_offsets`) encode the offsets into the data.
-    ``sizes`` overrides the chunking.
+    ``dim_num`` is the number of dimensions of a v1-4 coordinate tile.
+
+    Chunks are at most the pipeline's ``max_chunk_size`` in v1-4 and ``max_chunk`` after: TileDB's
+    process-wide chunk size, 64 KiB unless the writing process changed it (the v16-v21 corpus arrays
+    have 192-byte chunks), which the file does not record. ``sizes`` overrides the chunking: before v11
+    TileDB chunked var data by the buffer it had allocated, which the data does not tell either.
     """
     data = memoryview(data).cast("B")
     var = offsets is not None if var is None else var
@@ -326,12 +327,14 @@ def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cel
             chunks.append(chunk)
         return Container(num_chunks=len(chunks), chunks=chunks)
     if sizes is None:
-        if not uses_chunking(pipeline, datatype, version, var):
+        if 1 <= version < 5:  # the pipeline's bound, even 0 (one cell per chunk)
+            sizes = chunk_sizes(len(data), cell_size, pipeline["max_chunk_size"], dim_num)
+        elif not uses_chunking(pipeline, datatype, version, var):
             sizes = [len(data)]
         elif var and offsets is not None and version >= 11:
-            sizes = var_chunk_sizes(offsets, len(data), cell_size)
+            sizes = var_chunk_sizes(offsets, len(data), cell_size, max_chunk)
         else:
-            sizes = chunk_sizes(len(data), cell_size)
+            sizes = chunk_sizes(len(data), cell_size, max_chunk)
     pos = 0
     for size in sizes:
         chunk = _forward_chunk(stages, [], [data[pos:pos + size]])
