@@ -31,6 +31,12 @@ class ParsedFile:
         """The file's bytes rebuilt from ``value``."""
         return self.struct.build(self.value, **self.context)
 
+    @property
+    def view(self):
+        """What ``tdbformat inspect`` shows: the value, or a summary where the value is an object."""
+        show = getattr(self.struct, "view", None)
+        return show(self.value) if show else self.value
+
 
 @dataclass(frozen=True)
 class _Kind:
@@ -78,7 +84,9 @@ _KINDS = [
     _Kind("enumeration", _in("__enumerations"), _struct("enumeration", "Enumeration")),
     _Kind("metadata", _in("__meta"), _struct("metadata", "ArrayMetadata")),
     _Kind("group_details", _in("__group"), _struct("group", "GroupDetails")),
-    _Kind("fragment_metadata", lambda p: p.name == "__fragment_metadata.tdb", lambda: None),
+    _Kind("fragment_metadata", lambda p: p.name == "__fragment_metadata.tdb", lambda: _FragmentMetadataFile),
+    _Kind("consolidated_fragment_metadata", _suffix(".meta"),
+          _struct("fragment", "ConsolidatedFragmentMetadata")),
     _Kind("data", lambda p: p.suffix == ".tdb" and _fragment_dir(p), lambda: DataFile),
 ]
 
@@ -95,6 +103,43 @@ def file_kind(path) -> str:
     return _kind(Path(path)).name
 
 
+def _array_root(p: Path) -> Path:
+    """The array folder a file belongs to: the nearest ancestor holding a schema."""
+    for folder in p.parents:
+        if (folder / "__schema").is_dir() or (folder / "__array_schema.tdb").is_file():
+            return folder
+    raise FormatError("no array schema found next to this file (it needs one to be parsed)", file=str(p))
+
+
+def _schemas(root: Path, key) -> dict:
+    """Every schema of the array by file name (``__array_schema.tdb`` for the legacy one)."""
+    from .structs.array_schema import ArraySchema
+    files = [root / "__array_schema.tdb"] + sorted((root / "__schema").glob("*"))
+    return {f.name: ArraySchema.parse(f.read_bytes(), key=key, filename=str(f)) for f in files if f.is_file()}
+
+
+class _FragmentMetadataFile:
+    """``__fragment_metadata.tdb`` parsed with the schemas of its array and the name of its folder."""
+
+    @staticmethod
+    def parse(data, filename, key=None, schema=None):
+        from .structs.fragment import FragmentMetadata
+        p = Path(filename)
+        return FragmentMetadata.parse(data, schema=schema, key=key, name=p.parent.name, filename=filename)
+
+    @staticmethod
+    def build(value, **context) -> bytes:
+        return value.build()
+
+    @staticmethod
+    def view(value):
+        return {"footer": value.footer if value.legacy is None else value.legacy, "summary": value.summary()}
+
+
+# Kinds whose structure needs the array's schemas.
+_NEEDS_SCHEMA = {"fragment_metadata", "consolidated_fragment_metadata"}
+
+
 def parse_file(path, key=None) -> ParsedFile:
     """Parse the TileDB file at ``path`` (``key=`` for an encrypted array)."""
     p = Path(path)
@@ -104,6 +149,8 @@ def parse_file(path, key=None) -> ParsedFile:
     context = {"filename": str(p)}
     if key is not None:
         context["key"] = key
+    if kind.name in _NEEDS_SCHEMA:
+        context["schema"] = _schemas(_array_root(p), key)
     if struct is None:
         if data:
             raise FormatError(f"a {kind.name} file is empty, this one has {len(data)} bytes", file=str(p))

@@ -16,7 +16,10 @@ _PREVIEW = 8
 def plain(value):
     """``value`` as JSON-ready Python: dicts, lists, numbers, strings (bytes as hex, enums by name)."""
     if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items() if not (isinstance(k, str) and k.startswith("_"))}
+        out = {k: plain(v) for k, v in value.items() if not (isinstance(k, str) and k.startswith("_"))}
+        if value.get("_generic_tile") is not None:
+            out = {"generic_tile": plain(value["_generic_tile"]), "payload": out}
+        return out
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     if isinstance(value, np.ndarray):
@@ -47,8 +50,15 @@ def _scalar(value) -> str:
     return repr(value)
 
 
-def _lines(value, indent, out, offset=None):
+def _lines(value, indent, out):
     pad = "  " * indent
+    if isinstance(value, dict) and value.get("_generic_tile") is not None:
+        # A generic tile's payload: show the tile as stored (file offsets), then the payload.
+        out.append(f"{pad}generic_tile:")
+        _lines(value["_generic_tile"], indent + 1, out)
+        out.append(f"{pad}payload (offsets within the unfiltered payload):")
+        indent += 1
+        pad = "  " * indent
     if isinstance(value, dict):
         offsets = value.get("_offsets") or {}
         for k, v in value.items():
@@ -77,10 +87,10 @@ def to_tree(parsed_files) -> str:
     out = []
     for pf in parsed_files:
         out.append(f"{pf.path} ({pf.kind})")
-        _lines(pf.value, 1, out)
+        _lines(pf.view, 1, out)
     return "\n".join(out)
 
 
 def to_json(parsed_files) -> str:
-    return json.dumps([{"path": str(pf.path), "kind": pf.kind, "value": plain(pf.value)} for pf in parsed_files],
+    return json.dumps([{"path": str(pf.path), "kind": pf.kind, "value": plain(pf.view)} for pf in parsed_files],
                       indent=1)

@@ -62,7 +62,15 @@ def _schema(ctx):
     c = ctx
     while c is not None and c.get("array_schema_name") is None:
         c = c.get("_")
-    name = "__array_schema.tdb" if c is None else c.array_schema_name  # before v10 the schema is implicit
+    return pick_schema(schema, None if c is None else c.array_schema_name)
+
+
+def pick_schema(schema, name):
+    """``schema`` itself, or from a dict of schemas by file name, the one called ``name`` (None before v10,
+    where the schema is implicitly ``__array_schema.tdb``)."""
+    if "domain" in schema:
+        return schema
+    name = name or "__array_schema.tdb"
     if name not in schema:
         raise FormatError(f"no schema named {name!r} among the schemas given ({', '.join(map(str, schema))})")
     return schema[name]
@@ -568,10 +576,12 @@ class FragmentMetadata:
         if schema is None:
             raise FormatError(_NEED_SCHEMA, file=filename)
         if _tile_end(data, 0) == len(data):  # the file is one generic tile: v1-2 (§12.9)
+            schema = pick_schema(schema, None)
             return cls(schema=schema, key=key, data=data,
                        legacy=LegacyFragmentMetadataFile.parse(data, schema=schema, key=key, filename=filename))
         offset, size, _ = find_footer(data, schema, version, name)
         footer = Footer.parse(data[offset:offset + size], schema=schema, filename=filename)
+        schema = pick_schema(schema, footer.get("array_schema_name"))
         end = _tile_end(data, max(o for slot in _SLOTS for o in slot.offsets(footer) or ()))
         return cls(footer, schema=schema, key=key, data=data, unreferenced=data[end:offset])
 
