@@ -1,0 +1,179 @@
+"""Properties: every filter decodes what it encodes, over datatypes, cell counts (0 and 1 included),
+chunk sizes, windows and versions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from construct import Container
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from tdbformat.enums import Compressor, Datatype, FilterType, WebpInputFormat
+from tdbformat.filters import filter_tile, unfilter, unfilter_strings
+from tdbformat.filters.pipeline import chunk_sizes, var_chunk_sizes
+from tdbformat.filters.shuffle import bitshuffle, bitunshuffle
+from tdbformat.structs.tile import Tile
+
+PROPS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+INTEGERS = [Datatype.INT8, Datatype.UINT8, Datatype.INT16, Datatype.UINT16, Datatype.INT32, Datatype.UINT32,
+            Datatype.INT64, Datatype.UINT64]
+FIXED = INTEGERS + [Datatype.FLOAT32, Datatype.FLOAT64, Datatype.CHAR, Datatype.DATETIME_MS, Datatype.TIME_NS,
+                    Datatype.BLOB, Datatype.BOOL]
+COMPRESSORS = {FilterType.GZIP: Compressor.GZIP, FilterType.ZSTD: Compressor.ZSTD, FilterType.LZ4: Compressor.LZ4,
+               FilterType.BZIP2: Compressor.BZIP2, FilterType.RLE: Compressor.RLE}
+KEY = bytes(range(32))
+
+
+def _filter(ftype, **options):
+    return Container(type=ftype, options=Container(options))
+
+
+def _pipeline(*filters, max_chunk_size=65536):
+    return Container(max_chunk_size=max_chunk_size, filters=list(filters))
+
+
+def _values(datatype, n, elements=None):
+    dtype = datatype.numpy_dtype
+    if datatype.is_datetime or datatype.is_time:
+        return arrays(np.int64, n, elements=elements).map(lambda a: a.view(dtype))
+    if dtype.kind == "S":
+        return arrays(np.uint8, n).map(lambda a: a.view(dtype))
+    return arrays(dtype, n, elements=elements)
+
+
+def _roundtrip(data: bytes, pipeline, datatype, version, max_chunk, encrypted=False, cell_size=None):
+    kw = dict(datatype=datatype, version=version, cell_size=cell_size or datatype.size,
+              key=KEY if encrypted else None, encrypted=encrypted)
+    tile = filter_tile(data, pipeline, max_chunk=max_chunk, **kw)
+    parsed = Tile.parse(Tile.build(tile))
+    assert unfilter(parsed, pipeline, **kw) == data
+    return tile
+
+
+chunks = st.sampled_from([1, 8, 24, 64, 256, 65536])
+counts = st.integers(0, 300) | st.sampled_from([0, 1])
+
+
+@PROPS
+@given(st.sampled_from(list(COMPRESSORS)), st.sampled_from(FIXED), counts, st.integers(-1, 9), chunks,
+       st.sampled_from([1, 11, 22, 23]), st.booleans(), st.data())
+def test_compressors(ftype, datatype, n, level, max_chunk, version, encrypted, data):
+    values = data.draw(_values(datatype, n))
+    pipeline = _pipeline(_filter(ftype, compressor=COMPRESSORS[ftype], level=level))
+    _roundtrip(values.tobytes(), pipeline, datatype, version, max_chunk, encrypted)
+
+
+@PROPS
+@given(st.sampled_from([FilterType.DOUBLE_DELTA, FilterType.DELTA]), st.sampled_from(INTEGERS + [Datatype.CHAR]),
+       counts, chunks, st.sampled_from([20, 22, 23]), st.data())
+def test_delta_compressors(ftype, datatype, n, max_chunk, version, data):
+    dtype = datatype.numpy_dtype if datatype != Datatype.CHAR else np.dtype("i1")
+    small = st.integers(max(-(2**31), int(np.iinfo(dtype).min)), min(2**31 - 1, int(np.iinfo(dtype).max)))
+    values = data.draw(arrays(dtype, n, elements=small)).view(datatype.numpy_dtype)
+    compressor = Compressor.DOUBLE_DELTA if ftype == FilterType.DOUBLE_DELTA else Compressor.DELTA
+    pipeline = _pipeline(_filter(ftype, compressor=compressor, level=-1, reinterpret_datatype=Datatype.ANY))
+    _roundtrip(values.tobytes(), pipeline, datatype, version, max_chunk)
+
+
+@PROPS
+@given(st.sampled_from(INTEGERS + [Datatype.DATETIME_NS, Datatype.BLOB]), counts, chunks,
+       st.sampled_from([1, 2, 7, 8, 16, 100, 256]), st.sampled_from([19, 20, 23]), st.data())
+def test_windowed_filters(datatype, n, max_chunk, window, version, data):
+    values = data.draw(_values(datatype, n))
+    for ftype, vals in ((FilterType.BIT_WIDTH_REDUCTION, values), (FilterType.POSITIVE_DELTA, np.sort(values))):
+        _roundtrip(vals.tobytes(), _pipeline(_filter(ftype, max_window_size=window)), datatype, version, max_chunk)
+
+
+@PROPS
+@given(st.sampled_from([FilterType.BYTESHUFFLE, FilterType.BITSHUFFLE, FilterType.XOR, FilterType.CHECKSUM_MD5,
+                        FilterType.CHECKSUM_SHA256]), st.sampled_from(FIXED), counts, chunks, st.data())
+def test_shuffles_xor_checksums(ftype, datatype, n, max_chunk, data):
+    values = data.draw(_values(datatype, n))
+    pipeline = _pipeline(_filter(ftype), _filter(FilterType.ZSTD, compressor=Compressor.ZSTD, level=1))
+    _roundtrip(values.tobytes(), pipeline, datatype, 22, max_chunk)
+
+
+@PROPS
+@given(st.binary(max_size=20000), st.sampled_from([1, 2, 4, 8]))
+def test_bitshuffle_inverts_on_any_length(raw, size):
+    raw = raw[:len(raw) // (8 * size) * 8 * size]
+    assert bitunshuffle(bitshuffle(raw, size), size) == raw
+
+
+def test_bitshuffle_matches_the_bit_transpose_definition():
+    """Bit k of byte j of all elements, 8 elements per byte, LSB first (an independent formula)."""
+    x = np.random.default_rng(1).integers(0, 256, 64 * 4, dtype=np.uint8)
+    bits = np.unpackbits(x.reshape(64, 4), axis=1, bitorder="little").reshape(64, 4, 8)
+    want = np.packbits(bits.transpose(1, 2, 0), axis=2, bitorder="little").tobytes()
+    assert bitshuffle(x.tobytes(), 4) == want
+
+
+@PROPS
+@given(st.sampled_from([Datatype.FLOAT32, Datatype.FLOAT64]), st.sampled_from([1, 2, 4, 8]), counts,
+       st.sampled_from([0.5, 0.25, 1.0, 2.0]), st.integers(-100, 100), chunks, st.data())
+def test_float_scale(datatype, width, n, scale, offset, max_chunk, data):
+    bound = min(2 ** (8 * width - 1) - 1, 2**20)
+    stored = data.draw(arrays(np.int64, n, elements=st.integers(-bound, bound)))
+    values = (scale * stored + offset).astype(datatype.numpy_dtype)  # exactly representable
+    pipeline = _pipeline(_filter(FilterType.SCALE_FLOAT, scale=scale, offset=float(offset), byte_width=width))
+    _roundtrip(values.tobytes(), pipeline, datatype, 22, max_chunk)
+
+
+strings = st.lists(st.sampled_from([b"", b"a", b"bb", b"ccc" * 30, b"\x00x"]) | st.binary(max_size=40), max_size=200)
+
+
+@PROPS
+@given(strings, st.sampled_from([(FilterType.RLE, Compressor.RLE), (FilterType.DICTIONARY,
+                                                                     Compressor.DICTIONARY_ENCODING)]),
+       st.sampled_from([(Datatype.STRING_ASCII, 13), (Datatype.STRING_ASCII, 22), (Datatype.STRING_UTF8, 17),
+                        (Datatype.STRING_UTF8, 23)]), st.booleans())
+def test_string_rle_and_dictionary(cells, filt, typed, compress):
+    ftype, compressor = filt
+    datatype, version = typed
+    filters = [_filter(ftype, compressor=compressor, level=-1)]
+    if compress:
+        filters.append(_filter(FilterType.ZSTD, compressor=Compressor.ZSTD, level=3))
+    pipeline = _pipeline(*filters)
+    data = b"".join(cells)
+    offsets = np.cumsum([0] + [len(c) for c in cells[:-1]]).astype("<u8") if cells else np.zeros(0, "<u8")
+    tile = filter_tile(data, pipeline, datatype=datatype, version=version, cell_size=1, offsets=offsets)
+    assert tile.num_chunks == (1 if cells else 0)
+    got, got_offsets = unfilter_strings(Tile.parse(Tile.build(tile)), pipeline, datatype=datatype, version=version)
+    assert got == data and got_offsets.tolist() == offsets.tolist()
+
+
+@PROPS
+@given(st.lists(st.binary(max_size=300), max_size=300), st.sampled_from([16, 64, 100, 65536]),
+       st.sampled_from([10, 11, 23]))
+def test_var_chunking_round_trips(cells, max_chunk, version):
+    data = b"".join(cells)
+    offsets = np.cumsum([0] + [len(c) for c in cells[:-1]]).astype("<u8") if cells else np.zeros(0, "<u8")
+    pipeline = _pipeline(_filter(FilterType.GZIP, compressor=Compressor.GZIP, level=1))
+    tile = filter_tile(data, pipeline, datatype=Datatype.STRING_UTF8, version=version, cell_size=1,
+                       offsets=offsets, max_chunk=max_chunk)
+    if version >= 11 and cells:  # cells are never split across chunks
+        ends = np.cumsum([c.unfiltered_size for c in tile.chunks])
+        assert set(ends[:-1].tolist()) <= set(offsets.tolist()) | {len(data)}
+    assert unfilter(tile, pipeline, datatype=Datatype.STRING_UTF8, version=version) == data
+
+
+def test_chunk_sizes_follow_tiledb():
+    assert chunk_sizes(200, 4, 192) == [192, 8]
+    assert chunk_sizes(0, 4) == []
+    assert chunk_sizes(1200, 16, 256, dim_num=2) == [256, 256, 88] * 2  # per dimension in v1-4
+    # the 50%/150% rule: a cell that fits in 150% joins the chunk; a chunk closed at the end leaves an empty one
+    assert var_chunk_sizes([0, 60, 120], 150, 1, 100) == [120, 30]
+    assert var_chunk_sizes([0, 10, 110], 300, 1, 100) == [110, 190, 0]
+
+
+@pytest.mark.parametrize("fmt", [WebpInputFormat.WEBP_RGB, WebpInputFormat.WEBP_BGRA])
+def test_webp_lossless_round_trip(fmt):
+    pytest.importorskip("webp")
+    depth = 3 if fmt == WebpInputFormat.WEBP_RGB else 4
+    image = np.random.default_rng(2).integers(0, 256, (8, 6 * depth), dtype=np.uint8)
+    pipeline = _pipeline(_filter(FilterType.WEBP, quality=100.0, input_format=fmt, lossless=1, y_extent=8,
+                                 x_extent=6 * depth, padding=bytes(2)))
+    tile = _roundtrip(image.tobytes(), pipeline, Datatype.UINT8, 22, 65536)
+    assert tile.num_chunks == 1
