@@ -21,7 +21,7 @@ from ..enums import Datatype, FilterType
 from ..errors import EncryptionError, FormatError, UnsupportedError
 
 __all__ = [
-    "Codec", "FilterContext", "CODECS", "STRING_CODECS", "register", "Header", "split_parts", "unfilter", "filter_tile",
+    "Codec", "FilterContext", "CODECS", "STRING_CODECS", "register", "Header", "split_parts", "joined", "unfilter", "filter_tile",
     "chunk_sizes", "var_chunk_sizes", "skips_offsets", "uses_chunking", "unfilter_strings", "MAX_CHUNK",
 ]
 
@@ -127,6 +127,11 @@ def split_parts(data, sizes, what: str) -> list:
     return [data[int(a):int(b)] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
+def joined(parts):
+    """The parts as one buffer (without a copy when there is one part)."""
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 def parts_header(sizes) -> bytes:
     """``num_parts: u32`` then the u32 sizes."""
     return np.array([len(sizes), *sizes], "<u4").tobytes()
@@ -221,7 +226,7 @@ def _reverse_chunk(stages, chunk, index, offset, strings=None):
             raise FormatError(f"unfiltered to {len(data)} bytes but the chunk says {chunk['unfiltered_size']}")
     except FormatError as e:
         raise _annotate(e, ftype, index, offset) from None
-    return (bytes(data), offsets) if strings else bytes(data)
+    return (data, offsets) if strings else data
 
 
 def unfilter(tile, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, key=None, offsets=None,

@@ -15,7 +15,7 @@ from construct import Int32ul, this
 
 from ..enums import FilterType
 from ..fields import Counted, Struct
-from .pipeline import Codec, Header, parts_header, register, split_parts
+from .pipeline import Codec, Header, joined, parts_header, register, split_parts
 
 __all__ = ["PartSizes", "byteshuffle", "byteunshuffle", "bitshuffle", "bitunshuffle"]
 
@@ -28,19 +28,32 @@ PartSizes = Struct(
 _BLOCK = 8192  # BSHUF_TARGET_BLOCK_SIZE_B
 
 
-def byteshuffle(part, size: int, inverse: bool = False) -> bytes:
+def byteshuffle(part, size: int, inverse: bool = False) -> np.ndarray:
     """blosc2_shuffle (``inverse``: unshuffle) of one part with elements of ``size`` bytes."""
     buf = np.frombuffer(part, np.uint8)
     n = len(buf) // size
     if size == 1 or n == 0:
-        return buf.tobytes()
+        return buf
     out = buf.copy()
-    shape = (size, n) if inverse else (n, size)
-    out[:n * size] = buf[:n * size].reshape(shape).T.reshape(-1)
-    return out.tobytes()
+    whole = out[:n * size]
+    if size in (2, 4, 8):  # shifts on whole words: several times faster than a strided transpose
+        word = np.dtype(f"<u{size}")
+        if inverse:
+            planes = buf[:n * size].reshape(size, n)
+            words = planes[0].astype(word)
+            for j in range(1, size):
+                words |= planes[j].astype(word) << word.type(8 * j)
+            whole[:] = words.view(np.uint8)
+        else:
+            words, planes = buf[:n * size].view(word), whole.reshape(size, n)
+            for j in range(size):
+                planes[j] = words >> word.type(8 * j)
+    else:
+        whole[:] = buf[:n * size].reshape((size, n) if inverse else (n, size)).T.reshape(-1)
+    return out
 
 
-def byteunshuffle(part, size: int) -> bytes:
+def byteunshuffle(part, size: int) -> np.ndarray:
     return byteshuffle(part, size, inverse=True)
 
 
@@ -72,7 +85,7 @@ def _bits(blocks: np.ndarray, size: int, inverse: bool) -> np.ndarray:
     return np.ascontiguousarray(planes.transpose(0, 2, 1)).reshape(k, nbytes)
 
 
-def bitshuffle(part, size: int, inverse: bool = False) -> bytes:
+def bitshuffle(part, size: int, inverse: bool = False) -> np.ndarray:
     """Bitshuffle (``inverse``: unshuffle) of one sub-part in 8192-byte blocks, as blosc2_bitshuffle."""
     buf = np.frombuffer(part, np.uint8)
     out = buf.copy()
@@ -83,10 +96,10 @@ def bitshuffle(part, size: int, inverse: bool = False) -> bytes:
     shuffled = (tail // size) // 8 * 8 * size
     if shuffled:
         out[full:full + shuffled] = _bits(buf[full:full + shuffled].reshape(1, -1), size, inverse).reshape(-1)
-    return out.tobytes()
+    return out
 
 
-def bitunshuffle(part, size: int) -> bytes:
+def bitunshuffle(part, size: int) -> np.ndarray:
     return bitshuffle(part, size, inverse=True)
 
 
@@ -96,15 +109,15 @@ class _Shuffle(Codec):
     def forward(self, ctx, metadata, data):
         parts = self.parts(data)
         size = ctx.datatype.size
-        out = b"".join(self.shuffle(p, size) if self.shuffles(len(p), size) else bytes(p) for p in parts)
-        return [parts_header([len(p) for p in parts]), *metadata], [out]
+        out = [self.shuffle(p, size) if self.shuffles(len(p), size) else p for p in parts]
+        return [parts_header([len(p) for p in parts]), *metadata], [joined(out)]
 
     def reverse(self, ctx, metadata, data):
         head = Header(metadata, self.name)
         size = ctx.datatype.size
         parts = split_parts(data, head.parts(), self.name)
-        out = b"".join(self.shuffle(p, size, True) if self.shuffles(len(p), size) else bytes(p) for p in parts)
-        return head.rest(), out
+        out = [self.shuffle(p, size, True) if self.shuffles(len(p), size) else p for p in parts]
+        return head.rest(), joined(out)
 
 
 @register(FilterType.BYTESHUFFLE)
