@@ -63,40 +63,61 @@ _S1, _S2, _S3 = np.uint64(7), np.uint64(14), np.uint64(28)
 
 def _transpose8x8(words: np.ndarray) -> np.ndarray:
     """Transpose the 8x8 bit matrix in each u64 (bitshuffle's TRANS_BIT_8X8): its own inverse."""
-    x = words.copy()
+    x, t = words.copy(), np.empty_like(words)
     for mask, shift in ((_M1, _S1), (_M2, _S2), (_M3, _S3)):
-        t = (x ^ (x >> shift)) & mask
-        x ^= t ^ (t << shift)
+        np.right_shift(x, shift, out=t)
+        t ^= x
+        t &= mask
+        x ^= t
+        t <<= shift
+        x ^= t
     return x
 
 
+def _planes(values: np.ndarray, size: int) -> np.ndarray:
+    """(..., n) words of ``size`` bytes to (..., size, n) byte planes, plane j holding byte j of each."""
+    planes = np.empty(values.shape[:-1] + (size, values.shape[-1]), np.uint8)
+    for j in range(size):
+        planes[..., j, :] = values >> values.dtype.type(8 * j)
+    return planes
+
+
+def _words(planes: np.ndarray, word) -> np.ndarray:
+    """The inverse of :func:`_planes`: (..., size, n) byte planes to (..., n) words."""
+    out = planes[..., 0, :].astype(word)
+    for j in range(1, planes.shape[-2]):
+        out |= planes[..., j, :].astype(word) << word.type(8 * j)
+    return out
+
+
 def _bits(blocks: np.ndarray, size: int, inverse: bool) -> np.ndarray:
-    """Bit-(un)shuffle ``blocks`` (k, n*size bytes, n a multiple of 8) to the same shape."""
+    """Bit-(un)shuffle ``blocks`` (k, n*size bytes, n a multiple of 8) to the same shape.
+
+    The output is byte plane j (byte j of every element), bit plane b of it, 8 elements per byte: a
+    byte transpose, an 8x8 bit transpose per 8 bytes of a plane, and a byte transpose of the results.
+    """
     k, nbytes = blocks.shape
     n = nbytes // size
+    element = np.dtype(f"<u{size}")
     if not inverse:
-        planes = blocks.reshape(k, n, size).transpose(0, 2, 1)  # [byte j][element i]
-        words = np.ascontiguousarray(planes).view("<u8")  # 8 elements' byte j per word
-        bits = _transpose8x8(words).view(np.uint8).reshape(k, size, n // 8, 8)
-        return np.ascontiguousarray(bits.transpose(0, 1, 3, 2)).reshape(k, nbytes)  # [byte j][bit][i / 8]
-    bits = blocks.reshape(k, size, 8, n // 8).transpose(0, 1, 3, 2)
-    words = np.ascontiguousarray(bits).view("<u8").reshape(k, size, n // 8)
-    planes = _transpose8x8(words).view(np.uint8).reshape(k, size, n)
-    return np.ascontiguousarray(planes.transpose(0, 2, 1)).reshape(k, nbytes)
+        planes = _planes(blocks.view(element), size) if size > 1 else blocks.reshape(k, 1, n)
+        bits = _transpose8x8(planes.view("<u8"))  # (k, size, n / 8)
+        return _planes(bits, 8).reshape(k, nbytes)
+    bits = _words(blocks.reshape(k, size, 8, n // 8), np.dtype("<u8"))
+    planes = _transpose8x8(bits).view(np.uint8)  # (k, size, n)
+    return (_words(planes, element).view(np.uint8) if size > 1 else planes).reshape(k, nbytes)
 
 
 def bitshuffle(part, size: int, inverse: bool = False) -> np.ndarray:
     """Bitshuffle (``inverse``: unshuffle) of one sub-part in 8192-byte blocks, as blosc2_bitshuffle."""
     buf = np.frombuffer(part, np.uint8)
-    out = buf.copy()
     full = len(buf) // _BLOCK * _BLOCK
-    if full:
-        out[:full] = _bits(buf[:full].reshape(-1, _BLOCK), size, inverse).reshape(-1)
-    tail = len(buf) - full
-    shuffled = (tail // size) // 8 * 8 * size
+    shuffled = (len(buf) - full) // size // 8 * 8 * size
+    pieces = [_bits(buf[:full].reshape(-1, _BLOCK), size, inverse).reshape(-1)] if full else []
     if shuffled:
-        out[full:full + shuffled] = _bits(buf[full:full + shuffled].reshape(1, -1), size, inverse).reshape(-1)
-    return out
+        pieces.append(_bits(buf[full:full + shuffled].reshape(1, -1), size, inverse).reshape(-1))
+    pieces.append(buf[full + shuffled:])  # the elements of the last block that are not a multiple of 8
+    return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
 
 
 def bitunshuffle(part, size: int) -> np.ndarray:
