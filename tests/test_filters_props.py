@@ -178,3 +178,46 @@ def test_webp_lossless_round_trip(fmt):
                                  x_extent=6 * depth, padding=bytes(2)))
     tile = _roundtrip(image.tobytes(), pipeline, Datatype.UINT8, 22, 65536)
     assert tile.num_chunks == 1
+
+
+def _corpus_tiles():
+    """(tile, pipeline, datatype, version, var strings?) of one tile per filter case of the newest corpus copies."""
+    import test_filters as tf
+    out = []
+    for name in sorted({c.name for c in tf.CASES if c.name.startswith("filter_")}):
+        case, _, info, _, version = tf._tile_of(name)
+        path = tf._file(tf._fragments(case)[0][0], tf.Field(info, 0, False), "_var" if info.var else "")
+        strings = info.var and tf.skips_offsets(info.filters, info.datatype, version)
+        out.append((tf._tiles(path)[0], info.filters, info.datatype, version, strings))
+    return out
+
+
+CORPUS_TILES = _corpus_tiles()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(range(len(CORPUS_TILES))), st.sampled_from(["metadata", "data"]), st.integers(0, 10**6),
+       st.sampled_from(["flip", "cut", "grow"]), st.integers(0, 255))
+def test_corrupt_chunks_raise_format_error_only(which, part, where, how, byte):
+    from tdbformat.errors import FormatError
+    tile, pipeline, datatype, version, strings = CORPUS_TILES[which]
+    chunk = Container(tile.chunks[0])
+    raw = bytearray(chunk[part])
+    if not raw:
+        return
+    i = where % len(raw)
+    if how == "flip":
+        raw[i] ^= byte or 1
+    elif how == "cut":
+        del raw[i:]
+    else:
+        raw[i:i] = bytes([byte]) * 4
+    chunk[part] = bytes(raw)
+    broken = Container(num_chunks=1, chunks=[chunk])
+    try:
+        if strings:
+            unfilter_strings(broken, pipeline, datatype=datatype, version=version)
+        else:
+            unfilter(broken, pipeline, datatype=datatype, cell_size=datatype.size, version=version)
+    except FormatError:
+        pass

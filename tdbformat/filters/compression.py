@@ -123,8 +123,12 @@ class Zstd(CompressionCodec):
         return zstandard.ZstdCompressor(level=3 if level < -7 else level).compress(raw)
 
     def decompress(self, ctx, packed, orig_size):
-        return _bounded(lambda p, n: zstandard.ZstdDecompressor().decompress(p, max_output_size=n), packed,
-                        orig_size, "zstd")
+        def unpack(p, n):
+            # zstandard allocates the size the frame header claims: check it first
+            if zstandard.frame_content_size(p) > n:
+                raise ValueError(f"the frame claims {zstandard.frame_content_size(p)} bytes, the part {n}")
+            return zstandard.ZstdDecompressor().decompress(p, max_output_size=n)
+        return _bounded(unpack, packed, orig_size, "zstd")
 
 
 @register(FilterType.LZ4)
