@@ -89,9 +89,31 @@ def _bits_needed(mins, maxs, dtype) -> np.ndarray:
     return np.where(span >= top, 8 * dtype.itemsize, bits).astype(np.uint8)
 
 
+def _window(with_bits: bool, what: str):
+    return Struct(
+        "offset" / NumpyArray(1, lambda ctx: ctx._params.value_dtype) * what,
+        *(["bits" / Int8ul * "bits per stored value: 8, 16, 32 or 64"] if with_bits else []),
+        "nbytes" / Int32ul * "input bytes of the window",
+    )
+
+
+#: Header of bit-width reduction (parse with ``value_dtype=`` the numpy type of the values).
+BitWidthHeader = Struct(
+    "input_length" / Int32ul * "bytes of the input",
+    "num_windows" / Int32ul * "number of windows over all parts",
+    "windows" / Counted(this.num_windows, _window(True, "window minimum"), 6) * "one entry per window",
+)
+
+#: Header of positive delta (parse with ``value_dtype=`` the numpy type of the values).
+PositiveDeltaHeader = Struct(
+    "num_windows" / Int32ul * "number of windows over all parts",
+    "windows" / Counted(this.num_windows, _window(False, "first value of the window"), 5) * "one entry per window",
+)
+
+
 @register(FilterType.BIT_WIDTH_REDUCTION)
 class BitWidthReduction(Codec):
-    metadata = None  # set below: the window offset's type depends on the input datatype
+    metadata = BitWidthHeader
 
     def forward(self, ctx, metadata, data):
         dtype = _value_type(ctx, one_byte=False)
@@ -167,7 +189,7 @@ class BitWidthReduction(Codec):
 
 @register(FilterType.POSITIVE_DELTA)
 class PositiveDelta(Codec):
-    metadata = None  # set below
+    metadata = PositiveDeltaHeader
 
     def forward(self, ctx, metadata, data):
         dtype = _value_type(ctx, one_byte=True)
@@ -216,29 +238,3 @@ class PositiveDelta(Codec):
             values = np.cumsum(deltas, axis=1, dtype=dtype) + windows["offset"][sel, None]
             _scatter(out, starts[sel], values.view(np.uint8))
         return head.rest(), out.tobytes()
-
-
-def _header(with_bits: bool, what: str):
-    window = Struct(
-        "offset" / NumpyArray(1, lambda ctx: ctx._params.value_dtype) * what,
-        *(["bits" / Int8ul * "bits per stored value: 8, 16, 32 or 64"] if with_bits else []),
-        "nbytes" / Int32ul * "input bytes of the window",
-    )
-    return window
-
-
-#: Header of bit-width reduction (parse with ``value_dtype=`` the numpy type of the values).
-BitWidthHeader = Struct(
-    "input_length" / Int32ul * "bytes of the input",
-    "num_windows" / Int32ul * "number of windows over all parts",
-    "windows" / Counted(this.num_windows, _header(True, "window minimum"), 6) * "one entry per window",
-)
-
-#: Header of positive delta (parse with ``value_dtype=`` the numpy type of the values).
-PositiveDeltaHeader = Struct(
-    "num_windows" / Int32ul * "number of windows over all parts",
-    "windows" / Counted(this.num_windows, _header(False, "first value of the window"), 5) * "one entry per window",
-)
-
-BitWidthReduction.metadata = BitWidthHeader
-PositiveDelta.metadata = PositiveDeltaHeader
