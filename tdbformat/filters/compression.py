@@ -8,6 +8,7 @@ compressed along with the data. The string forms of RLE and dictionary are in st
 from __future__ import annotations
 
 import bz2
+import threading
 import zlib
 
 import lz4.block
@@ -39,10 +40,11 @@ _HEADER = Struct("num_metadata_parts" / Int32ul, "num_data_parts" / Int32ul)
 
 
 def read_part_sizes(metadata: memoryview):
-    """(metadata part sizes, data part sizes, header length) from a compressor's header."""
+    """(metadata part sizes, data part sizes, header length) from a compressor's header: lists of
+    ``[orig_size, compressed_size]``."""
     head = Header(metadata, "compressor")
     nmd, ndata = head.u32(), head.u32()
-    sizes = head.array("<u4", 2 * (nmd + ndata)).reshape(-1, 2).astype(np.int64)
+    sizes = head.array("<u4", 2 * (nmd + ndata)).reshape(-1, 2).tolist()
     return sizes[:nmd], sizes[nmd:], head.pos
 
 
@@ -69,24 +71,24 @@ class CompressionCodec(Codec):
         return [write_part_sizes(sizes[: len(metadata)], sizes[len(metadata):])], [b"".join(packed)]
 
     def reverse(self, ctx, metadata, data):
-        md_sizes, data_sizes, hdr = read_part_sizes(metadata)
-        total = int(md_sizes[:, 1].sum() + data_sizes[:, 1].sum())
-        if total != len(data):
-            raise FormatError(f"{type(self).__name__}: compressed parts add up to {total} bytes but the chunk "
-                              f"holds {len(data)}")
-        if int(md_sizes[:, 0].sum() + data_sizes[:, 0].sum()) > ctx.limit:
-            raise FormatError(f"{type(self).__name__}: the parts claim {int(md_sizes[:, 0].sum() + data_sizes[:, 0].sum())}"
-                              f" uncompressed bytes, more than the chunk can hold ({ctx.limit})")
+        md_sizes, data_sizes, _ = read_part_sizes(metadata)
+        name = type(self).__name__
+        parts = md_sizes + data_sizes
+        packed, unpacked = sum(p[1] for p in parts), sum(p[0] for p in parts)
+        if packed != len(data):
+            raise FormatError(f"{name}: compressed parts add up to {packed} bytes but the chunk holds {len(data)}")
+        if unpacked > ctx.limit:
+            raise FormatError(f"{name}: the parts claim {unpacked} uncompressed bytes, more than the chunk can hold "
+                              f"({ctx.limit})")
         pos, out = 0, []
-        for orig, size in list(md_sizes) + list(data_sizes):
-            raw = self.decompress(ctx, data[pos:pos + int(size)], int(orig))
+        for orig, size in parts:
+            raw = self.decompress(ctx, data[pos:pos + size], orig)
             if len(raw) != orig:
-                raise FormatError(f"{type(self).__name__}: a part decompressed to {len(raw)} bytes, its header says "
-                                  f"{orig}")
+                raise FormatError(f"{name}: a part decompressed to {len(raw)} bytes, its header says {orig}")
             out.append(raw)
-            pos += int(size)
+            pos += size
         nmd = len(md_sizes)
-        return memoryview(b"".join(out[:nmd])), memoryview(b"".join(out[nmd:]))
+        return memoryview(b"".join(out[:nmd])), b"".join(out[nmd:])
 
 
 # What the codec libraries raise on corrupt input.
@@ -107,13 +109,11 @@ class Gzip(CompressionCodec):
         return zlib.compress(raw, level if level >= 0 else -1)
 
     def decompress(self, ctx, packed, orig_size):
-        def inflate(p, n):
-            d = zlib.decompressobj()
-            out = d.decompress(p, n)  # bounded: never more than the declared size
-            if d.unconsumed_tail or not d.eof:
-                raise ValueError("stream longer than the declared size or incomplete")
-            return out
-        return _bounded(inflate, packed, orig_size, "gzip")
+        # a longer stream than declared fails the caller's size check; a cut one raises here
+        return _bounded(lambda p, n: zlib.decompress(p, bufsize=max(n, 1)), packed, orig_size, "gzip")
+
+
+_local = threading.local()  # one zstd context per thread: creating one per chunk costs more than the chunk
 
 
 @register(FilterType.ZSTD)
@@ -127,7 +127,9 @@ class Zstd(CompressionCodec):
             # zstandard allocates the size the frame header claims: check it first
             if zstandard.frame_content_size(p) > n:
                 raise ValueError(f"the frame claims {zstandard.frame_content_size(p)} bytes, the part {n}")
-            return zstandard.ZstdDecompressor().decompress(p, max_output_size=n)
+            if not hasattr(_local, "zstd"):
+                _local.zstd = zstandard.ZstdDecompressor()
+            return _local.zstd.decompress(p, max_output_size=n)
         return _bounded(unpack, packed, orig_size, "zstd")
 
 

@@ -207,11 +207,15 @@ def _chunk_offsets(tile):
         pos += 12 + len(c["metadata"]) + len(c["data"])
 
 
+def _limited(stages, tile):
+    """The stages with the tile's bound on what any part may unfilter to: intermediate stages stay within a
+    small multiple of the largest chunk (window headers are the largest)."""
+    limit = 16 * max((c["unfiltered_size"] for c in tile["chunks"]), default=0) + 4096
+    return [(t, codec, replace(ctx, limit=limit)) for t, codec, ctx in stages]
+
+
 def _reverse_chunk(stages, chunk, index, offset, strings=None):
     md, data = memoryview(chunk["metadata"]), memoryview(chunk["data"])
-    # intermediate stages stay within a small multiple of the chunk (window headers are the largest)
-    limit = 16 * chunk["unfiltered_size"] + 4096
-    stages = [(t, codec, replace(ctx, limit=limit)) for t, codec, ctx in stages]
     ftype = None
     try:
         for ftype, codec, ctx in reversed(stages[1:] if strings else stages):
@@ -235,15 +239,16 @@ def unfilter(tile, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, 
 
     ``encrypted=True`` adds the implicit AES-256-GCM stage of data tiles in encrypted arrays.
     """
-    stages = _stages(_with_encryption(pipeline, key, encrypted), datatype, version, cell_size, key, offsets)
+    stages = _limited(_stages(_with_encryption(pipeline, key, encrypted), datatype, version, cell_size, key, offsets),
+                      tile)
     return b"".join(_reverse_chunk(stages, c, i, off)
                     for i, (c, off) in enumerate(zip(tile["chunks"], _chunk_offsets(tile))))
 
 
 def unfilter_strings(tile, pipeline, *, datatype, version, key=None, encrypted=False):
     """(var data, u64 offsets) of a var string tile whose offsets are skipped (:func:`skips_offsets`)."""
-    stages = _stages(_with_encryption(pipeline, key, encrypted), datatype, version, Datatype(datatype).size, key,
-                     None)
+    stages = _limited(_stages(_with_encryption(pipeline, key, encrypted), datatype, version, Datatype(datatype).size,
+                              key, None), tile)
     if stages[0][0] not in STRING_CODECS:
         raise FormatError(f"{stages[0][0].name} comes before the string RLE/dictionary filter, which TileDB "
                           "requires to be first")
