@@ -5,14 +5,15 @@ filtered by running the codecs forward, each turning ``(metadata parts, data par
 the stored chunk holds the concatenation of the last stage's parts. Reading runs them in reverse: each
 codec reads its own header from the front of the metadata and hands the rest to the codec before it.
 
-Chunking (REFERENCE §4.1): fixed-size tiles are cut into whole cells of at most 64 KiB; var-size data
-(v11+) is cut between cells with TileDB's 50%/150% rule; string RLE/dictionary (v12/13/17) and WebP
-tiles are one chunk, as is every tile of a pipeline whose ``max_chunk_size`` is 0.
+Chunking (REFERENCE §4.1, and DISCREPANCIES.md): fixed-size tiles are cut into whole cells of at most
+64 KiB (v1-4: the pipeline's ``max_chunk_size``, per dimension for coordinates); var-size data (v11+)
+is cut between cells with TileDB's 50%/150% rule; string RLE/dictionary (v12/13/17) and WebP tiles are
+one chunk, as is every v5+ tile of a pipeline whose ``max_chunk_size`` is 0.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from construct import Container, ListContainer
@@ -21,11 +22,11 @@ from ..enums import Datatype, FilterType
 from ..errors import EncryptionError, FormatError, UnsupportedError
 
 __all__ = [
-    "Codec", "FilterContext", "CODECS", "STRING_CODECS", "register", "Header", "split_parts", "joined", "unfilter", "filter_tile",
-    "chunk_sizes", "var_chunk_sizes", "skips_offsets", "uses_chunking", "unfilter_strings", "MAX_CHUNK",
+    "Codec", "FilterContext", "CODECS", "STRING_CODECS", "register", "Header", "split_parts", "joined", "unfilter",
+    "filter_tile", "chunk_sizes", "var_chunk_sizes", "skips_offsets", "uses_chunking", "unfilter_strings", "MAX_CHUNK",
 ]
 
-#: TileDB's process-wide chunk size; the pipeline's ``max_chunk_size`` only matters when it is 0.
+#: TileDB's default process-wide chunk size (v5+; v1-4 chunk by the pipeline's ``max_chunk_size``).
 MAX_CHUNK = 65536
 
 
@@ -43,11 +44,8 @@ class FilterContext:
     cell_size: int = 1
     #: AES-256-GCM key (32 bytes) for the encryption filter
     key: bytes | None = None
-    #: the tile's var-size offsets, for the string forms of RLE and dictionary
-    offsets: object = None
     #: most bytes any part of this chunk may unfilter to: lengths read from the input are checked against it
     limit: int = 1 << 32
-    extra: dict = field(default_factory=dict)
 
 
 class Codec:
@@ -144,13 +142,12 @@ def _codec(filter_type) -> Codec:
         raise UnsupportedError(f"filter {FilterType(filter_type).name} is not supported") from None
 
 
-def _stages(pipeline, datatype, version, cell_size, key, offsets):
+def _stages(pipeline, datatype, version, cell_size, key):
     """(filter type, codec, context) per filter, each with its input datatype."""
     out = []
     dt = Datatype(datatype)
     for f in pipeline["filters"]:
-        ctx = FilterContext(options=f["options"], datatype=dt, version=version, cell_size=cell_size, key=key,
-                            offsets=offsets)
+        ctx = FilterContext(options=f["options"], datatype=dt, version=version, cell_size=cell_size, key=key)
         codec = _codec(f["type"])
         out.append((FilterType(f["type"]), codec, ctx))
         dt = codec.output_datatype(ctx)
@@ -233,14 +230,13 @@ def _reverse_chunk(stages, chunk, index, offset, strings=None):
     return (data, offsets) if strings else data
 
 
-def unfilter(tile, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, key=None, offsets=None,
+def unfilter(tile, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, key=None,
              encrypted=False) -> bytes:
     """The unfiltered bytes of ``tile`` (a parsed Tile) filtered with ``pipeline``.
 
     ``encrypted=True`` adds the implicit AES-256-GCM stage of data tiles in encrypted arrays.
     """
-    stages = _limited(_stages(_with_encryption(pipeline, key, encrypted), datatype, version, cell_size, key, offsets),
-                      tile)
+    stages = _limited(_stages(_with_encryption(pipeline, key, encrypted), datatype, version, cell_size, key), tile)
     return b"".join(_reverse_chunk(stages, c, i, off)
                     for i, (c, off) in enumerate(zip(tile["chunks"], _chunk_offsets(tile))))
 
@@ -248,7 +244,7 @@ def unfilter(tile, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, 
 def unfilter_strings(tile, pipeline, *, datatype, version, key=None, encrypted=False):
     """(var data, u64 offsets) of a var string tile whose offsets are skipped (:func:`skips_offsets`)."""
     stages = _limited(_stages(_with_encryption(pipeline, key, encrypted), datatype, version, Datatype(datatype).size,
-                              key, None), tile)
+                              key), tile)
     if stages[0][0] not in STRING_CODECS:
         raise FormatError(f"{stages[0][0].name} comes before the string RLE/dictionary filter, which TileDB "
                           "requires to be first")
@@ -326,7 +322,7 @@ def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cel
     data = memoryview(data).cast("B")
     var = offsets is not None if var is None else var
     pipeline = _with_encryption(pipeline, key, encrypted)
-    stages = _stages(pipeline, datatype, version, cell_size, key, offsets)
+    stages = _stages(pipeline, datatype, version, cell_size, key)
     chunks = ListContainer()
     if var and offsets is not None and skips_offsets(pipeline, datatype, version):
         if len(data) or len(offsets):
