@@ -4,6 +4,8 @@ from . import spec
 from .array import Array, Fragment, open_array
 from .errors import ChecksumError, EncryptionError, FormatError, UnsupportedError, VersionError
 from .files import ParsedFile, parse_file
+from .filters import filter_tile, unfilter
+from .filters.adapter import FilteredTile
 from .structs.array_schema import (
     VAR_NUM, ArraySchema, FieldInfo, attributes, check_not_pre_v1, dimensions, fill_value, schema_version,
 )
@@ -21,6 +23,7 @@ __all__ = [
     "ArraySchema", "FieldInfo", "VAR_NUM", "attributes", "dimensions", "fill_value", "schema_version",
     "check_not_pre_v1",
     "Enumeration", "enumeration_values",
+    "FilteredTile", "filter_tile", "unfilter",
     "Filter", "FilterPipeline", "GenericTile", "GenericTileHeader", "DataFile", "Tile", "TileChunk",
     "GroupDetails", "group_members", "ArrayMetadata", "fold_metadata", "read_metadata",
     "KNOWN_VERSIONS", "LATEST", "spec",
