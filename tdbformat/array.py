@@ -32,7 +32,7 @@ from .structs import enumeration as enumeration_mod
 from .structs import fragment as fragment_mod
 from .structs import metadata as metadata_mod
 from .structs.names import parse_timestamped_name
-from .structs.tile import Tile
+from .structs.tile import read_tile
 
 __all__ = ["open_array", "Array", "Fragment"]
 
@@ -241,7 +241,7 @@ class Array:
         try:
             with path.open("rb") as f:
                 f.seek(start)
-                tile = Tile.parse(f.read(end - start))
+                tile = read_tile(f.read(end - start), start)
             if strings:
                 return unfilter_strings(tile, pipeline, datatype=datatype, version=frag.version, key=self.key,
                                         encrypted=self.encrypted)

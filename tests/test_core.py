@@ -230,3 +230,24 @@ def test_tiles_round_trip(value):
     blob = Tile.build(value)
     assert [(c.unfiltered_size, c.metadata, c.data) for c in Tile.parse(blob).chunks] == \
         [(c.unfiltered_size, c.metadata, c.data) for c in value.chunks]
+
+
+def test_read_tile_agrees_with_the_declaration():
+    """The bulk reader of data tiles gives what the Tile declaration parses, on every corpus data tile."""
+    from tdbformat.structs.tile import read_tile
+    for p in data_files():
+        if PRE_V1 in str(p):
+            continue
+        data, pos = p.read_bytes(), 0
+        while pos < len(data):
+            declared = Tile.parse(data[pos:])
+            size = 8 + sum(12 + len(c.metadata) + len(c.data) for c in declared.chunks)
+            fast = read_tile(data[pos:pos + size], pos)
+            assert fast.num_chunks == declared.num_chunks
+            assert [(c.unfiltered_size, bytes(c.metadata), bytes(c.data)) for c in fast.chunks] == \
+                [(c.unfiltered_size, c.metadata, c.data) for c in declared.chunks]
+            for cut in (0, 7, 8 + 11, size - 1):
+                if cut < size:
+                    with pytest.raises(FormatError):
+                        read_tile(data[pos:pos + cut], pos)
+            pos += size
