@@ -222,9 +222,10 @@ class Array:
 
     # ----------------------------------------------------------------- tiles
 
-    def _tile(self, frag: Fragment, idx: int, kind: str, k: int, strings: bool = False):
+    def _tile(self, frag: Fragment, idx: int, kind: str, k: int, strings: bool = False, out=None):
         """Tile ``k`` of index-space field ``idx``'s ``kind`` file ("", "_var", "_validity"), unfiltered:
-        bytes, or with ``strings`` (var strings that carry their own offsets, §4.2) (data, offsets)."""
+        bytes (into ``out`` if given), or with ``strings`` (var strings that carry their own offsets, §4.2)
+        (data, offsets)."""
         info = frag.metadata.index_fields[idx]
         tile_offsets, file_size = frag.tile_offsets(kind, idx)
         start = int(tile_offsets[k])
@@ -246,30 +247,34 @@ class Array:
                 return unfilter_strings(tile, pipeline, datatype=datatype, version=frag.version, key=self.key,
                                         encrypted=self.encrypted)
             return unfilter(tile, pipeline, datatype=datatype, version=frag.version, cell_size=cell_size,
-                            key=self.key, encrypted=self.encrypted)
+                            key=self.key, encrypted=self.encrypted, out=out)
         except FormatError as e:
             where = f"fragment {frag.name}, field {info.name}{kind}, tile {k} at byte offset {start} of {path.name}"
             raise type(e)(f"{where}: {e.reason}", file=str(path), path=e.path, offset=start + (e.offset or 0),
                           version=frag.version) from e
 
+    def _cells(self, frag: Fragment, idx: int, k: int, cell_num: int | None = None):
+        """(values, validity or None) of tile ``k`` of index-space field ``idx``; a fixed-size tile of a
+        known ``cell_num`` cells is decoded straight into its result array."""
+        info = frag.metadata.index_fields[idx]
+        if info.var and skips_offsets(info.filters, info.datatype, frag.version):
+            data, offsets = self._tile(frag, idx, "_var", k, strings=True)
+            values = _split(bytes(data), np.asarray(offsets, _U64), info)
+        elif info.var:
+            offsets = np.frombuffer(self._tile(frag, idx, "", k), _U64)
+            values = _split(bytes(self._tile(frag, idx, "_var", k)), offsets, info)
+        elif cell_num is not None:
+            values = np.empty(cell_num, _dtype(info))
+            self._tile(frag, idx, "", k, out=values)
+        else:
+            values = np.frombuffer(self._tile(frag, idx, "", k), _dtype(info))
+        valid = np.frombuffer(self._tile(frag, idx, "_validity", k), np.uint8) != 0 if info.nullable else None
+        return values, valid
+
     def _field(self, frag: Fragment, idx: int, tiles, pool) -> tuple[np.ndarray, np.ndarray | None]:
         """Values (and validity) of index-space field ``idx`` over ``tiles`` of ``frag``, in tile order."""
         info = frag.metadata.index_fields[idx]
-        own_offsets = info.var and skips_offsets(info.filters, info.datatype, frag.version)
-
-        def one(k):
-            if own_offsets:
-                data, offsets = self._tile(frag, idx, "_var", k, strings=True)
-                values = _split(bytes(data), np.asarray(offsets, _U64), info)
-            elif info.var:
-                offsets = np.frombuffer(self._tile(frag, idx, "", k), _U64)
-                values = _split(self._tile(frag, idx, "_var", k), offsets, info)
-            else:
-                values = np.frombuffer(self._tile(frag, idx, "", k), _dtype(info))
-            valid = (np.frombuffer(self._tile(frag, idx, "_validity", k), np.uint8) != 0
-                     if info.nullable else None)
-            return values, valid
-        parts = list(pool.map(one, tiles))
+        parts = list(pool.map(lambda k: self._cells(frag, idx, k), tiles))
         if not parts:
             return np.empty(0, _result_dtype(info)), (np.empty(0, bool) if info.nullable else None)
         values = np.concatenate([p[0] for p in parts])
@@ -325,35 +330,40 @@ class Array:
         dom = self.schema.domain.dimensions
         dom_lo = [d.domain[0] for d in dom]
         extents = [d.tile_extent for d in dom]
+        cell_num = int(np.prod(extents))
         lo, hi = self._box(ranges)
         shape = tuple(int(b) - int(a) + 1 for a, b in zip(lo, hi))
-        out = {a.name: _filled(a, self.schema.attributes[self.attrs.index(a)], shape) for a in wanted}
-        valid = {a.name: np.full(shape, bool(self.schema.attributes[self.attrs.index(a)].get("fill_value_validity")))
-                 for a in wanted if a.nullable}
         for frag in frags:
             if not frag.dense:
                 raise FormatError(f"fragment {frag.name}: sparse fragments in dense arrays are not supported")
+        # a dense fragment holds every cell of its non-empty domain: one that covers the result leaves no fill
+        covered = any(all(int(n[0]) <= int(a) and int(b) <= int(n[1]) for n, a, b in zip(f.non_empty_domain, lo, hi))
+                      for f in frags)
+        attribute = {a.name: self.schema.attributes[self.attrs.index(a)] for a in wanted}
+        out = {a.name: _filled(a, attribute[a.name], shape, empty=covered) for a in wanted}
+        valid = {a.name: np.full(shape, bool(attribute[a.name].get("fill_value_validity")))
+                 for a in wanted if a.nullable}
+
+        def place(frag, a, k, src, dst):
+            values, validity = self._cells(frag, self.attrs.index(a), k, cell_num)
+            out[a.name][dst] = _order.as_tile(values, extents, self.schema.cell_order)[src]
+            if a.nullable:
+                valid[a.name][dst] = _order.as_tile(validity, extents, self.schema.cell_order)[src]
+
+        for frag in frags:  # in timestamp order: later fragments overwrite earlier ones
             ned = frag.non_empty_domain
             first, last = _order.tile_range(dom_lo, extents, [r[0] for r in ned], [r[1] for r in ned])
-            grid = _order.tiles_in_order(first, last, self.schema.tile_order)
             jobs = []
-            for k, tile in enumerate(grid):
+            for k, tile in enumerate(_order.tiles_in_order(first, last, self.schema.tile_order)):
                 t_lo, t_hi = _order.tile_box(dom_lo, extents, tile)
                 b_lo = [max(a, int(n[0]), int(q)) for a, n, q in zip(t_lo, ned, lo)]
                 b_hi = [min(b, int(n[1]), int(q)) for b, n, q in zip(t_hi, ned, hi)]
                 if all(a <= b for a, b in zip(b_lo, b_hi)):
                     src = tuple(slice(a - t, b - t + 1) for a, b, t in zip(b_lo, b_hi, t_lo))
                     dst = tuple(slice(a - int(q), b - int(q) + 1) for a, b, q in zip(b_lo, b_hi, lo))
-                    jobs.append((k, src, dst))
-            for a in wanted:
-                idx = self.attrs.index(a)
-                values, validity = self._field(frag, idx, [k for k, _, _ in jobs], pool)
-                n = int(np.prod(extents))
-                for j, (_, src, dst) in enumerate(jobs):
-                    out[a.name][dst] = _order.as_tile(values[j * n:(j + 1) * n], extents, self.schema.cell_order)[src]
-                    if a.nullable:
-                        valid[a.name][dst] = _order.as_tile(validity[j * n:(j + 1) * n], extents,
-                                                            self.schema.cell_order)[src]
+                    jobs += [(frag, a, k, src, dst) for a in wanted]
+            # each tile is decoded and placed in a worker; tiles of one fragment never overlap
+            list(pool.map(lambda job: place(*job), jobs))
         if layout == Layout.COL_MAJOR:
             out = {k: np.asfortranarray(v) for k, v in out.items()}
         return {k: _masked(v, valid.get(k)) for k, v in out.items()}
@@ -425,12 +435,12 @@ class Array:
 
     def _sort(self, coords, layout):
         dom = self.schema.domain.dimensions
-        if layout == Layout.GLOBAL_ORDER and self.schema.cell_order == Layout.HILBERT:
-            raise FormatError("global order of Hilbert arrays is not supported; use order='C'")
+        hilbert = (_order.hilbert_values(coords, [d.domain or None for d in dom])
+                   if layout == Layout.GLOBAL_ORDER and self.schema.cell_order == Layout.HILBERT else None)
         return _order.order_cells(
             coords, layout, dom_lo=[d.domain[0] if d.domain else None for d in dom],
             extents=[d.tile_extent for d in dom],
-            tile_order=self.schema.tile_order, cell_order=self.schema.cell_order)
+            tile_order=self.schema.tile_order, cell_order=self.schema.cell_order, hilbert=hilbert)
 
     def _index(self, info) -> int:
         """Index-space position of an attribute or (v5+) dimension (REFERENCE.md §11)."""
@@ -524,8 +534,8 @@ def _like(value, column: np.ndarray):
     return value
 
 
-def _filled(info, attribute, shape) -> np.ndarray:
-    """A dense result array of ``shape`` holding ``attribute``'s fill value."""
+def _filled(info, attribute, shape, empty: bool = False) -> np.ndarray:
+    """A dense result array of ``shape`` holding ``attribute``'s fill value (uninitialised if ``empty``)."""
     fill = schema_mod.fill_value(attribute)
     if info.var:
         data = bytes(fill) if fill is not None else _default_fill(info).tobytes()
@@ -535,6 +545,8 @@ def _filled(info, attribute, shape) -> np.ndarray:
         out[...] = _split(data, np.zeros(1, _U64), info)[0]
         return out
     dtype = _dtype(info)
+    if empty:
+        return np.empty(shape, dtype)
     value = np.frombuffer(fill.tobytes(), dtype)[0] if fill is not None else _default_fill(info)
     return np.full(shape, value, dtype)
 

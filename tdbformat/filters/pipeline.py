@@ -231,14 +231,29 @@ def _reverse_chunk(stages, chunk, index, offset, strings=None):
 
 
 def unfilter(tile, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, key=None,
-             encrypted=False) -> bytes:
+             encrypted=False, out=None) -> memoryview:
     """The unfiltered bytes of ``tile`` (a parsed Tile) filtered with ``pipeline``.
 
-    ``encrypted=True`` adds the implicit AES-256-GCM stage of data tiles in encrypted arrays.
+    ``encrypted=True`` adds the implicit AES-256-GCM stage of data tiles in encrypted arrays. ``out``, a
+    writable contiguous numpy array of exactly the tile's unfiltered size, receives the bytes (no
+    intermediate copy); the result is a memoryview of it or, without ``out``, of new memory.
     """
     stages = _limited(_stages(_with_encryption(pipeline, key, encrypted), datatype, version, cell_size, key), tile)
-    return b"".join(_reverse_chunk(stages, c, i, off)
-                    for i, (c, off) in enumerate(zip(tile["chunks"], _chunk_offsets(tile))))
+    chunks = tile["chunks"]
+    decoded = (_reverse_chunk(stages, c, i, off) for i, (c, off) in enumerate(zip(chunks, _chunk_offsets(tile))))
+    if out is None:
+        parts = [np.frombuffer(d, np.uint8) for d in decoded]
+        # numpy's allocation of a big result is several times cheaper than bytes.join's
+        return memoryview(parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else b"")
+    dest = out.reshape(-1).view(np.uint8)
+    total = sum(c["unfiltered_size"] for c in chunks)
+    if total != len(dest):
+        raise FormatError(f"the tile's chunks unfilter to {total} bytes but {len(dest)} were expected")
+    pos = 0
+    for d in decoded:  # each chunk's size was checked against its header
+        dest[pos:pos + len(d)] = np.frombuffer(d, np.uint8)
+        pos += len(d)
+    return memoryview(dest)
 
 
 def unfilter_strings(tile, pipeline, *, datatype, version, key=None, encrypted=False):
