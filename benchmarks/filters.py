@@ -88,8 +88,8 @@ def raw_library(name, data: bytes):
 def main():
     mb = MIB * 2**20 / 1e6
     print(f"{MIB} MiB per filter, 64 KiB chunks; MB/s of unfiltered data\n")
-    print(f"| filter | datatype | decode MB/s | encode MB/s | raw library decode MB/s | raw library encode MB/s | "
-          f"decode vs raw |")
+    print("| filter | datatype | decode MB/s | encode MB/s | raw library decode MB/s | raw library encode MB/s | "
+          "decode vs raw |")
     print("|---|---|---|---|---|---|---|")
     for name, filters, datatype, lib in CASES:
         data = data_for(datatype).tobytes()

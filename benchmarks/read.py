@@ -67,7 +67,7 @@ def main():
                 ours.append(timed(lambda: open_array(uri).read()))
                 theirs.append(timed(tiledb_py, uri, sparse))
             rows.append((name, statistics.median(ours), statistics.median(theirs)))
-    print(f"| array | tdbformat (s) | TileDB-Py (s) | ratio |\n|---|---|---|---|")
+    print("| array | tdbformat (s) | TileDB-Py (s) | ratio |\n|---|---|---|---|")
     for name, a, b in rows:
         print(f"| {name} | {a:.3f} | {b:.3f} | {a / b:.2f} |")
 

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from corpus import CORPUS, HISTORIC, case_id, cases, files, key, root, truth
+from corpus import HISTORIC, case_id, cases, files, key, root, truth
 from tdbformat import FormatError, parse_file
 from tdbformat.cli import main
 

@@ -7,7 +7,7 @@ Version gates follow the version governing the pipeline: the schema's, or the ge
 
 from __future__ import annotations
 
-from construct import Bytes, Const, Float32l, Float64l, Flag, Int32sl, Int32ul, Int64ul, Int16ul, Rebuild, this
+from construct import Bytes, Float32l, Float64l, Flag, Int32sl, Int32ul, Int64ul, Int16ul, Rebuild, this
 
 from ..enums import CompressorEnum, DatatypeEnum, FilterType, FilterTypeEnum, WebpInputFormatEnum
 from ..fields import Bounded, Counted, Section, Struct, built_size, switch
