@@ -174,8 +174,8 @@ def _decoded_coords(fm, folder, tile: int):
 def _tile_bytes(path, offsets, file_size, tile, pipeline, datatype, version, cell_size, k, encrypted):
     data = path.read_bytes()
     end = offsets[tile + 1] if tile + 1 < len(offsets) else file_size
-    return unfilter(Tile.parse(data[offsets[tile]:end]), pipeline, datatype=datatype, version=version,
-                    cell_size=cell_size, key=k, encrypted=encrypted)
+    return bytes(unfilter(Tile.parse(data[offsets[tile]:end]), pipeline, datatype=datatype, version=version,
+                          cell_size=cell_size, key=k, encrypted=encrypted))
 
 
 def _ranges(mbr, dims):

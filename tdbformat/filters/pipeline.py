@@ -118,11 +118,14 @@ class Header:
 
 def split_parts(data, sizes, what: str) -> list:
     """``data`` cut into consecutive parts of ``sizes`` bytes, which must add up to all of it."""
-    total = int(np.sum(sizes, dtype=np.int64))
-    if total != len(data):
-        raise FormatError(f"{what}: the header's part sizes add up to {total} bytes but the data has {len(data)}")
-    bounds = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
-    return [data[int(a):int(b)] for a, b in zip(bounds[:-1], bounds[1:])]
+    sizes = [int(s) for s in sizes]  # a few parts per chunk: plain ints beat numpy here
+    if sum(sizes) != len(data):
+        raise FormatError(f"{what}: the header's part sizes add up to {sum(sizes)} bytes but the data has {len(data)}")
+    parts, pos = [], 0
+    for size in sizes:
+        parts.append(data[pos:pos + size])
+        pos += size
+    return parts
 
 
 def joined(parts):
