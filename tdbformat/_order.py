@@ -2,7 +2,8 @@
 
 TileDB lays a dense fragment out as the tiles that intersect its non-empty domain, in tile order, each
 tile holding all of its cells in cell order (REFERENCE.md §4.3, fragment.md). Sparse cells are sorted
-row-major, column-major or in global order (tile order over the tile grid, then cell order).
+row-major, column-major or in global order (tile order over the tile grid, then cell order; for a Hilbert
+cell order, the cells' Hilbert values with no tiles involved).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 
 from .enums import Layout
 
-__all__ = ["tile_range", "tiles_in_order", "tile_box", "as_tile", "ranks", "order_cells"]
+__all__ = ["tile_range", "tiles_in_order", "tile_box", "as_tile", "ranks", "hilbert_values", "order_cells"]
 
 
 def tile_range(dom_lo, extents, lo, hi):
@@ -50,14 +51,104 @@ def ranks(column: np.ndarray) -> np.ndarray:
     return column
 
 
+def hilbert_values(coords, domains) -> np.ndarray:
+    """TileDB's Hilbert value of each cell (``coords``: one array per dimension; ``domains``: each numeric
+    dimension's ``(low, high)``, ``None`` for string dimensions).
+
+    Each dimension gets ``63 // dim_num`` bits; its coordinates map onto ``0 .. 2**bits - 1`` and Skilling's
+    transpose of those axes is read out as one number (TileDB: ``Dimension::map_to_uint64`` in
+    ``array_schema/dimension.cc``, ``Hilbert::coords_to_hilbert`` in ``misc/hilbert.h``).
+    """
+    bits = 63 // len(coords)
+    axes = [_string_axis(c, bits) if dom is None else _numeric_axis(c, dom, bits)
+            for c, dom in zip(coords, domains)]
+    return _skilling(axes, bits)
+
+
+def _numeric_axis(column: np.ndarray, domain, bits: int) -> np.ndarray:
+    """Coordinates scaled onto ``0 .. 2**bits - 1`` in double precision, truncated, as TileDB does."""
+    if column.dtype.kind in "mM":  # datetimes and times are their stored int64
+        column = column.view(np.int64)
+    lo, hi = np.float64(domain[0]), np.float64(domain[1])
+    with np.errstate(invalid="ignore"):
+        scaled = (column.astype(np.float64) - lo) / (hi - lo) * np.float64((1 << bits) - 1)
+    # a one-value domain gives 0/0, which x86-64 builds turn into 2**63; that orders like 0: with two or more
+    # dimensions no step moves bit 63 into the bits read out, and with one every cell ties anyway
+    return np.nan_to_num(scaled, nan=0.0).astype(np.uint64)
+
+
+def _string_axis(column: np.ndarray, bits: int) -> np.ndarray:
+    """A string's first 8 bytes as a big-endian number cut to its top ``bits`` bits.
+
+    TileDB ORs in each byte as a signed ``char``: a byte of 0x80 or more sets every higher bit too.
+    """
+    table = np.array([v[:8] for v in column.tolist()], dtype="S8").view(np.uint8).reshape(-1, 8)
+    value = np.zeros(len(table), np.uint64)
+    for byte in table.T.astype(np.uint64):
+        value = (value << np.uint64(8)) | np.where(byte >= 0x80, byte | np.uint64(0xFFFF_FFFF_FFFF_FF00), byte)
+    return value >> np.uint64(64 - bits)
+
+
+def _skilling(axes: list[np.ndarray], bits: int) -> np.ndarray:
+    """Skilling's "Programming the Hilbert curve" (2004): axes to transpose, then the transpose's bits
+    interleaved level by level, dimension 0 the most significant of each level (``Hilbert::coords_to_hilbert``).
+    Every step works on the whole uint64, as TileDB's does: bits above ``bits`` can shift down into the result."""
+    x = [a.astype(np.uint64) for a in axes]
+    n = len(x)
+    q = 1 << (bits - 1)
+    while q > 1:
+        bit, low = np.uint64(q), np.uint64(q - 1)
+        x[0] = np.where((x[0] & bit) != 0, x[0] ^ low, x[0])
+        for i in range(1, n):
+            swap = (x[0] ^ x[i]) & low
+            flip = (x[i] & bit) != 0
+            x[0] = np.where(flip, x[0] ^ low, x[0] ^ swap)
+            x[i] = np.where(flip, x[i], x[i] ^ swap)
+        q >>= 1
+    for i in range(1, n):  # Gray encode
+        x[i] = x[i] ^ x[i - 1]
+    t = x[n - 1]
+    shift = 1
+    while shift < bits:
+        x[n - 1] = x[n - 1] ^ (x[n - 1] >> np.uint64(shift))
+        shift <<= 1
+    t = t ^ x[n - 1]
+    for i in range(n - 1):
+        x[i] = x[i] ^ t
+    out = np.zeros(len(x[0]), np.uint64)
+    for j in range(bits):
+        for i in range(n):
+            out |= ((x[i] >> np.uint64(j)) & np.uint64(1)) << np.uint64(j * n + n - 1 - i)
+    return out
+
+
+#: byte ``i ^ 0x80``: bytes compared unsigned then sort as the original bytes compared as signed chars
+_SIGNED_CHAR = bytes(i ^ 0x80 for i in range(256))
+
+
+def _signed_chars(column: np.ndarray) -> np.ndarray:
+    """A string column re-encoded so that numpy's byte order is TileDB's signed ``char`` order of it."""
+    if column.dtype != object:
+        return column
+    out = np.empty(len(column), object)
+    out[:] = [v.translate(_SIGNED_CHAR) for v in column.tolist()]
+    return out
+
+
 def order_cells(coords, layout: Layout, *, dom_lo=None, extents=None, tile_order=Layout.ROW_MAJOR,
                 cell_order=Layout.ROW_MAJOR, hilbert=None) -> np.ndarray:
     """The permutation that sorts cells (``coords``: one array per dimension) by ``layout``.
 
     ``Layout.GLOBAL_ORDER`` sorts by tile (``extents`` per dimension, ``None`` for dimensions without
-    one) in ``tile_order``, then by ``cell_order``; a Hilbert cell order sorts by the ``hilbert`` values.
+    one) in ``tile_order``, then by ``cell_order``; a Hilbert cell order sorts by the ``hilbert`` values
+    (:func:`hilbert_values`), then row-major.
     The sort is stable, so cells with equal coordinates keep their incoming order.
     """
+    if layout == Layout.GLOBAL_ORDER and cell_order == Layout.HILBERT:
+        # no tile grid: the Hilbert value, then row-major coordinates, strings compared as signed chars the
+        # way TileDB 2.30's writer sorts a fragment (Domain::cell_order_cmp_impl<char>)
+        keys = [ranks(_signed_chars(c)) for c in coords]
+        return np.lexsort(keys[::-1] + [hilbert])
     keys = [ranks(c) for c in coords]
     if layout == Layout.ROW_MAJOR:
         return np.lexsort(keys[::-1]) if keys else np.arange(0)
@@ -65,9 +156,6 @@ def order_cells(coords, layout: Layout, *, dom_lo=None, extents=None, tile_order
         return np.lexsort(keys)
     if layout != Layout.GLOBAL_ORDER:
         raise ValueError(f"no sort order for layout {layout!r}")
-    if cell_order == Layout.HILBERT:
-        # Hilbert arrays have no tile grid: global order is the Hilbert value, then row-major coordinates.
-        return np.lexsort(keys[::-1] + [hilbert])
     tiles = [(k - d) // e if e is not None else np.zeros_like(k, dtype=np.int64)
              for k, d, e in zip(keys, dom_lo, extents)]
     tiles = tiles[::-1] if tile_order == Layout.ROW_MAJOR else tiles

@@ -75,6 +75,19 @@ class Fragment:
         """Delete commits already applied to this fragment's cells (v16+)."""
         return (self.metadata.footer is not None and self.metadata.processed_conditions) or []
 
+    @property
+    def schema(self):
+        """The array schema this fragment was written with (arrays evolve: it may not be the latest)."""
+        return self.metadata.schema
+
+    def index(self, name: str) -> int | None:
+        """Index-space position (REFERENCE.md §11) of the field called ``name`` in this fragment's schema;
+        None if the fragment has no such field (an attribute added after it was written)."""
+        for i, f in enumerate(self.metadata.index_fields):
+            if f.name == name:
+                return i
+        return None
+
     def tile_offsets(self, kind: str, idx: int):
         """(tile offsets, file size) of index-space field ``idx``'s ``kind`` file ("", "_var", "_validity")."""
         meta = self.metadata
@@ -129,6 +142,7 @@ class Array:
         self.key = normalize_key(key)
         self.schemas = self._schemas()
         self.schema = self.schemas[-1][1]
+        self._by_name = dict(self.schemas)  # fragments name the schema they were written with (v10+)
         self.encrypted = self.schema["_generic_tile"].encryption_type != EncryptionType.NO_ENCRYPTION
         self.dims = schema_mod.dimensions(self.schema)
         self.attrs = schema_mod.attributes(self.schema)
@@ -138,19 +152,13 @@ class Array:
     # ----------------------------------------------------------------- discovery
 
     def _schemas(self):
-        """(name, parsed schema) by timestamp; the legacy ``__array_schema.tdb`` counts as the oldest."""
-        found = []
+        """(name, parsed schema) in TileDB's order: the legacy ``__array_schema.tdb``, then ``__schema/``
+        files by name (a directory listing: by name, not by timestamp; DISCREPANCIES.md)."""
         legacy = self.path / "__array_schema.tdb"
-        if legacy.is_file():
-            found.append((legacy.name, -1, legacy))
-        for p in _listing(self.path / "__schema"):
-            if p.is_file():
-                found.append((p.name, parse_timestamped_name(p.name).t1, p))
+        found = ([legacy] if legacy.is_file() else []) + [p for p in _listing(self.path / "__schema") if p.is_file()]
         if not found:
             raise FormatError(f"{self.path} is not a TileDB array: no array schema")
-        found.sort(key=lambda f: (f[1], f[0]))
-        return [(name, schema_mod.ArraySchema.parse(_read(p), key=self.key, filename=str(p)))
-                for name, _, p in found]
+        return [(p.name, schema_mod.ArraySchema.parse(_read(p), key=self.key, filename=str(p))) for p in found]
 
     def _fragments(self) -> list[Fragment]:
         commit_dir = self.path / "__commits"
@@ -201,9 +209,12 @@ class Array:
         path = folder / "__fragment_metadata.tdb"
         data = _read(path)
         if folder.name in footers:  # the consolidated footer stands in for the file's own
-            meta = fragment_mod.FragmentMetadata(footers[folder.name], schema=self.schema, key=self.key, data=data)
+            footer = footers[folder.name]
+            meta = fragment_mod.FragmentMetadata(
+                footer, schema=fragment_mod.pick_schema(self._by_name, footer.get("array_schema_name")),
+                key=self.key, data=data)
         else:
-            meta = fragment_mod.FragmentMetadata.parse(data, schema=self.schema, key=self.key, name=folder.name,
+            meta = fragment_mod.FragmentMetadata.parse(data, schema=self._by_name, key=self.key, name=folder.name,
                                                        filename=str(path))
         ned = [(r.start, r.end) if isinstance(r, dict) else tuple(np.asarray(r).tolist())
                for r in meta.non_empty_domain]
@@ -215,7 +226,7 @@ class Array:
         files.sort(key=lambda p: (parse_timestamped_name(p.name).t1, p.name))
         out = {}
         for p in files:
-            parsed = fragment_mod.ConsolidatedFragmentMetadata.parse(_read(p), schema=self.schema, key=self.key,
+            parsed = fragment_mod.ConsolidatedFragmentMetadata.parse(_read(p), schema=self._by_name, key=self.key,
                                                                     filename=str(p))
             out.update({_name_from_uri(f.name): footer for f, footer in zip(parsed.fragments, parsed.footers)})
         return out
@@ -233,9 +244,9 @@ class Array:
         fixed, var, validity = fragment_mod.data_files(frag.metadata, idx)
         path = frag.path / {"": fixed, "_var": var, "_validity": validity}[kind]
         if kind == "_validity":
-            pipeline, datatype, cell_size = self.schema.cell_validity_filters, Datatype.UINT8, 1
+            pipeline, datatype, cell_size = frag.schema.cell_validity_filters, Datatype.UINT8, 1
         elif info.var and kind == "":
-            pipeline, datatype, cell_size = self.schema.cell_var_offsets_filters, Datatype.UINT64, 8
+            pipeline, datatype, cell_size = frag.schema.cell_var_offsets_filters, Datatype.UINT64, 8
         else:
             pipeline, datatype = info.filters, info.datatype
             cell_size = datatype.size * (1 if info.var else info.cell_val_num)
@@ -282,11 +293,14 @@ class Array:
         return values, valid
 
     def _coords(self, frag: Fragment, tiles, pool) -> list[np.ndarray]:
-        """The coordinates of v1-4 sparse tiles, one array per dimension, from the shared __coords file."""
-        ndim, idx = len(self.dims), len(self.attrs)
+        """The coordinates of sparse tiles, one array per dimension: from v5 each dimension's own file, before
+        from the shared __coords file."""
+        if frag.version >= 5:
+            return [self._field(frag, frag.index(d.name), tiles, pool)[0] for d in self.dims]
+        ndim, idx = len(self.dims), frag.index("__coords")
         # v1 zips coordinates (x1 y1 x2 y2 ...) unless the coords pipeline compresses them
         zipped = frag.version == 1 and not any(
-            f.type in _COMPRESSORS for f in self.schema.coords_filters.filters)
+            f.type in _COMPRESSORS for f in frag.schema.coords_filters.filters)
         dtype = self.dims[0].datatype.numpy_dtype
 
         def one(k):
@@ -304,19 +318,30 @@ class Array:
         ``(start, end)`` range. ``order``: "C" row-major, "F" column-major, "G" global order, "U"
         unordered (dense reads default to "C" N-D arrays, sparse ones to "C"). ``ranges``:
         ``{dim: (lo, hi)}`` inclusive subarray. ``threads``: tile-decoding threads.
+
+        The attributes are those of the schema in force at the end of the timestamp range (TileDB opens
+        an array with it); fragments written with another schema lack some (read as fill values).
         """
-        wanted = [a for a in self.attrs if attrs is None or a.name in attrs]
+        start, end = (0, timestamp) if np.isscalar(timestamp) else (timestamp or (0, 2**64 - 1))
+        schema = self.schema_at(end)
+        wanted = [a for a in schema_mod.attributes(schema) if attrs is None or a.name in attrs]
         if attrs is not None and len(wanted) != len(attrs):
             raise KeyError(f"no attribute(s) {sorted(set(attrs) - {a.name for a in wanted})}")
         layout = _ORDERS[order or "C"]
-        start, end = (0, timestamp) if np.isscalar(timestamp) else (timestamp or (0, 2**64 - 1))
         frags = [f for f in self.fragments
                  if f.timestamp_range[0] <= end and f.timestamp_range[1] >= start
                  and (start <= f.timestamp_range[0] and f.timestamp_range[1] <= end or f.has_timestamps)]
         with ThreadPoolExecutor(threads) as pool:
             if self.schema.array_type == ArrayType.DENSE:
-                return self._read_dense(frags, wanted, ranges or {}, layout, pool)
-            return self._read_sparse(frags, wanted, ranges or {}, layout, (start, end), pool)
+                return self._read_dense(schema, frags, wanted, ranges or {}, layout, pool)
+            return self._read_sparse(schema, frags, wanted, ranges or {}, layout, (start, end), pool)
+
+    def schema_at(self, timestamp: int):
+        """The schema TileDB opens the array with at ``timestamp`` (ms): the last of :attr:`schemas` (legacy
+        file aside) whose timestamp is at most ``timestamp``, else the first (select_latest_array_schema_uri)."""
+        older = [s for name, s in self.schemas
+                 if name != "__array_schema.tdb" and parse_timestamped_name(name).t2 <= timestamp]
+        return older[-1] if older else self.schemas[0][1]
 
     def _box(self, ranges):
         lo, hi = [], []
@@ -326,31 +351,38 @@ class Array:
             hi.append(r[1])
         return lo, hi
 
-    def _read_dense(self, frags, wanted, ranges, layout, pool):
+    def _read_dense(self, schema, frags, wanted, ranges, layout, pool):
         dom = self.schema.domain.dimensions
         dom_lo = [d.domain[0] for d in dom]
         extents = [d.tile_extent for d in dom]
         cell_num = int(np.prod(extents))
+        cell_order = self.schema.cell_order
         lo, hi = self._box(ranges)
         shape = tuple(int(b) - int(a) + 1 for a, b in zip(lo, hi))
-        for frag in frags:
-            if not frag.dense:
-                raise FormatError(f"fragment {frag.name}: sparse fragments in dense arrays are not supported")
         # a dense fragment holds every cell of its non-empty domain: one that covers the result leaves no fill
-        covered = any(all(int(n[0]) <= int(a) and int(b) <= int(n[1]) for n, a, b in zip(f.non_empty_domain, lo, hi))
-                      for f in frags)
-        attribute = {a.name: self.schema.attributes[self.attrs.index(a)] for a in wanted}
+        covered = any(f.dense and _covers(f.non_empty_domain, lo, hi) for f in frags)
+        attribute = {a.name: _attribute(schema, a.name) for a in wanted}
         out = {a.name: _filled(a, attribute[a.name], shape, empty=covered) for a in wanted}
-        valid = {a.name: np.full(shape, bool(attribute[a.name].get("fill_value_validity")))
-                 for a in wanted if a.nullable}
+        fills = {a.name: _filled(a, attribute[a.name], ()) for a in wanted}
+        fill_valid = {a.name: bool(attribute[a.name].get("fill_value_validity")) for a in wanted if a.nullable}
+        valid = {name: np.full(shape, v) for name, v in fill_valid.items()}
+
+        def put(a, at, values, validity):
+            out[a.name][at] = values
+            if a.nullable:
+                valid[a.name][at] = validity
 
         def place(frag, a, k, src, dst):
-            values, validity = self._cells(frag, self.attrs.index(a), k, cell_num)
-            out[a.name][dst] = _order.as_tile(values, extents, self.schema.cell_order)[src]
-            if a.nullable:
-                valid[a.name][dst] = _order.as_tile(validity, extents, self.schema.cell_order)[src]
+            idx = frag.index(a.name)
+            if idx is None:  # an attribute added after the fragment was written: its cells read as fill
+                return put(a, dst, fills[a.name], fill_valid.get(a.name))
+            values, validity = self._cells(frag, idx, k, cell_num)
+            put(a, dst, _order.as_tile(values, extents, cell_order)[src],
+                _order.as_tile(validity, extents, cell_order)[src] if a.nullable else None)
 
         for frag in frags:  # in timestamp order: later fragments overwrite earlier ones
+            if not frag.dense:
+                continue
             ned = frag.non_empty_domain
             first, last = _order.tile_range(dom_lo, extents, [r[0] for r in ned], [r[1] for r in ned])
             jobs = []
@@ -364,39 +396,65 @@ class Array:
                     jobs += [(frag, a, k, src, dst) for a in wanted]
             # each tile is decoded and placed in a worker; tiles of one fragment never overlap
             list(pool.map(lambda job: place(*job), jobs))
+        # Sparse fragments (unordered writes of old TileDB) go on top of every dense one, later over earlier,
+        # except tiles whose MBR a later dense fragment covers (legacy Reader; DISCREPANCIES.md).
+        box = {d.name: (a, b) for d, a, b in zip(self.dims, lo, hi)}
+        for i, frag in enumerate(frags):
+            if frag.dense:
+                continue
+            later = [f.non_empty_domain for f in frags[i + 1:] if f.dense]
+            mbrs = frag.mbrs(self.dims)
+            tiles = [k for k in self._sparse_tiles(frag, box)
+                     if not any(_covers(ned, [m[0][k] for m in mbrs], [m[1][k] for m in mbrs]) for ned in later)]
+            coords = self._coords(frag, tiles, pool)
+            keep = np.logical_and.reduce([(c >= a) & (c <= b) for c, a, b in zip(coords, lo, hi)])
+            at = tuple((c[keep] - a).astype(np.int64) for c, a in zip(coords, lo))
+            for a in wanted:
+                idx = frag.index(a.name)
+                if idx is None:
+                    put(a, at, fills[a.name], fill_valid.get(a.name))
+                else:
+                    values, validity = self._field(frag, idx, tiles, pool)
+                    put(a, at, values[keep], validity[keep] if a.nullable else None)
         if layout == Layout.COL_MAJOR:
             out = {k: np.asfortranarray(v) for k, v in out.items()}
         return {k: _masked(v, valid.get(k)) for k, v in out.items()}
 
-    def _read_sparse(self, frags, wanted, ranges, layout, window, pool):
+    def _read_sparse(self, schema, frags, wanted, ranges, layout, window, pool):
         names = [d.name for d in self.dims]
         need = {c.comparison.field_name for d in self.deletes for c in _leaves(d.condition)}
-        fields = self.dims + [a for a in self.attrs if a in wanted or a.name in need]
+        fields = self.dims + [a for a in schema_mod.attributes(schema) if a in wanted or a.name in need]
         columns = {f.name: [] for f in fields}
         validity = {f.name: [] for f in fields if f.nullable}
         stamps, alives, order_in = [], [], []
         for fi, frag in enumerate(frags):
             tiles = self._sparse_tiles(frag, ranges)
-            cols = dict(zip(names, self._coords(frag, tiles, pool))) if frag.version < 5 else {}
-            for f in fields:
-                if f.name not in cols:
-                    cols[f.name], v = self._field(frag, self._index(f), tiles, pool)
-                    if f.nullable:
-                        validity[f.name].append(v)
+            cols = dict(zip(names, self._coords(frag, tiles, pool)))
+            for f in fields:  # dimensions first: an attribute the fragment lacks takes n fill values
+                if f.name in cols:
+                    continue
+                idx = frag.index(f.name)
+                if idx is None:
+                    attribute = _attribute(schema, f.name)
+                    cols[f.name] = np.repeat(_filled(f, attribute, (1,)), len(cols[names[0]]))
+                    v = np.full(len(cols[names[0]]), bool(attribute.get("fill_value_validity")))
+                else:
+                    cols[f.name], v = self._field(frag, idx, tiles, pool)
+                if f.nullable:
+                    validity[f.name].append(v)
             n = len(cols[names[0]])
             keep = np.ones(n, bool)
             for d, col in zip(self.dims, (cols[x] for x in names)):
                 if d.name in ranges:
                     r = ranges[d.name]
                     keep &= (col >= _like(r[0], col)) & (col <= _like(r[1], col))
-            t = (self._field(frag, len(self.attrs) + 1 + len(self.dims), tiles, pool)[0].astype(np.int64)
+            t = (self._field(frag, frag.index("__timestamps"), tiles, pool)[0].astype(np.int64)
                  if frag.has_timestamps else np.full(n, frag.timestamp_range[1], np.int64))
             keep &= (t >= window[0]) & (t <= window[1])
             # deletes apply after deduplication: a deleted newer cell still hides older ones
             alive = np.ones(n, bool)
             if frag.has_delete_meta:  # consolidation kept deleted cells, stamped with their delete time
-                dt_index = len(self.attrs) + 1 + len(self.dims) + frag.has_timestamps
-                alive &= self._field(frag, dt_index, tiles, pool)[0] > np.uint64(window[1])
+                alive &= self._field(frag, frag.index("__delete_timestamps"), tiles, pool)[0] > np.uint64(window[1])
             colvals = {k: v for k, v in cols.items() if v is not None}
             valids = {f.name: validity[f.name][-1] for f in fields if f.nullable}
             for d in self.deletes:
@@ -426,9 +484,14 @@ class Array:
         valid = {k: np.concatenate(v)[sel] if v else np.empty(0, bool) for k, v in validity.items()}
         coords = [cat[x] for x in names]
         if layout != Layout.UNORDERED:
-            perm = self._sort(coords, layout)
+            # TileDB's global-order merge gives equal coordinates newest fragment first
+            first = (np.argsort(-np.concatenate(order_in)[sel], kind="stable") if layout == Layout.GLOBAL_ORDER
+                     and order_in else np.arange(len(coords[0])))
+            perm = first[self._sort([c[first] for c in coords], layout)]
             cat = {k: v[perm] for k, v in cat.items()}
             valid = {k: v[perm] for k, v in valid.items()}
+        if not len(coords[0]):
+            cat = {f.name: _empty(f, cat[f.name]) for f in fields}
         out = {x: cat[x] for x in names}
         out.update({a.name: _masked(cat[a.name], valid.get(a.name)) for a in wanted})
         return out
@@ -441,12 +504,6 @@ class Array:
             coords, layout, dom_lo=[d.domain[0] if d.domain else None for d in dom],
             extents=[d.tile_extent for d in dom],
             tile_order=self.schema.tile_order, cell_order=self.schema.cell_order, hilbert=hilbert)
-
-    def _index(self, info) -> int:
-        """Index-space position of an attribute or (v5+) dimension (REFERENCE.md §11)."""
-        if info in self.attrs:
-            return self.attrs.index(info)
-        return len(self.attrs) + 1 + self.dims.index(info)
 
     def _sparse_tiles(self, frag: Fragment, ranges) -> list[int]:
         """Tiles of a sparse fragment whose MBR meets ``ranges`` (all tiles without ranges)."""
@@ -490,6 +547,15 @@ def _metadata_value(entry):
 #: filter types that compress (v1 stores coordinates zipped unless one of these is in the coords pipeline)
 _COMPRESSORS = {FilterType.GZIP, FilterType.ZSTD, FilterType.LZ4, FilterType.RLE, FilterType.BZIP2,
                 FilterType.DOUBLE_DELTA, FilterType.DELTA}
+def _covers(ned, lo, hi) -> bool:
+    """Whether the non-empty domain ``ned`` ((lo, hi) per dimension) contains the box ``lo..hi``."""
+    return all(int(n[0]) <= int(a) and int(b) <= int(n[1]) for n, a, b in zip(ned, lo, hi))
+
+
+def _attribute(schema, name: str):
+    return next(a for a in schema.attributes if a.name == name)
+
+
 def _leaves(node):
     if node.expression is not None:
         for child in node.expression.children:
@@ -509,6 +575,16 @@ def _dtype(info) -> np.dtype:
 
 def _result_dtype(info) -> np.dtype:
     return np.dtype(object) if info.var else _dtype(info)
+
+
+def _empty(info, column: np.ndarray) -> np.ndarray:
+    """An empty result column as TileDB-Py gives it: var strings as "S1" (UTF-8: "U1") rather than objects."""
+    if len(column) or not info.var or info.datatype not in _STRINGS:
+        return column
+    return np.empty(0, "U1" if info.datatype == Datatype.STRING_UTF8 else "S1")
+
+
+_STRINGS = {Datatype.STRING_ASCII, Datatype.STRING_UTF8, Datatype.CHAR, Datatype.BLOB}
 
 
 def _split(data: bytes, offsets: np.ndarray, info) -> np.ndarray:
