@@ -14,6 +14,7 @@ tiles it needs and merges the fragments as TileDB does:
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -317,7 +318,7 @@ class Array:
         ``attrs``: attribute names (default all). ``timestamp``: read as of this time (ms), or a
         ``(start, end)`` range. ``order``: "C" row-major, "F" column-major, "G" global order, "U"
         unordered (dense reads default to "C" N-D arrays, sparse ones to "C"). ``ranges``:
-        ``{dim: (lo, hi)}`` inclusive subarray. ``threads``: tile-decoding threads.
+        ``{dim: (lo, hi)}`` inclusive subarray. ``threads``: tile-decoding threads (default: one per core).
 
         The attributes are those of the schema in force at the end of the timestamp range (TileDB opens
         an array with it); fragments written with another schema lack some (read as fill values).
@@ -331,7 +332,8 @@ class Array:
         frags = [f for f in self.fragments
                  if f.timestamp_range[0] <= end and f.timestamp_range[1] >= start
                  and (start <= f.timestamp_range[0] and f.timestamp_range[1] <= end or f.has_timestamps)]
-        with ThreadPoolExecutor(threads) as pool:
+        # one thread per core: more only contend for the GIL between the codecs' GIL-free stretches
+        with ThreadPoolExecutor(threads or os.cpu_count()) as pool:
             if self.schema.array_type == ArrayType.DENSE:
                 return self._read_dense(schema, frags, wanted, ranges or {}, layout, pool)
             return self._read_sparse(schema, frags, wanted, ranges or {}, layout, (start, end), pool)
