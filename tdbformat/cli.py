@@ -44,8 +44,12 @@ def cmd_diff_versions(args) -> int:
 
 
 def cmd_spec(args) -> int:
-    from .spec_render import spec_json, spec_markdown
+    from .spec_render import spec_json, spec_markdown, write_spec_versions
 
+    if args.write:
+        for path in write_spec_versions(args.write):
+            print(path)
+        return 0
     print(spec_json(args.version) if args.format == "json" else spec_markdown(args.version))
     return 0
 
@@ -91,6 +95,7 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("spec", help="the whole format at one version as spec tables")
     s.add_argument("--version", type=int, choices=KNOWN_VERSIONS, default=LATEST)
     s.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    s.add_argument("--write", metavar="DIR", help="instead, regenerate DIR (spec_versions/): v01.md ... CHANGES.md")
     s.set_defaults(func=cmd_spec)
 
     s = sub.add_parser("diff", help="compare two files of the same kind field by field, with byte offsets")

@@ -7,7 +7,7 @@ rows that differ. :func:`structures` finds the top-level structures by itself: e
 in ``tdbformat.structs.*`` and every filter codec's per-chunk metadata Struct, so new declarations show
 up without edits here. Constructs the walker does not know are shown as opaque, never an error.
 
-``python -m tdbformat.spec --write spec_versions`` regenerates the per-version docs (see spec_render).
+``tdbformat spec --write spec_versions`` regenerates the per-version docs (see spec_render).
 """
 
 from __future__ import annotations
@@ -384,20 +384,3 @@ def diff(a: int, b: int, struct: str | None = None) -> list[Change]:
                 kind = "added" if old is None else "removed" if new is None else "changed"
                 out.append(Change(s.title, kind, old, new, _arrival(s, (old or new).key, a, b)))
     return out
-
-
-def main(argv=None) -> int:
-    import argparse
-
-    from .spec_render import write_spec_versions
-
-    p = argparse.ArgumentParser(prog="python -m tdbformat.spec", description="Regenerate spec_versions/.")
-    p.add_argument("--write", metavar="DIR", required=True, help="directory to write v01.md ... CHANGES.md into")
-    args = p.parse_args(argv)
-    for path in write_spec_versions(args.write):
-        print(path)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

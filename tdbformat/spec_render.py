@@ -19,7 +19,7 @@ from .spec import KNOWN_VERSIONS, aligned, diff, fields, structure, structures
 __all__ = ["spec_markdown", "spec_json", "side_by_side", "render_diff", "changes_markdown",
            "write_spec_versions", "diff_values", "render_file_diff"]
 
-REGENERATE = "python -m tdbformat.spec --write spec_versions"
+REGENERATE = "tdbformat spec --write spec_versions"
 _GENERATED = f"Generated from the declarations in `tdbformat/` by `{REGENERATE}`: do not edit by hand."
 _DISCREPANCIES_HEADER = """# Discrepancies
 

@@ -295,7 +295,7 @@ def test_spec_versions_are_up_to_date(tmp_path):
     committed = REPO / "spec_versions"
     stale = [p.name for p in written if p.name != "DISCREPANCIES.md"
              and (not (committed / p.name).exists() or (committed / p.name).read_text() != p.read_text())]
-    assert not stale, f"spec_versions/ is stale ({', '.join(stale)}): run python -m tdbformat.spec --write spec_versions"
+    assert not stale, f"spec_versions/ is stale ({', '.join(stale)}): run tdbformat spec --write spec_versions"
     assert (committed / "DISCREPANCIES.md").exists()
 
 
