@@ -218,6 +218,14 @@ def delta_dtype(ctx) -> np.dtype:
     raise UnsupportedError(f"TileDB's delta compressors do not take {dt.name}")
 
 
+def _whole_values(ctx, raw, what: str) -> np.dtype:
+    """The (double) delta value type, checking that ``raw`` is whole values of it."""
+    dtype = delta_dtype(ctx)
+    if len(raw) % dtype.itemsize:
+        raise FormatError(f"{what}: {len(raw)} bytes are not whole {dtype} values")
+    return dtype
+
+
 class _Reinterpreting(CompressionCodec):
     def output_datatype(self, ctx):
         dt = ctx.options.get("reinterpret_datatype")
@@ -236,9 +244,7 @@ class DoubleDelta(_Reinterpreting):
     """dd_compressor.cc: first two values, then sign + magnitude bits, MSB first in LE u64 words."""
 
     def compress(self, ctx, raw):
-        dtype = delta_dtype(ctx)
-        if len(raw) % dtype.itemsize:
-            raise FormatError(f"DOUBLE_DELTA: {len(raw)} bytes are not whole {dtype} values")
+        dtype = _whole_values(ctx, raw, "DOUBLE_DELTA")
         x = np.frombuffer(raw, dtype)
         n = len(x)
         wide = x.astype(np.int64)
@@ -299,9 +305,7 @@ class Delta(_Reinterpreting):
     """delta_compressor.cc: n, the first value, then each difference truncated to the value width."""
 
     def compress(self, ctx, raw):
-        dtype = delta_dtype(ctx)
-        if len(raw) % dtype.itemsize:
-            raise FormatError(f"DELTA: {len(raw)} bytes are not whole {dtype} values")
+        dtype = _whole_values(ctx, raw, "DELTA")
         x = np.frombuffer(raw, f"<u{dtype.itemsize}")
         # TileDB 2.16 (v19) wrote one delta too many, against whatever followed the input: we write 0
         overrun = bytes(dtype.itemsize) if ctx.version == 19 and len(x) > 1 else b""

@@ -106,6 +106,7 @@ def _rebuild(buf, starts, lengths, expect: int, what: str):
 
 
 def _common_header(head: Header, data, what: str, limit: int):
+    """(var data size, offsets size, the two field widths) from the front of string RLE/dictionary metadata."""
     nmd, ndata, size, csize, osize = (head.u32() for _ in range(5))
     if (nmd, ndata) != (0, 1):
         raise FormatError(f"{what}: expected 0 metadata parts and 1 data part, found {nmd} and {ndata}")
@@ -113,7 +114,10 @@ def _common_header(head: Header, data, what: str, limit: int):
         raise FormatError(f"{what}: the header says {csize} encoded bytes but the chunk holds {len(data)}")
     if size > limit:
         raise FormatError(f"{what}: the header claims {size} bytes, more than the chunk holds")
-    return size, osize
+    widths = head.u8(), head.u8()
+    if any(w not in _WIDTHS for w in widths):
+        raise FormatError(f"{what}: field widths {widths[0]} and {widths[1]} are not 1, 2, 4 or 8")
+    return size, osize, widths
 
 
 def _common_fields(data, offsets, encoded_size) -> bytes:
@@ -139,10 +143,7 @@ class StringRle:
 
     def reverse_strings(self, ctx, metadata, data):
         head = Header(metadata, "string RLE")
-        size, osize = _common_header(head, data, "string RLE", ctx.limit)
-        rle_w, str_w = head.u8(), head.u8()
-        if rle_w not in _WIDTHS or str_w not in _WIDTHS:
-            raise FormatError(f"string RLE: field widths {rle_w} and {str_w} are not 1, 2, 4 or 8")
+        size, osize, (rle_w, str_w) = _common_header(head, data, "string RLE", ctx.limit)
         raw = bytes(data)
         # each run's position depends on the previous string's length: one step per run
         runs, lens, starts, pos = [], [], [], 0
@@ -187,10 +188,7 @@ class StringDictionary:
 
     def reverse_strings(self, ctx, metadata, data):
         head = Header(metadata, "string dictionary")
-        size, osize = _common_header(head, data, "string dictionary", ctx.limit)
-        ids_w, len_w = head.u8(), head.u8()
-        if ids_w not in _WIDTHS or len_w not in _WIDTHS:
-            raise FormatError(f"string dictionary: field widths {ids_w} and {len_w} are not 1, 2, 4 or 8")
+        size, osize, (ids_w, len_w) = _common_header(head, data, "string dictionary", ctx.limit)
         raw = bytes(head.take(head.u32()))
         # each entry's position depends on the previous entry's length: one step per distinct string
         lens, starts, pos = [], [], 0
