@@ -3,6 +3,8 @@ chunk sizes, windows and versions."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 from construct import Container
@@ -50,6 +52,15 @@ def _roundtrip(data: bytes, pipeline, datatype, version, max_chunk, encrypted=Fa
     parsed = Tile.parse(Tile.build(tile))
     assert unfilter(parsed, pipeline, **kw) == data
     return tile
+
+
+def test_highly_compressed_tile_decodes_past_the_first_allocation():
+    """unfilter allocates at most 16x the stored bytes (+1 MiB) before output arrives, then grows with it."""
+    data = np.repeat(np.arange(3, dtype=np.int32), 1 << 20).tobytes()  # 12 MiB in three runs
+    pipeline = _pipeline(_filter(FilterType.RLE, compressor=Compressor.RLE, level=-1))
+    tile = _roundtrip(data, pipeline, Datatype.INT32, 22, 65536)
+    stored = sum(len(c.metadata) + len(c.data) for c in tile.chunks)
+    assert 16 * stored + (1 << 20) < len(data)
 
 
 chunks = st.sampled_from([1, 8, 24, 64, 256, 65536])
@@ -103,12 +114,34 @@ def test_bitshuffle_inverts_on_any_length(raw, size):
     assert bitunshuffle(bitshuffle(raw, size), size).tobytes() == raw
 
 
-def test_bitshuffle_matches_the_bit_transpose_definition():
-    """Bit k of byte j of all elements, 8 elements per byte, LSB first (an independent formula)."""
-    x = np.random.default_rng(1).integers(0, 256, 64 * 4, dtype=np.uint8)
-    bits = np.unpackbits(x.reshape(64, 4), axis=1, bitorder="little").reshape(64, 4, 8)
-    want = np.packbits(bits.transpose(1, 2, 0), axis=2, bitorder="little").tobytes()
-    assert bitshuffle(x.tobytes(), 4).tobytes() == want
+def _bit_transpose(raw: np.ndarray, size: int) -> bytes:
+    """Per 8192-byte block: bit k of byte j of its elements (a multiple of 8 of them), 8 elements per byte,
+    LSB first; the rest of the block as it is (an independent formula)."""
+    out = []
+    for block in np.split(raw, range(8192, len(raw), 8192)):
+        n = len(block) // size // 8 * 8
+        bits = np.unpackbits(block[:n * size].reshape(n, size), axis=1, bitorder="little").reshape(n, size, 8)
+        out += [np.packbits(bits.transpose(1, 2, 0), axis=2, bitorder="little").tobytes(), block[n * size:].tobytes()]
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("size", [1, 2, 4, 8])
+@pytest.mark.parametrize("nbytes", [64 * 8, 8192, 9 * 8192 + 200 * 8 + 5])  # more blocks than a chunk, a short one
+def test_bitshuffle_matches_the_bit_transpose_definition(size, nbytes):
+    raw = np.random.default_rng(size).integers(0, 256, nbytes, dtype=np.uint8)
+    want = _bit_transpose(raw, size)
+    assert bitshuffle(raw.tobytes(), size).tobytes() == want
+    assert bitunshuffle(want, size).tobytes() == raw.tobytes()
+
+
+def test_bitshuffle_in_threads():
+    """Each thread shuffles in buffers of its own."""
+    rng = np.random.default_rng(3)
+    raws = [rng.integers(0, 256, n, dtype=np.uint8) for n in (65536, 65536, 3 * 8192 + 40, 65536 + 1000)] * 8
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda raw: (bitshuffle(raw.tobytes(), 4).tobytes(),
+                                         bitunshuffle(_bit_transpose(raw, 4), 4).tobytes()), raws))
+    assert got == [(_bit_transpose(raw, 4), raw.tobytes()) for raw in raws]
 
 
 @PROPS

@@ -235,28 +235,31 @@ def _reverse_chunk(stages, chunk, index, offset, strings=None):
 
 def unfilter(tile, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, key=None,
              encrypted=False, out=None) -> memoryview:
-    """The unfiltered bytes of ``tile`` (a parsed Tile) filtered with ``pipeline``.
+    """The unfiltered bytes of ``tile`` (a parsed Tile) filtered with ``pipeline``, as a memoryview.
 
     ``encrypted=True`` adds the implicit AES-256-GCM stage of data tiles in encrypted arrays. ``out``, a
-    writable contiguous numpy array of exactly the tile's unfiltered size, receives the bytes (no
-    intermediate copy); the result is a memoryview of it or, without ``out``, of new memory.
+    writable contiguous numpy array of exactly the tile's unfiltered size, receives the bytes.
     """
     stages = _limited(_stages(_with_encryption(pipeline, key, encrypted), datatype, version, cell_size, key), tile)
     chunks = tile["chunks"]
-    decoded = (_reverse_chunk(stages, c, i, off) for i, (c, off) in enumerate(zip(chunks, _chunk_offsets(tile))))
-    if out is None:
-        parts = [np.frombuffer(d, np.uint8) for d in decoded]
-        # numpy's allocation of a big result is several times cheaper than bytes.join's
-        return memoryview(parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else b"")
-    dest = out.reshape(-1).view(np.uint8)
     total = sum(c["unfiltered_size"] for c in chunks)
-    if total != len(dest):
-        raise FormatError(f"the tile's chunks unfilter to {total} bytes but {len(dest)} were expected")
+    if out is None:
+        # sized by the header only up to a multiple of the stored bytes; past that it grows with real output
+        stored = sum(len(c["metadata"]) + len(c["data"]) for c in chunks)
+        dest = np.empty(min(total, 16 * stored + (1 << 20)), np.uint8)
+    else:
+        dest = out.reshape(-1).view(np.uint8)
+        if total != len(dest):
+            raise FormatError(f"the tile's chunks unfilter to {total} bytes but {len(dest)} were expected")
     pos = 0
-    for d in decoded:  # each chunk's size was checked against its header
-        dest[pos:pos + len(d)] = np.frombuffer(d, np.uint8)
-        pos += len(d)
-    return memoryview(dest)
+    for i, (c, off) in enumerate(zip(chunks, _chunk_offsets(tile))):
+        # each chunk lands in the result at once, so the next one reuses its (already mapped) scratch memory
+        data = np.frombuffer(_reverse_chunk(stages, c, i, off), np.uint8)
+        if pos + len(data) > len(dest):
+            dest = np.concatenate([dest[:pos], np.empty(max(len(data), pos), np.uint8)])
+        dest[pos:pos + len(data)] = data
+        pos += len(data)
+    return memoryview(dest[:pos])
 
 
 def unfilter_strings(tile, pipeline, *, datatype, version, key=None, encrypted=False):

@@ -10,6 +10,9 @@ of 8192 bytes: each block's elements, rounded down to a multiple of 8, are trans
 
 from __future__ import annotations
 
+import functools
+import threading
+
 import numpy as np
 from construct import Int32ul, this
 
@@ -26,6 +29,7 @@ PartSizes = Struct(
 )
 
 _BLOCK = 8192  # BSHUF_TARGET_BLOCK_SIZE_B
+_GROUP = 8 * _BLOCK  # bitshuffled at a time: TileDB's chunk size, and bounds the work buffers a thread keeps
 
 
 def byteshuffle(part, size: int, inverse: bool = False) -> np.ndarray:
@@ -57,67 +61,157 @@ def byteunshuffle(part, size: int) -> np.ndarray:
     return byteshuffle(part, size, inverse=True)
 
 
-_M1, _M2, _M3 = np.uint64(0x00AA00AA00AA00AA), np.uint64(0x0000CCCC0000CCCC), np.uint64(0x00000000F0F0F0F0)
-_S1, _S2, _S3 = np.uint64(7), np.uint64(14), np.uint64(28)
+# Bitshuffle as a permutation of bit addresses. Shuffled, a block of n elements of s bytes (n a multiple of 8)
+# is 8*s rows of n/8 bytes: row (j, i) holds bit i of byte j of each element. Cut into u64 words (the rows
+# of a short block zero-padded to whole words), bit e of byte t of word w of row (j, i) is bit i of byte j of
+# element 64*w + 8*t + e: the shuffle only reorders the bits of a bit's address, shuffled (from the lowest)
+# e t w i j, unshuffled i j e t w. A bit's place in its u64 (the low 6 address bits) is changed by butterfly
+# swaps between the two halves of a buffer, whose 6 ufuncs each make one contiguous pass; the word index is
+# reordered by transposing copies between swaps, which move whole u64 runs. (Strided views instead of the
+# copies, or byte-granular copies, cost numpy several times more.)
+_SWAPS = [(np.array(1 << bit, np.uint64), np.array(mask, np.uint64)) for bit, mask in enumerate(
+    [0x5555555555555555, 0x3333333333333333, 0x0F0F0F0F0F0F0F0F,
+     0x00FF00FF00FF00FF, 0x0000FFFF0000FFFF, 0x00000000FFFFFFFF])]  # 0-d arrays: cheaper ufunc calls than scalars
 
 
-def _transpose8x8(words: np.ndarray) -> np.ndarray:
-    """Transpose the 8x8 bit matrix in each u64 (bitshuffle's TRANS_BIT_8X8): its own inverse."""
-    x, t = words.copy(), np.empty_like(words)
-    for mask, shift in ((_M1, _S1), (_M2, _S2), (_M3, _S3)):
-        np.right_shift(x, shift, out=t)
-        t ^= x
-        t &= mask
-        x ^= t
-        t <<= shift
-        x ^= t
-    return x
+def _transpose(sizes: list, axes: list) -> tuple:
+    """(shape, axes, new shape) of a transposing copy, with source axes that stay neighbours merged."""
+    runs = []
+    for a in axes:
+        if runs and runs[-1][-1] + 1 == a:
+            runs[-1].append(a)
+        else:
+            runs.append([a])
+    order = sorted(range(len(runs)), key=lambda r: runs[r][0])
+    shape = tuple(int(np.prod([sizes[a] for a in runs[r]])) for r in order)
+    axes = tuple(order.index(r) for r in range(len(runs)))
+    return shape, axes, tuple(shape[a] for a in axes)
 
 
-def _planes(values: np.ndarray, size: int) -> np.ndarray:
-    """(..., n) words of ``size`` bytes to (..., size, n) byte planes, plane j holding byte j of each."""
-    planes = np.empty(values.shape[:-1] + (size, values.shape[-1]), np.uint8)
-    for j in range(size):
-        planes[..., j, :] = values >> values.dtype.type(8 * j)
-    return planes
+@functools.lru_cache(maxsize=64)
+def _plan(blocks: int, size: int, words: int, shuffle: bool) -> tuple:
+    """(Un)shuffling (blocks, size, 8, words) u64 words: ("copy", shape, axes, new shape) and ("swap", bit) steps.
 
-
-def _words(planes: np.ndarray, word) -> np.ndarray:
-    """The inverse of :func:`_planes`: (..., size, n) byte planes to (..., n) words."""
-    out = planes[..., 0, :].astype(word)
-    for j in range(1, planes.shape[-2]):
-        out |= planes[..., j, :].astype(word) << word.type(8 * j)
-    return out
-
-
-def _bits(blocks: np.ndarray, size: int, inverse: bool) -> np.ndarray:
-    """Bit-(un)shuffle ``blocks`` (k, n*size bytes, n a multiple of 8) to the same shape.
-
-    The output is byte plane j (byte j of every element), bit plane b of it, 8 elements per byte: a
-    byte transpose, an 8x8 bit transpose per 8 bytes of a plane, and a byte transpose of the results.
+    A swap exchanges an address bit below 6 with the top axis of the word index; the copy before it brings
+    the axis it needs to the top (a chain of swaps moves a bit within the word through the top axis). The
+    shuffle runs the unshuffle backwards: swaps are their own inverse.
     """
+    planes = size.bit_length() - 1  # address bits of the byte plane j
+    sizes = {"k": blocks, "w": words}  # the block and the word of a row; the other axes are bits
+    axes = ["k", *(f"j{r}" for r in reversed(range(planes))), "i2", "i1", "i0", "w"]  # word index, outermost first
+    inword = ["e0", "e1", "e2", "t0", "t1", "t2"]  # address bits 0-5 (a bit's place in its word), shuffled
+    want = ["i0", "i1", "i2", *(f"j{r}" for r in range(planes)), *(f"e{r}" for r in range(3 - planes))]  # unshuffled
+    # a chain of swaps per bit that leaves the word: e_r swapped out for i_r may first move to a higher bit
+    chains = [[(3 + r, f"j{r}")] for r in range(planes)]
+    for r in range(3):
+        chains.append([(r, f"i{r}")] + ([(want.index(f"e{r}"), f"e{r}")] if f"e{r}" in want else []))
+    # swapped out on top of each other, the bits that leave stack up in the order of the unshuffled word index
+    order = [*(f"e{r}" for r in range(3 - planes, 3)), "t0", "t1", "t2"]
+    chains.sort(key=lambda chain: order.index(inword[chain[-1][0]]))
+    steps = []
+
+    def copy(new):
+        steps.append(("copy", *_transpose([sizes.get(a, 2) for a in axes], [axes.index(a) for a in new])))
+        axes[:] = new
+
+    upcoming = [chain[0][1] for chain in chains]
+    for chain in chains:
+        top = upcoming.pop(0)
+        copy([top, *(a for a in axes if a not in (top, *upcoming, "k", "w")), *upcoming, "k", "w"])
+        for bit, label in chain:
+            steps.append(("swap", bit))
+            axes[0], inword[bit] = inword[bit], label
+    copy(["k", "w", *axes[:-2]])
+    if shuffle:  # the unshuffle backwards, each copy from its new shape back
+        steps = [("copy", s[3], tuple(map(s[2].index, range(len(s[2])))), s[1]) if s[0] == "copy" else s
+                 for s in reversed(steps)]
+    return tuple(steps)
+
+
+class _Kernel:
+    """A plan bound to work buffers of its own, with the views its steps use made once (per call, they would
+    cost a sixth more)."""
+
+    def __init__(self, steps, n: int):
+        work = np.empty((2, n), np.uint64)
+        self.scratch = np.empty(n // 2, np.uint64)
+        self.ops, copies, last = [], 0, sum(step[0] == "copy" for step in steps) - 1
+        for kind, *args in steps:
+            x = work[(copies - 1) % 2]  # the buffer the last copy filled
+            if kind == "swap":
+                self.ops.append((x[:n // 2], x[n // 2:], *_SWAPS[args[0]]))
+            else:  # the first copy reads the input and the last one writes the output: their views come per call
+                shape, axes, new = args
+                self.ops.append((x.reshape(shape).transpose(axes) if copies else None,
+                                 work[copies % 2].reshape(new) if copies < last else None, shape, axes, new))
+                copies += 1
+
+    def __call__(self, words: np.ndarray, out: np.ndarray):
+        t = self.scratch
+        for op in self.ops:
+            if len(op) == 4:  # a swap
+                a, b, shift, mask = op
+                np.right_shift(a, shift, t)
+                np.bitwise_xor(t, b, t)
+                np.bitwise_and(t, mask, t)
+                np.bitwise_xor(b, t, b)
+                np.left_shift(t, shift, t)
+                np.bitwise_xor(a, t, a)
+            else:
+                src, dst, shape, axes, new = op
+                dst = out.reshape(new) if dst is None else dst
+                dst[...] = words.reshape(shape).transpose(axes) if src is None else src
+
+
+_local = threading.local()  # kernels per thread: their buffers are not shared
+
+
+def _kernel(blocks: int, size: int, words: int, shuffle: bool) -> _Kernel:
+    kernels = vars(_local).setdefault("kernels", {})
+    key = (blocks, size, words, shuffle)
+    if key not in kernels:
+        if len(kernels) >= 16:  # a tile's last chunk may have a shape of its own
+            kernels.clear()
+        kernels[key] = _Kernel(_plan(*key), blocks * size * 8 * words)
+    return kernels[key]
+
+
+def _bits(blocks: np.ndarray, size: int, inverse: bool, out: np.ndarray):
+    """Bit-(un)shuffle ``blocks`` (k, n*size bytes, n a multiple of 8) into ``out`` of the same shape."""
     k, nbytes = blocks.shape
-    n = nbytes // size
-    element = np.dtype(f"<u{size}")
-    if not inverse:
-        planes = _planes(blocks.view(element), size) if size > 1 else blocks.reshape(k, 1, n)
-        bits = _transpose8x8(planes.view("<u8"))  # (k, size, n / 8)
-        return _planes(bits, 8).reshape(k, nbytes)
-    bits = _words(blocks.reshape(k, size, 8, n // 8), np.dtype("<u8"))
-    planes = _transpose8x8(bits).view(np.uint8)  # (k, size, n)
-    return (_words(planes, element).view(np.uint8) if size > 1 else planes).reshape(k, nbytes)
+    m = nbytes // size // 8  # bytes of a row
+    words = -(-m // 8)
+    kernel = _kernel(k, size, words, not inverse)
+    if m % 8 == 0:
+        kernel(blocks.reshape(-1).view(np.uint64), out.reshape(-1).view(np.uint64))
+        return
+    rows, elements = np.zeros((k, size * 8, words * 8), np.uint8), np.zeros((k, words * 64 * size), np.uint8)
+    if inverse:
+        rows[:, :, :m] = blocks.reshape(k, size * 8, m)
+        kernel(rows.reshape(-1).view(np.uint64), elements.reshape(-1).view(np.uint64))
+        out[...] = elements[:, :nbytes]
+    else:
+        elements[:, :nbytes] = blocks
+        kernel(elements.reshape(-1).view(np.uint64), rows.reshape(-1).view(np.uint64))
+        out[...] = rows[:, :, :m].reshape(k, nbytes)
 
 
 def bitshuffle(part, size: int, inverse: bool = False) -> np.ndarray:
-    """Bitshuffle (``inverse``: unshuffle) of one sub-part in 8192-byte blocks, as blosc2_bitshuffle."""
+    """Bitshuffle (``inverse``: unshuffle) of one sub-part in 8192-byte blocks, as blosc2_bitshuffle.
+
+    ``size`` is 1, 2, 4 or 8, the sizes of TileDB's datatypes.
+    """
     buf = np.frombuffer(part, np.uint8)
     full = len(buf) // _BLOCK * _BLOCK
-    shuffled = (len(buf) - full) // size // 8 * 8 * size
-    pieces = [_bits(buf[:full].reshape(-1, _BLOCK), size, inverse).reshape(-1)] if full else []
-    if shuffled:
-        pieces.append(_bits(buf[full:full + shuffled].reshape(1, -1), size, inverse).reshape(-1))
-    pieces.append(buf[full + shuffled:])  # the elements of the last block that are not a multiple of 8
-    return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+    end = full + (len(buf) - full) // size // 8 * 8 * size
+    out = np.empty_like(buf)
+    for start in range(0, full, _GROUP):
+        stop = min(start + _GROUP, full)
+        _bits(buf[start:stop].reshape(-1, _BLOCK), size, inverse, out[start:stop].reshape(-1, _BLOCK))
+    if end > full:
+        _bits(buf[full:end].reshape(1, -1), size, inverse, out[full:end].reshape(1, -1))
+    out[end:] = buf[end:]  # the elements of the last block that are not a multiple of 8
+    return out
 
 
 def bitunshuffle(part, size: int) -> np.ndarray:
