@@ -8,6 +8,7 @@ compressed along with the data. The string forms of RLE and dictionary are in st
 from __future__ import annotations
 
 import bz2
+import struct
 import threading
 import zlib
 
@@ -44,7 +45,8 @@ def read_part_sizes(metadata: memoryview):
     ``[orig_size, compressed_size]``."""
     head = Header(metadata, "compressor")
     nmd, ndata = head.u32(), head.u32()
-    sizes = head.array("<u4", 2 * (nmd + ndata)).reshape(-1, 2).tolist()
+    flat = struct.unpack(f"<{2 * (nmd + ndata)}I", head.take(8 * (nmd + ndata)))
+    sizes = [flat[i:i + 2] for i in range(0, len(flat), 2)]
     return sizes[:nmd], sizes[nmd:], head.pos
 
 

@@ -13,6 +13,7 @@ one chunk, as is every v5+ tile of a pipeline whose ``max_chunk_size`` is 0.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -81,6 +82,9 @@ def register(*types: FilterType, strings: bool = False):
     return deco
 
 
+_U32, _U64 = struct.Struct("<I"), struct.Struct("<Q")
+
+
 class Header:
     """Bounded reads from the front of a filter's metadata: a short header is a FormatError."""
 
@@ -102,11 +106,11 @@ class Header:
     def u8(self) -> int:
         return self.take(1)[0]
 
-    def u32(self) -> int:
-        return int(self.array("<u4", 1)[0])
+    def u32(self) -> int:  # struct, not numpy: a few per chunk, where numpy's call costs dominate
+        return _U32.unpack(self.take(4))[0]
 
     def u64(self) -> int:
-        return int(self.array("<u8", 1)[0])
+        return _U64.unpack(self.take(8))[0]
 
     def parts(self) -> np.ndarray:
         """``num_parts: u32`` then one u32 size per part: the header of the shuffles, XOR, float scale, WebP."""
