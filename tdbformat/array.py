@@ -345,10 +345,15 @@ class Array:
                  if name != "__array_schema.tdb" and parse_timestamped_name(name).t2 <= timestamp]
         return older[-1] if older else self.schemas[0][1]
 
-    def _box(self, ranges):
+    def _box(self, schema, ranges):
+        """Per dimension, the inclusive bounds read: ``ranges``, else the current domain (v22+) if the schema
+        sets one, else the domain."""
+        current = schema.get("current_domain")
+        bounds = ([(r.start, r.end) for r in current.ndrectangle] if current is not None and not current.empty
+                  else [dim.domain for dim in schema.domain.dimensions])
         lo, hi = [], []
-        for d, dim in zip(self.dims, self.schema.domain.dimensions):
-            r = ranges.get(d.name, dim.domain)
+        for d, r in zip(self.dims, bounds):
+            r = ranges.get(d.name, r)
             lo.append(r[0])
             hi.append(r[1])
         return lo, hi
@@ -359,7 +364,7 @@ class Array:
         extents = [d.tile_extent for d in dom]
         cell_num = int(np.prod(extents))
         cell_order = self.schema.cell_order
-        lo, hi = self._box(ranges)
+        lo, hi = self._box(schema, ranges)
         shape = tuple(int(b) - int(a) + 1 for a, b in zip(lo, hi))
         # a dense fragment holds every cell of its non-empty domain: one that covers the result leaves no fill
         covered = any(f.dense and _covers(f.non_empty_domain, lo, hi) for f in frags)

@@ -413,3 +413,25 @@ def test_sparse_fragments_in_dense_array_equal_tiledb_py(tmp_path):
     _assert_same(arr.read(ranges={"r": (2, 5), "c": (1, 3)}), {k: v[1:5, 0:3] for k, v in want.items()})
     # the rules, as TileDB applied them: sparse cells beat a later dense write unless it covers their tile
     assert want["a"][1, 2] == -1 and want["a"][4, 0] == -2 and want["a"][0, 1] == 9
+
+
+def test_dense_read_covers_the_current_domain(tmp_path):
+    uri = str(tmp_path / "cd")
+    ctx = tiledb.default_ctx()
+    dom = tiledb.Domain(tiledb.Dim("r", domain=(0, 99), tile=10, dtype=np.int64),
+                        tiledb.Dim("c", domain=(0, 49), tile=10, dtype=np.int64))
+    schema = tiledb.ArraySchema(domain=dom, attrs=[tiledb.Attr("a", dtype=np.int32)])
+    rect = tiledb.NDRectangle(ctx, dom)
+    rect.set_range(0, 0, 19)
+    rect.set_range(1, 5, 24)
+    current = tiledb.CurrentDomain(ctx)
+    current.set_ndrectangle(rect)
+    schema.set_current_domain(current)
+    tiledb.Array.create(uri, schema)
+    with tiledb.open(uri, "w") as A:
+        A[0:20, 5:15] = np.arange(200, dtype=np.int32).reshape(20, 10)
+    with tiledb.open(uri) as A:
+        want = A[:]
+    got = open_array(uri).read()
+    assert got["a"].shape == want["a"].shape == (20, 20)
+    _assert_same(got, want)
