@@ -479,7 +479,9 @@ class Array:
         if not self.schema.allows_dups and len(sel):
             # the newest cell (timestamp, then fragment) of each coordinate wins
             stamp, frag_of = np.concatenate(stamps), np.concatenate(order_in)
-            keys = [_order.ranks(c) for c in (np.concatenate(columns[x]) for x in names)]
+            # coordinates are the same cell only if their bytes are: TileDB keeps -0.0 and 0.0 apart
+            keys = [c.view(f"u{c.itemsize}") if c.dtype.kind == "f" else _order.ranks(c)
+                    for c in (np.concatenate(columns[x]) for x in names)]
             perm = np.lexsort([-frag_of, -stamp] + keys[::-1])
             first = np.ones(len(perm), bool)
             first[1:] = np.any([k[perm][1:] != k[perm][:-1] for k in keys], axis=0)

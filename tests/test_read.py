@@ -435,3 +435,19 @@ def test_dense_read_covers_the_current_domain(tmp_path):
     got = open_array(uri).read()
     assert got["a"].shape == want["a"].shape == (20, 20)
     _assert_same(got, want)
+
+
+def test_negative_zero_is_its_own_coordinate(tmp_path):
+    uri = str(tmp_path / "z")
+    dim = tiledb.Dim("x", domain=(-10.0, 10.0), tile=5.0, dtype=np.float64)
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(dim), sparse=True,
+                                                attrs=[tiledb.Attr("a", dtype=np.int32)]))
+    for ts, (x, a) in enumerate([([-0.0, 1.0], [1, 2]), ([0.0, 1.0], [3, 4])], start=1):
+        with tiledb.open(uri, "w", timestamp=ts) as A:
+            A[np.array(x)] = np.array(a, np.int32)
+    with tiledb.open(uri) as A:
+        for order in ("C", "G"):
+            want = A.query(order=order)[:]
+            got = open_array(uri).read(order=order)
+            assert np.signbit(got["x"]).tolist() == np.signbit(want["x"]).tolist()
+            _assert_same(got, want)
