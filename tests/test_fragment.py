@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import struct
 from functools import lru_cache
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from construct import Container
 
 from corpus import CORPUS, HISTORIC, case_id, cases, key, root, truth
+from tdbformat.array import open_array
 from tdbformat.enums import Datatype
 from tdbformat.errors import FormatError
 from tdbformat.filters import unfilter
@@ -330,3 +332,25 @@ def test_historic_arrays():
     fm = FragmentMetadata.parse((folder / "__fragment_metadata.tdb").read_bytes(), schema=_schemas(v10, None))
     assert fm.version == 10 and fm.build() == (folder / "__fragment_metadata.tdb").read_bytes()
     _check_files(fm, folder)
+
+
+def test_v11_footer_of_a_back_compat_writer(tmp_path):
+    """TileDB >= 2.8 appending to a v11 array writes v11 fragments whose footer also carries the (zero)
+    fragment-summary offset of v12 (REFERENCE §17 #6): made here from a 2.7 fragment, it parses, rebuilds
+    byte for byte, and the array reads as before."""
+    case = next(c for c in cases() if c.parent.name.startswith("v11_") and c.name == "sparse_2d_rtree")
+    array = tmp_path / "a"
+    shutil.copytree(root(case), array)
+    before = open_array(array).read()
+    path = open_array(array).fragments[0].path / "__fragment_metadata.tdb"
+    data = path.read_bytes()
+    (size,) = struct.unpack_from("<Q", data, len(data) - 8)
+    patched = data[:-8] + bytes(8) + struct.pack("<Q", size + 8)
+    path.write_bytes(patched)
+    schema = _schemas(array, None)
+    assert FragmentMetadata.parse(data, schema=schema).footer.backcompat_fragment_summary_offset is None
+    fm = FragmentMetadata.parse(patched, schema=schema)
+    assert fm.footer.backcompat_fragment_summary_offset == 0
+    assert fm.build() == patched
+    after = open_array(array).read()
+    assert {k: v.tolist() for k, v in after.items()} == {k: v.tolist() for k, v in before.items()}

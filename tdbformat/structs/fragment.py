@@ -22,15 +22,15 @@ from functools import cached_property
 
 import numpy as np
 from construct import (
-    Construct, Container, Flag, Float64l, GreedyBytes, IfThenElse, Int32ul, Int64sl, Int64ul, ListContainer, Rebuild,
+    Construct, Container, Flag, Float64l, GreedyBytes, If, IfThenElse, Int32ul, Int64sl, Int64ul, ListContainer, Rebuild,
     SizeofError, Switch, this,
 )
 
 from ..enums import Datatype, DatatypeEnum, OptionalSectionId, OptionalSectionIdEnum
 from ..errors import FormatError
-from ..fields import Bounded, Counted, Raw, Section, Struct, built_size, switch, text_field
+from ..fields import Bounded, Counted, Raw, Section, Struct, built_size, remaining, switch, text_field
 from ..numpy_array import NumpyArray, CountedNumpy
-from ..versions import LATEST, FormatVersion, format_version, since, until
+from ..versions import LATEST, FormatVersion, between, format_version, since, until
 from .array_schema import FieldInfo, attributes, dimensions, value_dtype
 from .generic_tile import GENERIC_TILE_BASE_SIZE, generic_tile
 from .names import parse_timestamped_name
@@ -177,6 +177,17 @@ OptionalSection = Struct(
     "data" / Bounded(this.data_size, _section_data, "optional section") * "the section's content",
 )
 
+def trailing_8_bytes(ctx) -> bool:
+    """The v11 footer ends with 8 more bytes (parsing), or the field has a value (building)."""
+    if ctx._building:
+        return ctx.get("backcompat_fragment_summary_offset") is not None
+    return not ctx._sizing and remaining(ctx._io) == 8
+
+
+_BACKCOMPAT_OFFSET = If(trailing_8_bytes, Int64ul)
+_BACKCOMPAT_OFFSET.flagbuildnone = True  # None: a genuine v11 footer
+
+
 #: The footer's fields (§12.3), without the Section boundary (for use inside .meta files).
 FooterPayload = Struct(
     "version" / FormatVersion * "format version of the fragment (governs the footer and every section)",
@@ -201,8 +212,10 @@ FooterPayload = Struct(
     "tile_max_offsets" / since(11, _offsets) * "file offset of each field's tile maxes tile",
     "tile_sum_offsets" / since(11, _offsets) * "file offset of each field's tile sums tile",
     "tile_null_count_offsets" / since(11, _offsets) * "file offset of each field's tile null counts tile",
+    "backcompat_fragment_summary_offset" / between(11, 12, _BACKCOMPAT_OFFSET)
+    * "0, written by TileDB >= 2.8 into v11 fragments (back-compat writes), not by 2.7 (REFERENCE §17 #6)",
     "fragment_min_max_sum_null_count_offset" / since(12, Int64ul)
-    * "file offset of the fragment min/max/sum/null count tile (v12+; REFERENCE §17 #5, #6)",
+    * "file offset of the fragment min/max/sum/null count tile (v12+; REFERENCE §17 #5)",
     "processed_conditions_offset" / since(16, Int64ul) * "file offset of the processed conditions tile",
     "optional_section_count" / since(23, Rebuild(Int32ul, lambda ctx: len(ctx.optional_sections)))
     * "number of optional sections",
