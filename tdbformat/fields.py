@@ -105,13 +105,21 @@ def _mark(err, offset, context, path):
 class Section(Subconstruct):
     """A top-level structure: one section of the spec, and the boundary where errors become FormatError.
 
-    ``whole=True`` requires that a parse consumes every byte it was given.
+    ``whole=True`` requires that a parse consumes every byte it was given. ``since``/``until`` bound the
+    format versions the structure exists in (a structure that arrived or left as a whole), for the spec
+    listings; parsing goes by the versions the bytes themselves carry.
     """
 
-    def __init__(self, title: str, page: str, subcon, whole: bool = True):
+    def __init__(self, title: str, page: str, subcon, whole: bool = True, since: int | None = None,
+                 until: int | None = None):
         super().__init__(subcon)
         self.title, self.page, self.whole = title, page, whole
+        self.since, self.until = since, until
         self.docs = f"{title} ({page})"
+
+    def exists(self, version: int) -> bool:
+        """Whether the structure is part of format ``version``."""
+        return (self.since is None or version >= self.since) and (self.until is None or version < self.until)
 
     def __repr__(self):
         return f"<Section {self.title} ({self.page})>"

@@ -271,6 +271,8 @@ def _gate(v: Versioned) -> str:
 def fields(struct, version: int) -> list[Field]:
     """The fields of ``struct`` (a Structure, Section or any construct) at format ``version``, in order."""
     con = struct.construct if isinstance(struct, Structure) else struct
+    if isinstance(con, Section) and not con.exists(version):
+        return []
     return _fields(con, version)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import FormatError
+from .fields import Section
 from .render import _scalar
 from .spec import KNOWN_VERSIONS, aligned, diff, fields, structure, structures
 
@@ -48,8 +49,12 @@ def spec_markdown(version: int) -> str:
            "Sizes are in bytes; a name in the size column is the field that holds the length or count. "
            "`[]` marks the element of a repeated field. Conditions name the version gate (`v`) or the "
            "field a layout depends on.", ""]
+    absent = []
     for title, s in structures().items():
         rows = fields(s, version)
+        if isinstance(s.construct, Section) and not s.construct.exists(version):
+            absent.append(title)
+            continue
         out += [f"## {title}", "", f"Spec page: `{s.page}`", ""]
         if rows:
             out += _table(["Field", "Type", "Size", "Condition", "Description"],
@@ -57,6 +62,8 @@ def spec_markdown(version: int) -> str:
         else:
             out.append("No bytes: the file is empty.")
         out.append("")
+    if absent:
+        out += ["## Not in this version", "", *(f"- {title}" for title in absent), ""]
     return "\n".join(out)
 
 
@@ -184,8 +191,9 @@ def changes_markdown() -> str:
         if not changes:
             out += ["No layout change in the declared structures.", ""]
         for title in dict.fromkeys(c.structure for c in changes):
-            out.append(f"- **{title}**")
-            for c in changes:
+            whole = _arrived_or_left(structure(title), a, b)
+            out.append(f"- **{title}**" + (f": {whole}" if whole else ""))
+            for c in changes if not whole else ():
                 if c.structure == title:
                     f = c.new or c.old
                     what = f"{c.old.type} ({c.old.size}) → {c.new.type} ({c.new.size})" if c.kind == "changed" \
@@ -195,6 +203,15 @@ def changes_markdown() -> str:
         if changes:
             out.append("")
     return "\n".join(out)
+
+
+def _arrived_or_left(s, a: int, b: int) -> str:
+    """"new structure" or "no longer written" if ``s`` exists in only one of ``a`` and ``b``, else ""."""
+    if not isinstance(s.construct, Section) or s.construct.exists(a) == s.construct.exists(b):
+        return ""
+    n = len(fields(s, b))
+    return f"new structure ({n} field{'s' * (n != 1)}, see v{b:02d}.md)" if s.construct.exists(b) \
+        else "no longer written"
 
 
 def write_spec_versions(folder) -> list[Path]:

@@ -59,7 +59,7 @@ def _dimension(draw, name):
     if kind.startswith("float"):
         width = 32 if kind == "float32" else 64
         ends = draw(st.lists(st.floats(-2.0**100, 2.0**100, width=width), min_size=2, max_size=2))
-        lo, hi = sorted(x + 0.0 for x in ends)  # + 0.0: domain ends of 0.0, not -0.0
+        lo, hi = sorted(x + 0.0 for x in ends)  # + 0.0: no -0.0, see _coords
         return name, kind, (lo, hi)
     info = np.iinfo(np.int64 if kind.startswith("datetime") else kind)
     low, high = (-10**12, 10**12) if kind.startswith("datetime") else (int(info.min), int(info.max) - 1)  # no NaT
@@ -84,14 +84,16 @@ def _coords(rng, kind, domain, n):
     if kind.startswith("float"):
         lo, hi = domain
         values = np.clip(lo + (rng.random(n) * (hi - lo)), lo, hi).astype(kind)
-        if lo <= 0 <= hi:  # TileDB keeps -0.0 and 0.0 apart
-            values[rng.random(n) < 0.1] = -0.0
     else:
         dtype = np.int64 if kind.startswith("datetime") else np.dtype(kind)
         values = rng.integers(domain[0], domain[1], n, dtype=dtype, endpoint=True)
     # the domain's ends are where the scaling onto the Hilbert grid is tightest
     values[rng.random(n) < 0.2] = domain[0]
     values[rng.random(n) < 0.2] = domain[1]
+    # no -0.0: TileDB drops a duplicate only when it is next to its twin in merge order, and -0.0 sorts
+    # equal to 0.0, so which of several 0.0/-0.0 cells survive depends on the merge (test_read has the
+    # simple case)
+    values[values == 0] = 0
     return values.astype(kind)
 
 

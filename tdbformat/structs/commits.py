@@ -26,7 +26,7 @@ __all__ = [
     "ConditionNode", "UpdateValues", "negate", "comparison", "combination", "condition_text",
 ]
 
-CommitMarker = Section("Commit marker (.ok / .wrt)", "array_file_hierarchy.md", Struct())
+CommitMarker = Section("Commit marker (.ok / .wrt)", "array_file_hierarchy.md", Struct(), since=5)
 
 
 class Line(Construct):
@@ -50,8 +50,8 @@ class Line(Construct):
 
 _uri_list = Struct("uris" / RepeatToEnd(Line()) * "one URI a line: relative to the array (v19+) or absolute")
 
-VacuumFile = Section("Vacuum file (.vac)", "vacuum_file.md", _uri_list)
-IgnoreFile = Section("Ignore file (.ign)", "ignore_file.md", _uri_list)
+VacuumFile = Section("Vacuum file (.vac)", "vacuum_file.md", _uri_list, since=5)
+IgnoreFile = Section("Ignore file (.ign)", "ignore_file.md", _uri_list, since=12)
 
 _IN_OPS = (QueryConditionOp.IN, QueryConditionOp.NOT_IN)
 
@@ -92,11 +92,11 @@ UpdateValues = Struct(
 
 _delete_payload = Struct("condition" / ConditionNode * "the negated delete condition (cells to keep)")
 
-DeleteCommit = Section("Delete commit (.del)", "delete_commit_file.md", generic_tile(_delete_payload))
+DeleteCommit = Section("Delete commit (.del)", "delete_commit_file.md", generic_tile(_delete_payload), since=16)
 UpdateCommit = Section("Update commit (.upd)", "update_commit_file.md", generic_tile(Struct(
     "condition" / ConditionNode * "the negated update condition",
     "update_values" / UpdateValues * "the assignments",
-)))
+)), since=16)
 
 ConsolidatedCommits = Section("Consolidated commits (.con)", "consolidated_commits_file.md", Struct(
     "entries" / RepeatToEnd(Struct(
@@ -108,7 +108,7 @@ ConsolidatedCommits = Section("Consolidated commits (.con)", "consolidated_commi
                       Bounded(this.delete_size, DeleteCommit.subcon, "embedded delete commit"))
         * "the whole .del file, generic tile included (.del entries only)",
     )) * "one entry per consolidated commit",
-))
+), since=12)
 
 _NEGATED_OP = {
     QueryConditionOp.LT: QueryConditionOp.GE, QueryConditionOp.GE: QueryConditionOp.LT,

@@ -34,7 +34,7 @@ EnumerationPayload = Struct(
 )
 
 #: A whole enumeration file (a generic tile).
-Enumeration = Section("Enumeration", "enumeration.md", generic_tile(EnumerationPayload))
+Enumeration = Section("Enumeration", "enumeration.md", generic_tile(EnumerationPayload), since=20)
 
 
 def enumeration_values(enumeration) -> list:

@@ -299,7 +299,7 @@ class _FooterSection(Section):
 
 
 #: The fragment metadata footer (§12.3).
-Footer = _FooterSection("Fragment metadata footer", "fragment.md", FooterPayload)
+Footer = _FooterSection("Fragment metadata footer", "fragment.md", FooterPayload, since=3)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -383,14 +383,16 @@ ProcessedConditions = Struct(
 
 # Each section is one generic tile of the metadata file; these are those tiles (parse one with ``version=``,
 # ``schema=``, ``key=`` and, for per-field sections, ``field=`` its FieldInfo and ``fields=`` the index space).
-RTreeTile = Section("R-tree", "fragment.md", generic_tile(RTree))
+RTreeTile = Section("R-tree", "fragment.md", generic_tile(RTree), since=3)
 TileOffsetsTile = Section("Tile offsets (also var offsets, var sizes, validity offsets, null counts)",
-                          "fragment.md", generic_tile(TileOffsets))
+                          "fragment.md", generic_tile(TileOffsets), since=3)
 TileMinMaxTile = Section("Tile mins/maxes (also v23 tile global-order bounds)", "fragment.md",
-                         generic_tile(TileMinMax))
-TileSumsTile = Section("Tile sums", "fragment.md", generic_tile(TileSums))
-FragmentSummaryTile = Section("Fragment min/max/sum/null count", "fragment.md", generic_tile(FragmentSummary))
-ProcessedConditionsTile = Section("Processed conditions", "fragment.md", generic_tile(ProcessedConditions))
+                         generic_tile(TileMinMax), since=11)
+TileSumsTile = Section("Tile sums", "fragment.md", generic_tile(TileSums), since=11)
+FragmentSummaryTile = Section("Fragment min/max/sum/null count", "fragment.md", generic_tile(FragmentSummary),
+                              since=12)
+ProcessedConditionsTile = Section("Processed conditions", "fragment.md", generic_tile(ProcessedConditions),
+                                  since=16)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -435,7 +437,8 @@ LegacyFragmentMetadata = Struct(
 )
 
 #: The whole ``__fragment_metadata.tdb`` of format versions 1 and 2.
-LegacyFragmentMetadataFile = Section("Fragment metadata v1-2", "fragment.md", generic_tile(LegacyFragmentMetadata))
+LegacyFragmentMetadataFile = Section("Fragment metadata v1-2", "fragment.md", generic_tile(LegacyFragmentMetadata),
+                                     until=3)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -782,4 +785,4 @@ ConsolidatedFragmentMetadata = Section("Consolidated fragment metadata (.meta)",
         "footer_offset" / Rebuild(Int64ul, _footer_offset) * "offset of its footer within this payload",
     ), min_size=16) * "one entry per fragment",
     "footers" / _Footers() * "each fragment's footer, following its own version (no footer length)",
-)))
+)), since=5)

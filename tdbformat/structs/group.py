@@ -62,7 +62,7 @@ GroupDetailsPayload = Struct(
 )
 
 #: A whole group details file (a generic tile).
-GroupDetails = Section("Group details", "group.md", generic_tile(GroupDetailsPayload))
+GroupDetails = Section("Group details", "group.md", generic_tile(GroupDetailsPayload), since=12)
 
 
 def group_members(folder, key=None) -> list:

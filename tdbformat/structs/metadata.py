@@ -39,7 +39,7 @@ MetadataEntry = Struct(
 #: A whole metadata file (a generic tile), of an array or of a group.
 ArrayMetadata = Section("Metadata", "metadata.md", generic_tile(Struct(
     "entries" / RepeatToEnd(MetadataEntry) * "entries until the end of the payload",
-)))
+)), since=4)
 
 
 def loaded_files(meta_dir) -> list[Path]:
