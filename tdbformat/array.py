@@ -15,6 +15,7 @@ tiles it needs and merges the fragments as TileDB does:
 from __future__ import annotations
 
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,6 +123,35 @@ class _Delete:
     condition: object
 
 
+#: the newest timestamp (ms) TileDB accepts; opening "at" it opens at the current time
+_MAX_TS = 2**64 - 1
+#: fragment names of this format version and later may overlap a sparse read's window partially
+#: (consolidation with timestamps; constants::consolidation_with_timestamps_min_version)
+_PARTIAL_OVERLAP_SINCE = 15
+
+
+def read_window(timestamp) -> tuple[int, int]:
+    """The inclusive (start, end) in ms that ``timestamp`` (None, an end, or a (start, end) pair, either
+    part None) selects, as TileDB opens arrays for reading: an end of None or UINT64_MAX is the current
+    time (Array::set_timestamps), so cells and deletes stamped in the future stay invisible."""
+    start, end = (0, timestamp) if timestamp is None or np.isscalar(timestamp) else tuple(timestamp)
+    start = 0 if start is None else start
+    for name, value in (("start", start), ("end", end)):
+        if value is not None and (not isinstance(value, (int, np.integer)) or not 0 <= value <= _MAX_TS):
+            raise ValueError(f"timestamp: the {name} must be an int in [0, 2**64-1] (ms), not {value!r}")
+    if end is None or end == _MAX_TS:
+        end = time.time_ns() // 1_000_000
+    return int(start), int(end)
+
+
+def _overlaps(t1: int, t2: int, window, partial: bool) -> bool:
+    """Whether ``[t1, t2]`` falls in ``window``: wholly, or with ``partial`` at all
+    (ArrayDirectory::timestamps_overlap)."""
+    if partial:
+        return t1 <= window[1] and window[0] <= t2
+    return window[0] <= t1 and t2 <= window[1]
+
+
 def _read(path: Path) -> bytes:
     return path.read_bytes()
 
@@ -138,17 +168,46 @@ def _name_from_uri(uri: str) -> str:
 class Array:
     """An opened array: its schemas, committed fragments, delete commits, metadata and enumerations."""
 
-    def __init__(self, path, key=None):
+    def __init__(self, path, key=None, timestamp=None):
         self.path = Path(path)
         self.key = normalize_key(key)
+        #: the (start, end) window in ms the array is opened at (reads default to it)
+        self.window = read_window(timestamp)
         self.schemas = self._schemas()
         self.schema = self.schemas[-1][1]
         self._by_name = dict(self.schemas)  # fragments name the schema they were written with (v10+)
         self.encrypted = self.schema["_generic_tile"].encryption_type != EncryptionType.NO_ENCRYPTION
         self.dims = schema_mod.dimensions(self.schema)
         self.attrs = schema_mod.attributes(self.schema)
-        self.deletes: list[_Delete] = []
-        self.fragments = self._fragments()
+        self._deletes: list[_Delete] = []
+        self._vacuums: list[tuple] = []
+        self._committed = self._fragments()
+
+    @property
+    def fragments(self) -> list[Fragment]:
+        """The fragments a read at the opening window sees, in timestamp order."""
+        return self.live_fragments(self.window)
+
+    @property
+    def deletes(self) -> list[_Delete]:
+        """The delete commits a read at the opening window applies, in timestamp order."""
+        return self.live_deletes(self.window)
+
+    def live_fragments(self, window) -> list[Fragment]:
+        """Committed fragments that a read of ``window`` sees (ArrayDirectory::filtered_fragment_uris):
+        those inside it, or for sparse arrays, partly inside it when their name allows consolidation with
+        timestamps; minus those listed in vacuum files that the same rule admits."""
+        partial = self.schema.array_type != ArrayType.DENSE
+
+        def seen(ts):
+            return _overlaps(ts.t1, ts.t2, window,
+                             partial and ts.version is not None and ts.version >= _PARTIAL_OVERLAP_SINCE)
+        gone = {name for ts, names in self._vacuums if seen(ts) for name in names}
+        return [f for f in self._committed if f.name not in gone and seen(parse_timestamped_name(f.name))]
+
+    def live_deletes(self, window) -> list[_Delete]:
+        """Delete commits wholly inside ``window``."""
+        return [d for d in self._deletes if _overlaps(d.timestamp, d.timestamp, window, False)]
 
     # ----------------------------------------------------------------- discovery
 
@@ -163,14 +222,15 @@ class Array:
 
     def _fragments(self) -> list[Fragment]:
         commit_dir = self.path / "__commits"
-        committed, vacuumed, ignored = set(), set(), set()
+        committed, ignored = set(), set()
         deletes = {}
         for p in _listing(self.path) + _listing(commit_dir):
             suffix = p.suffix
             if suffix in (".ok", ".wrt"):
                 committed.add(p.stem)
             elif suffix == ".vac" and p.parent.name != "__meta":
-                vacuumed.update(_name_from_uri(u) for u in commits.VacuumFile.parse(_read(p)).uris)
+                self._vacuums.append((parse_timestamped_name(p.name),
+                                      {_name_from_uri(u) for u in commits.VacuumFile.parse(_read(p)).uris}))
             elif suffix == ".ign":
                 ignored.update(_name_from_uri(u) for u in commits.IgnoreFile.parse(_read(p)).uris)
             elif suffix == ".del":
@@ -185,7 +245,7 @@ class Array:
                         committed.add(name[:-4])
                     elif name.endswith(".del"):
                         deletes.setdefault(name, entry.delete)
-        self.deletes = sorted(
+        self._deletes = sorted(
             (_Delete(f"__commits/{n}", parse_timestamped_name(n).t1, d.condition) for n, d in deletes.items()),
             key=lambda d: d.timestamp)
         folders = [p for p in _listing(self.path) if p.is_dir() and p.name not in _RESERVED]
@@ -193,8 +253,6 @@ class Array:
         footers = self._consolidated_footers()
         frags = []
         for folder in folders:
-            if folder.name in vacuumed:
-                continue
             ts = parse_timestamped_name(folder.name)
             meta_file = folder / "__fragment_metadata.tdb"
             # v1-4 have no commit markers: the metadata file is the commit
@@ -323,20 +381,18 @@ class Array:
         The attributes are those of the schema in force at the end of the timestamp range (TileDB opens
         an array with it); fragments written with another schema lack some (read as fill values).
         """
-        start, end = (0, timestamp) if np.isscalar(timestamp) else (timestamp or (0, 2**64 - 1))
-        schema = self.schema_at(end)
+        window = self.window if timestamp is None else read_window(timestamp)
+        schema = self.schema_at(window[1])
         wanted = [a for a in schema_mod.attributes(schema) if attrs is None or a.name in attrs]
         if attrs is not None and len(wanted) != len(attrs):
             raise KeyError(f"no attribute(s) {sorted(set(attrs) - {a.name for a in wanted})}")
         layout = _ORDERS[order or "C"]
-        frags = [f for f in self.fragments
-                 if f.timestamp_range[0] <= end and f.timestamp_range[1] >= start
-                 and (start <= f.timestamp_range[0] and f.timestamp_range[1] <= end or f.has_timestamps)]
+        frags = self.live_fragments(window)
         # one thread per core: more only contend for the GIL between the codecs' GIL-free stretches
         with ThreadPoolExecutor(threads or os.cpu_count()) as pool:
             if self.schema.array_type == ArrayType.DENSE:
                 return self._read_dense(schema, frags, wanted, ranges or {}, layout, pool)
-            return self._read_sparse(schema, frags, wanted, ranges or {}, layout, (start, end), pool)
+            return self._read_sparse(schema, frags, wanted, ranges or {}, layout, window, pool)
 
     def schema_at(self, timestamp: int):
         """The schema TileDB opens the array with at ``timestamp`` (ms): the last of :attr:`schemas` (legacy
@@ -429,7 +485,8 @@ class Array:
 
     def _read_sparse(self, schema, frags, wanted, ranges, layout, window, pool):
         names = [d.name for d in self.dims]
-        need = {c.comparison.field_name for d in self.deletes for c in _leaves(d.condition)}
+        deletes = self.live_deletes(window)
+        need = {c.comparison.field_name for d in deletes for c in _leaves(d.condition)}
         fields = self.dims + [a for a in schema_mod.attributes(schema) if a in wanted or a.name in need]
         columns = {f.name: [] for f in fields}
         validity = {f.name: [] for f in fields if f.nullable}
@@ -461,13 +518,16 @@ class Array:
             # deletes apply after deduplication: a deleted newer cell still hides older ones
             alive = np.ones(n, bool)
             if frag.has_delete_meta:  # consolidation kept deleted cells, stamped with their delete time
+                # (UINT64_MAX: never deleted; the window ends before it, read_window)
                 alive &= self._field(frag, frag.index("__delete_timestamps"), tiles, pool)[0] > np.uint64(window[1])
             colvals = {k: v for k, v in cols.items() if v is not None}
             valids = {f.name: validity[f.name][-1] for f in fields if f.nullable}
-            for d in self.deletes:
-                if d.timestamp > window[1] or d.marker in frag.processed_conditions:
+            for d in deletes:  # SparseIndexReaderBase::apply_query_condition
+                if d.timestamp < frag.timestamp_range[0] or d.marker in frag.processed_conditions:
                     continue
-                alive &= (t >= d.timestamp) | evaluate(d.condition, colvals, valids, n)
+                kept = evaluate(d.condition, colvals, valids, n)  # the stored condition is negated
+                # with cell timestamps, only cells written at or before the delete are hit
+                alive &= kept | (t > d.timestamp) if frag.has_timestamps else kept
             for k, v in cols.items():
                 columns[k].append(v[keep])
             for k in validity:
@@ -653,6 +713,7 @@ def _masked(values: np.ndarray, valid):
     return values if valid is None else np.ma.masked_array(values, mask=~valid)
 
 
-def open_array(path, key=None) -> Array:
-    """Open the array at ``path`` (``key``: AES-256-GCM key of an encrypted array)."""
-    return Array(path, key=key)
+def open_array(path, key=None, timestamp=None) -> Array:
+    """Open the array at ``path`` (``key``: AES-256-GCM key of an encrypted array; ``timestamp``: the end,
+    or (start, end), in ms, of what reads see by default, as ``tiledb.open``: the current time if None)."""
+    return Array(path, key=key, timestamp=timestamp)
