@@ -5,15 +5,16 @@ from .array import Array, Fragment, open_array
 from .errors import ChecksumError, EncryptionError, FormatError, UnsupportedError, VersionError
 from .files import ParsedFile, parse_file
 from .filters import filter_tile, unfilter
-from .filters.adapter import FilteredTile
+from .structs.tile import FilteredTile
 from .structs.array_schema import (
     VAR_NUM, ArraySchema, FieldInfo, attributes, check_not_pre_v1, dimensions, fill_value, schema_version,
 )
 from .structs.enumeration import Enumeration, enumeration_values
 from .structs.filter_pipeline import Filter, FilterPipeline
 from .structs.generic_tile import GenericTile, GenericTileHeader
-from .structs.group import GroupDetails, group_members
-from .structs.metadata import ArrayMetadata, fold_metadata, read_metadata
+from .directory import group_members, read_metadata
+from .structs.group import GroupDetails
+from .structs.metadata import ArrayMetadata, fold_metadata
 from .structs.tile import DataFile, Tile, TileChunk
 from .versions import KNOWN_VERSIONS, LATEST
 

@@ -3,7 +3,7 @@
 Every failure to parse or build raises :class:`FormatError` (or a subclass). Its message names the file,
 the structure, the field path, the absolute byte offset, the format version in force and the reason.
 Code deep inside a parse raises ``FormatError(reason)`` with whatever it knows; the enclosing fields
-fill in the rest as the error travels outwards (:func:`annotate`), and :func:`as_format_error` turns a
+fill in the rest as the error travels outwards (:func:`located`), and :func:`as_format_error` turns a
 construct error into ours at the top-level boundary.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from construct import ConstructError
 
-__all__ = ["FormatError", "ChecksumError", "EncryptionError", "VersionError", "UnsupportedError"]
+__all__ = ["FormatError", "ChecksumError", "EncryptionError", "VersionError", "UnsupportedError", "located"]
 
 
 class FormatError(ValueError):
@@ -70,8 +70,16 @@ def _clean_path(path: str | None) -> str | None:
     return ".".join(parts) or None
 
 
-def annotate(err: FormatError, **known) -> FormatError:
-    """Fill in the fields of ``err`` that are still unknown; the innermost caller wins."""
+def located(err: FormatError, *, where: str | None = None, base: int | None = None, **known) -> FormatError:
+    """The one way to add a location to ``err``: ``where`` prefixes the reason (e.g. "fragment X, field a,
+    tile 3"); ``base`` is where the error's offset counts from (an offset within a tile becomes one within
+    its file); the other fields (``file``, ``structure``, ``path``, ``offset``, ``version``, ``within``) fill
+    in what is still unknown, so the innermost caller wins."""
+    if where:
+        err.reason = f"{where}: {err.reason}"
+        err.args = (err.reason,)
+    if base is not None:
+        err.offset = base + (err.offset or 0)
     for name, value in known.items():
         if value is not None and getattr(err, name) is None:
             setattr(err, name, _clean_path(value) if name == "path" else value)
@@ -81,13 +89,13 @@ def annotate(err: FormatError, **known) -> FormatError:
 def as_format_error(err: Exception, **known) -> FormatError:
     """Turn a construct error (or one of ours) into a FormatError carrying everything known."""
     if isinstance(err, FormatError):
-        return annotate(err, **known)
+        return located(err, **known)
     assert isinstance(err, ConstructError)
     reason = str(err)
     # construct prefixes its message with "Error in path ..."; the path is reported separately.
     if reason.startswith("Error in path"):
         reason = reason.split("\n", 1)[-1].strip()
     out = FormatError(reason or type(err).__name__)
-    annotate(out, path=getattr(err, "path", None), offset=getattr(err, "_tdb_offset", None),
-             version=getattr(err, "_tdb_version", None), within=getattr(err, "_tdb_within", None))
-    return annotate(out, **known)
+    located(out, path=getattr(err, "path", None), offset=getattr(err, "_tdb_offset", None),
+            version=getattr(err, "_tdb_version", None), within=getattr(err, "_tdb_within", None))
+    return located(out, **known)

@@ -27,7 +27,7 @@ from construct import (
     evaluate,
 )
 
-from .errors import FormatError, annotate, as_format_error
+from .errors import FormatError, as_format_error, located
 from .versions import format_version
 
 __all__ = [
@@ -96,7 +96,7 @@ class Struct(construct.Struct):
 def _mark(err, offset, context, path):
     """Record where an error happened (the innermost structure marks first, and wins)."""
     if isinstance(err, FormatError):
-        annotate(err, offset=offset, path=path, version=format_version(context, required=False))
+        located(err, offset=offset, path=path, version=format_version(context, required=False))
     elif getattr(err, "_tdb_offset", None) is None:
         err._tdb_offset = offset
         err._tdb_version = format_version(context, required=False)
@@ -136,7 +136,7 @@ class Section(Subconstruct):
             return self.subcon._parsereport(stream, context, path)
         except (ConstructError, FormatError) as e:
             if isinstance(e, FormatError):
-                annotate(e, structure=self.title)
+                located(e, structure=self.title)
             raise
 
     def _build(self, obj, stream, context, path):
@@ -144,7 +144,7 @@ class Section(Subconstruct):
             return self.subcon._build(obj, stream, context, path)
         except (ConstructError, FormatError) as e:
             if isinstance(e, FormatError):
-                annotate(e, structure=self.title)
+                located(e, structure=self.title)
             raise
 
     def parse(self, data, **contextkw):

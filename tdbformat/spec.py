@@ -26,7 +26,7 @@ from construct import ConstructError
 from .errors import FormatError
 from .fields import Bounded, Counted, Raw, RepeatToEnd, Section, StrictEnum, Text, _Reject
 from .numpy_array import NumpyArray
-from .versions import KNOWN_VERSIONS, Versioned
+from .versions import FEATURES, KNOWN_VERSIONS, Feature, Versioned
 
 __all__ = ["Field", "Structure", "Change", "fields", "structures", "structure", "aligned", "diff"]
 
@@ -386,3 +386,14 @@ def diff(a: int, b: int, struct: str | None = None) -> list[Change]:
                 kind = "added" if old is None else "removed" if new is None else "changed"
                 out.append(Change(s.title, kind, old, new, _arrival(s, (old or new).key, a, b)))
     return out
+
+
+def feature_changes(a: int, b: int) -> list[tuple[str, Feature]]:
+    """Behaviour gates (:data:`~tdbformat.versions.FEATURES`) that switch from version ``a`` to ``b``:
+    ``("on" | "off", feature)``, in declaration order."""
+    return [("on" if f(b) else "off", f) for f in FEATURES.values() if f(a) != f(b)]
+
+
+def features(version: int) -> list[Feature]:
+    """The behaviour gates in force at ``version``."""
+    return [f for f in FEATURES.values() if f(version)]

@@ -15,7 +15,7 @@ import numpy as np
 from .errors import FormatError
 from .fields import Section
 from .render import _scalar
-from .spec import KNOWN_VERSIONS, aligned, diff, fields, structure, structures
+from .spec import KNOWN_VERSIONS, aligned, diff, feature_changes, features, fields, structure, structures
 
 __all__ = ["spec_markdown", "spec_json", "side_by_side", "render_diff", "changes_markdown",
            "write_spec_versions", "diff_values", "render_file_diff"]
@@ -64,7 +64,9 @@ def spec_markdown(version: int) -> str:
         out.append("")
     if absent:
         out += ["## Not in this version", "", *(f"- {title}" for title in absent), ""]
-    return "\n".join(out)
+    out += ["## Behaviour in force", "", "Rules that no field declares (`tdbformat.versions.FEATURES`).", ""]
+    out += _table(["Behaviour", "Versions", "What"], [(f"`{f.name}`", f.span(), f.doc) for f in features(version)])
+    return "\n".join(out) + "\n"
 
 
 def spec_json(version: int) -> str:
@@ -188,6 +190,7 @@ def changes_markdown() -> str:
     for a, b in zip(KNOWN_VERSIONS, KNOWN_VERSIONS[1:]):
         out += [f"## v{a} → v{b}", ""]
         changes = diff(a, b)
+        switched = feature_changes(a, b)
         if not changes:
             out += ["No layout change in the declared structures.", ""]
         for title in dict.fromkeys(c.structure for c in changes):
@@ -201,6 +204,9 @@ def changes_markdown() -> str:
                     when = f" [{f.condition}]" if f.condition else ""
                     out.append(f"  - {_MARK[c.kind]} `{f.path}`: {what}{when}")
         if changes:
+            out.append("")
+        out += [f"- Behaviour {'from' if on == 'on' else 'no longer'}: `{f.name}`: {f.doc}" for on, f in switched]
+        if switched:
             out.append("")
     return "\n".join(out)
 

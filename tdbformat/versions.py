@@ -18,7 +18,8 @@ from construct import Int32ul, Subconstruct
 
 from .errors import FormatError, VersionError
 
-__all__ = ["LATEST", "KNOWN_VERSIONS", "since", "until", "between", "format_version", "FormatVersion"]
+__all__ = ["LATEST", "KNOWN_VERSIONS", "since", "until", "between", "format_version", "FormatVersion", "Feature",
+           "FEATURES"]
 
 #: The newest format version, written by TileDB 2.30 and later.
 LATEST = 23
@@ -42,6 +43,15 @@ def format_version(context, required: bool = True):
     return v
 
 
+def _span(lo: int | None, hi: int | None) -> str:
+    """``lo <= v < hi`` as the docs write it: "v7+", "v1-v4", "v3-v4"."""
+    if hi is None:
+        return f"v{lo}+"
+    if lo is None:
+        return f"v1-v{hi - 1}"
+    return f"v{lo}-v{hi - 1}"
+
+
 class Versioned(Subconstruct):
     """A field that exists only for ``lo <= version < hi`` (``None`` is unbounded)."""
 
@@ -54,11 +64,7 @@ class Versioned(Subconstruct):
         return (self.lo is None or version >= self.lo) and (self.hi is None or version < self.hi)
 
     def span(self) -> str:
-        if self.hi is None:
-            return f"v{self.lo}+"
-        if self.lo is None:
-            return f"v1-v{self.hi - 1}"
-        return f"v{self.lo}-v{self.hi - 1}"
+        return _span(self.lo, self.hi)
 
     def _parse(self, stream, context, path):
         if self.present(format_version(context)):
@@ -127,3 +133,51 @@ class _FormatVersionField(Subconstruct):
 FormatVersion = _FormatVersionField(strict=True)
 #: The same, for headers that TileDB writes with any library version (even experimental ones).
 AnyFormatVersion = _FormatVersionField(strict=False)
+
+
+class Feature:
+    """A behaviour gate: something readers and writers do differently from (``since``) or before (``until``)
+    a format version, that no field declares (a file naming rule, a chunking rule, a codec detail). Declared
+    here once, so ``spec.diff`` and the generated docs list it under the version that changed it."""
+
+    def __init__(self, name: str, doc: str, since: int | None = None, until: int | None = None):
+        self.name, self.doc, self.since, self.until = name, doc, since, until
+
+    def __call__(self, version: int | None) -> bool:
+        """Whether the behaviour holds at ``version`` (None: a name without a version, v1-4 era: as v4)."""
+        v = 4 if version is None else version
+        return (self.since is None or v >= self.since) and (self.until is None or v < self.until)
+
+    def span(self) -> str:
+        return _span(self.since, self.until)
+
+    def __repr__(self):
+        return f"<Feature {self.name} ({self.span()})>"
+
+
+def _features(*features: Feature) -> dict[str, Feature]:
+    return {f.name: f for f in features}
+
+
+#: Every behaviour gate, by name (see :class:`Feature`).
+FEATURES = _features(
+    Feature("zipped_coordinates", "sparse coordinates of a tile are stored zipped (x1 y1 x2 y2 ...) unless the "
+            "coordinate pipeline compresses them (REFERENCE §4.3)", until=2),
+    Feature("coordinates_per_dimension", "each dimension's coordinates are a field with its own data file, "
+            "not one __coords file (REFERENCE §11)", since=5),
+    Feature("commit_markers", "a fragment is committed by a marker file (.ok, later __commits/*.wrt), not by "
+            "the presence of its metadata file", since=5),
+    Feature("schema_folder", "schemas are files of __schema/, named by timestamp, not one __array_schema.tdb",
+            since=10),
+    Feature("footer_length", "a u64 footer length ends every fragment metadata file (v5-9: only with "
+            "var-sized dimensions)", since=10),
+    Feature("footer_length_with_var_dimensions", "a u64 footer length ends the fragment metadata file when a "
+            "dimension is var-sized", since=5),
+    Feature("fragments_folder", "fragments are folders of __fragments/, commits files of __commits/", since=12),
+    Feature("partial_time_overlap", "a sparse fragment whose timestamp range overlaps a read's window only in "
+            "part is read (consolidation with timestamps)", since=15),
+    Feature("field_name_files", "data files are named after their field", until=8),
+    Feature("escaped_field_name_files", "data files are named after their field, percent-encoded", since=8,
+            until=9),
+    Feature("indexed_field_files", "data files are named a<i>, d<j>, t, dt, dci", since=9),
+)

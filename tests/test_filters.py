@@ -362,7 +362,7 @@ def test_webp_without_package_names_the_extra(monkeypatch):
 
 
 def test_filtered_tile_adapter_parses_values_and_rebuilds_bytes():
-    from tdbformat.filters.adapter import FilteredTile
+    from tdbformat.structs.tile import FilteredTile
     case, _, info, tile, v = _tile_of("encrypted_dense")
     raw = Tile.build(tile)
     got = FilteredTile.parse(raw, pipeline=info.filters, datatype=info.datatype, version=v, key=key(case))
@@ -376,7 +376,7 @@ def test_filtered_tile_adapter_parses_values_and_rebuilds_bytes():
 
 
 def test_filtered_tile_adapter_var_strings_carry_offsets():
-    from tdbformat.filters.adapter import FilteredTile
+    from tdbformat.structs.tile import FilteredTile
     case, _, info, _, v = _tile_of("filter_dictionary")
     raw = (_fragments(case)[0][0] / "a0_var.tdb").read_bytes()
     got = FilteredTile.parse_stream(io.BytesIO(raw), pipeline=info.filters, datatype=info.datatype,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tdbformat import _order
+from tdbformat.array import order as _order
 from tdbformat.array import open_array
 
 tiledb = pytest.importorskip("tiledb")

@@ -9,8 +9,9 @@ from construct import Container
 from corpus import CORPUS, HISTORIC, case_id, cases, files, key, root, truth
 from tdbformat.enums import Datatype, ObjectType
 from tdbformat.errors import FormatError
-from tdbformat.structs.group import GroupDetails, group_members
-from tdbformat.structs.metadata import ArrayMetadata, MetadataEntry, fold_metadata, read_metadata
+from tdbformat.directory import group_members, read_metadata
+from tdbformat.structs.group import GroupDetails
+from tdbformat.structs.metadata import ArrayMetadata, MetadataEntry, fold_metadata
 
 META_FILES = [(p, key(c)) for c in cases() for p in files(c) if p.parent.name == "__meta" and "." not in p.name]
 GROUP_FILES = [p for p in files(CORPUS) if p.parent.name == "__group"]

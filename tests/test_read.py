@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import corpus
 from oracle import assert_column, assert_same, canonical
-from tdbformat import _order
-from tdbformat._query import evaluate
+from tdbformat.array import order as _order
+from tdbformat.array.query import evaluate
 from tdbformat.array import open_array
 from tdbformat.enums import CombinationOp, Layout, QueryConditionOp
 from tdbformat.errors import FormatError, UnsupportedError

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..enums import FilterType
 from ..errors import FormatError
+from ..versions import FEATURES
 
 __all__ = ["coords_zipped", "unzip_coords", "zip_coords"]
 
@@ -21,7 +22,8 @@ _COMPRESSORS = {FilterType.GZIP, FilterType.ZSTD, FilterType.LZ4, FilterType.RLE
 
 def coords_zipped(version: int, pipeline) -> bool:
     """Whether a v1-4 coordinate tile stores zipped coordinates."""
-    return version < 2 and not any(FilterType(f["type"]) in _COMPRESSORS for f in pipeline["filters"])
+    return FEATURES["zipped_coordinates"](version) and not any(
+        FilterType(f["type"]) in _COMPRESSORS for f in pipeline["filters"])
 
 
 def unzip_coords(data, dtype, ndim: int, zipped: bool) -> list[np.ndarray]:

@@ -1,17 +1,15 @@
-"""Fragment metadata: the ``__fragment_metadata.tdb`` file, its footer and the sections the footer points to,
-and consolidated fragment metadata ``.meta`` files (fragment.md, consolidated_fragment_metadata_file.md;
-REFERENCE.md §11-§13).
+"""Fragment metadata: the ``__fragment_metadata.tdb`` file and the sections its footer points to
+(fragment.md; REFERENCE.md §11-§12).
 
-- :data:`Footer` (§12.3), for format versions 3 to 23. ``Footer.parse(data, schema=...)`` takes the footer
-  bytes or the whole metadata file, and finds the footer in the file as TileDB does (§12.1).
-- :class:`FragmentMetadata` (§12): the footer, and each section (a generic tile) parsed on first access, so
-  that the footer of a fragment with a million tiles parses without touching its offsets. ``build()``
-  writes the file back, byte for byte for a parsed one. Format versions 1 and 2 (one generic tile, §12.9)
-  load through the same class.
-- :data:`ConsolidatedFragmentMetadata` (§13): a ``.meta`` file, footers of possibly different versions.
+- :class:`FragmentMetadata` (§12): the footer (:mod:`.footer`), and each section (a generic tile) parsed on
+  first access, so that the footer of a fragment with a million tiles parses without touching its offsets.
+  ``build()`` writes the file back, byte for byte for a parsed one. Format versions 1 and 2 (one generic
+  tile, §12.9) load through the same class.
+- The sections: R-tree, tile offsets, tile mins/maxes/sums/null counts, fragment summary, processed
+  conditions; and the data file names of each version (§3.3).
 
-Counts, var-ness and datatypes come from the array schema: pass ``schema=`` (what ``ArraySchema.parse``
-returns) or, for arrays whose schema evolved, a dict from schema file name to schema.
+The footer and consolidated ``.meta`` files have their own modules (:mod:`.footer`, :mod:`.consolidated`);
+their names are re-exported here.
 """
 
 from __future__ import annotations
@@ -21,286 +19,26 @@ from collections.abc import Sequence
 from functools import cached_property
 
 import numpy as np
-from construct import (
-    Construct, Container, Flag, Float64l, GreedyBytes, If, IfThenElse, Int32ul, Int64sl, Int64ul, ListContainer, Rebuild,
-    SizeofError, Switch, this,
-)
+from construct import Container, Float64l, IfThenElse, Int32ul, Int64sl, Int64ul, ListContainer, Rebuild, this
 
-from ..enums import Datatype, DatatypeEnum, OptionalSectionId, OptionalSectionIdEnum
+from ..enums import DatatypeEnum, OptionalSectionId
 from ..errors import FormatError
-from ..fields import Bounded, Counted, Raw, Section, Struct, built_size, remaining, switch, text_field
-from ..numpy_array import NumpyArray, CountedNumpy
-from ..versions import LATEST, FormatVersion, between, format_version, since, until
+from ..fields import Bounded, Counted, Raw, Section, Struct, switch, text_field
+from ..numpy_array import CountedNumpy, NumpyArray
+from ..versions import FEATURES, FormatVersion, until
 from .array_schema import FieldInfo, attributes, dimensions, value_dtype
+from .consolidated import ConsolidatedFragmentMetadata
+from .footer import (NEED_SCHEMA, Footer, FooterPayload, NDRectangle, OptionalSection, TileGlobalOrderOffsets,
+                     _attrs, _dims, find_footer, has_footer_length, index_fields, pick_schema)
 from .generic_tile import GENERIC_TILE_BASE_SIZE, generic_tile
-from .names import parse_timestamped_name
 
 __all__ = [
     "Footer", "FooterPayload", "NDRectangle", "RTree", "TileOffsets", "TileMinMax", "TileSums",
     "FragmentSummary", "ProcessedConditions", "LegacyFragmentMetadata", "ConsolidatedFragmentMetadata",
     "RTreeTile", "TileOffsetsTile", "TileMinMaxTile", "TileSumsTile", "FragmentSummaryTile",
     "ProcessedConditionsTile", "LegacyFragmentMetadataFile", "TileGlobalOrderOffsets", "OptionalSection",
-    "FragmentMetadata", "index_fields", "find_footer", "data_file_stem", "data_files",
+    "FragmentMetadata", "index_fields", "find_footer", "pick_schema", "data_file_stem", "data_files",
 ]
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Schema context
-
-
-_NEED_SCHEMA = ("fragment metadata cannot be parsed without its array schema: pass schema= "
-                "(what ArraySchema.parse returns)")
-
-
-def _schema(ctx):
-    """The schema governing ``ctx``: ``schema=``, or the entry of a dict named by the footer's array_schema_name."""
-    schema = ctx._params.get("schema")
-    if schema is None:
-        raise FormatError(_NEED_SCHEMA)
-    if "domain" in schema:
-        return schema
-    c = ctx
-    while c is not None and c.get("array_schema_name") is None:
-        c = c.get("_")
-    return pick_schema(schema, None if c is None else c.array_schema_name)
-
-
-def pick_schema(schema, name):
-    """``schema`` itself, or from a dict of schemas by file name, the one called ``name`` (None before v10,
-    where the schema is implicitly ``__array_schema.tdb``)."""
-    if "domain" in schema:
-        return schema
-    name = name or "__array_schema.tdb"
-    if name not in schema:
-        raise FormatError(f"no schema named {name!r} among the schemas given ({', '.join(map(str, schema))})")
-    return schema[name]
-
-
-def _dims(ctx) -> list[FieldInfo]:
-    return dimensions(_schema(ctx))
-
-
-def _attrs(ctx) -> list[FieldInfo]:
-    return attributes(_schema(ctx))
-
-
-def _flag(ctx, name) -> int:
-    c = ctx
-    while c is not None and name not in c:
-        c = c.get("_")
-    return int(bool(c and c[name]))
-
-
-def index_fields(schema, version: int, has_timestamps=False, has_delete_meta=False) -> list[FieldInfo]:
-    """The fields of the fragment-metadata index space, in index order (REFERENCE §11).
-
-    v5+: attributes, ``__coords``, dimensions, ``__timestamps`` (if has_timestamps), ``__delete_timestamps``
-    and ``__delete_condition_index`` (if has_delete_meta). v1-4: attributes, then ``__coords``.
-    """
-    attrs, dims = attributes(schema), dimensions(schema)
-    coords = FieldInfo("__coords", dims[0].datatype, len(dims), False, False, schema.coords_filters)
-    extra = [FieldInfo(n, Datatype.UINT64, 1, False, False, schema.coords_filters)
-             for n, on in (("__timestamps", has_timestamps), ("__delete_timestamps", has_delete_meta),
-                           ("__delete_condition_index", has_delete_meta)) if on]
-    return attrs + [coords] + (dims + extra if version >= 5 else [])
-
-
-def _n(ctx) -> int:
-    """Per-field count of the fixed/validity arrays (§11): A+1 before v5, N = A+1+D+ts+2*dm from v5."""
-    return len(index_fields(_schema(ctx), format_version(ctx), _flag(ctx, "has_timestamps"),
-                            _flag(ctx, "has_delete_meta")))
-
-
-def _n_var(ctx) -> int:
-    """Per-field count of the var arrays (§11): A before v5 (no __coords slot), N from v5."""
-    return _n(ctx) - (1 if format_version(ctx) < 5 else 0)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# NDRectangle (non-empty domain, var MBRs)
-
-
-class NDRectangle(Construct):
-    """One range per dimension: a fixed dimension's ``[lo, hi]`` as a numpy array of its type; a var
-    dimension's as ``r_size u64, start_size u64, start, end`` (parsed to a Container(start, end))."""
-
-    def _parse(self, stream, context, path):
-        out = ListContainer()
-        for d in _dims(context):
-            if d.var:
-                r_size, start_size = struct.unpack("<QQ", Raw(16, "range sizes")._parse(stream, context, path))
-                if start_size > r_size:
-                    raise FormatError(f"range start size {start_size} exceeds the range size {r_size}", path=path)
-                data = Raw(r_size, "var range")._parse(stream, context, path)
-                out.append(Container(start=data[:start_size], end=data[start_size:]))
-            else:
-                out.append(NumpyArray(2, value_dtype(d.datatype))._parse(stream, context, path))
-        return out
-
-    def _build(self, obj, stream, context, path):
-        dims = _dims(context)
-        if len(obj) != len(dims):
-            raise FormatError(f"{len(obj)} ranges given for {len(dims)} dimensions", path=path)
-        for d, r in zip(dims, obj):
-            if d.var:
-                start, end = bytes(r["start"]), bytes(r["end"])
-                stream.write(struct.pack("<QQ", len(start) + len(end), len(start)) + start + end)
-            else:
-                NumpyArray(2, value_dtype(d.datatype))._build(r, stream, context, path)
-        return obj
-
-    def _sizeof(self, context, path):
-        dims = _dims(context)
-        if any(d.var for d in dims):
-            raise SizeofError("ranges of var-sized dimensions have no static size", path=path)
-        return sum(2 * value_dtype(d.datatype).itemsize for d in dims)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Footer (§12.3)
-
-_offsets = NumpyArray(_n, "<u8")
-_var_offsets = NumpyArray(_n_var, "<u8")
-
-#: The identifier-0 optional section: the offsets of the tile global-order bound tiles (§12.10).
-TileGlobalOrderOffsets = Struct(
-    "min_offsets" / NumpyArray(lambda ctx: len(_dims(ctx)), "<u8") * "offset of each dimension's mins tile",
-    "max_offsets" / NumpyArray(lambda ctx: len(_dims(ctx)), "<u8") * "offset of each dimension's maxes tile",
-)
-
-_section_data = Switch(this.identifier, {OptionalSectionId.TILE_GLOBAL_ORDER_OFFSETS: TileGlobalOrderOffsets},
-                       default=GreedyBytes)  # readers skip unknown identifiers: keep their bytes
-
-OptionalSection = Struct(
-    "identifier" / OptionalSectionIdEnum * "u64 OptionalSectionId (unknown ones are kept as raw bytes)",
-    "data_size" / Rebuild(Int32ul, built_size("data", _section_data)) * "bytes of data",
-    "data" / Bounded(this.data_size, _section_data, "optional section") * "the section's content",
-)
-
-def trailing_8_bytes(ctx) -> bool:
-    """The v11 footer ends with 8 more bytes (parsing), or the field has a value (building)."""
-    if ctx._building:
-        return ctx.get("backcompat_fragment_summary_offset") is not None
-    return not ctx._sizing and remaining(ctx._io) == 8
-
-
-_BACKCOMPAT_OFFSET = If(trailing_8_bytes, Int64ul)
-_BACKCOMPAT_OFFSET.flagbuildnone = True  # None: a genuine v11 footer
-
-
-#: The footer's fields (§12.3), without the Section boundary (for use inside .meta files).
-FooterPayload = Struct(
-    "version" / FormatVersion * "format version of the fragment (governs the footer and every section)",
-    *(f.name / since(10, f.subcon) * f.docs
-      for f in text_field("array_schema_name", Int64ul, "file name of the schema in __schema (v10+)")),
-    "dense" / Flag * "1 = dense fragment",
-    "null_non_empty_domain" / Flag * "1 = no non-empty domain (the writer still writes zeros)",
-    "non_empty_domain" / NDRectangle() * "[lo, hi] per dimension (v3-4: 2*D values of the domain type)",
-    "sparse_tile_num" / Int64ul * "number of sparse data tiles (R-tree leaves)",
-    "last_tile_cell_num" / Int64ul * "cells in the last tile",
-    "has_timestamps" / since(14, Flag) * "1 = cells carry timestamps (__timestamps field)",
-    "has_delete_meta" / since(15, Flag) * "1 = delete timestamps and condition index fields",
-    "file_sizes" / _offsets * "size of each field's data file",
-    "file_var_sizes" / _var_offsets * "size of each field's _var file",
-    "file_validity_sizes" / since(7, _offsets) * "size of each field's _validity file",
-    "rtree_offset" / Int64ul * "file offset of the R-tree tile",
-    "tile_offsets_offsets" / _offsets * "file offset of each field's tile offsets tile",
-    "tile_var_offsets_offsets" / _var_offsets * "file offset of each field's var offsets tile",
-    "tile_var_sizes_offsets" / _var_offsets * "file offset of each field's var sizes tile",
-    "tile_validity_offsets_offsets" / since(7, _offsets) * "file offset of each field's validity offsets tile",
-    "tile_min_offsets" / since(11, _offsets) * "file offset of each field's tile mins tile",
-    "tile_max_offsets" / since(11, _offsets) * "file offset of each field's tile maxes tile",
-    "tile_sum_offsets" / since(11, _offsets) * "file offset of each field's tile sums tile",
-    "tile_null_count_offsets" / since(11, _offsets) * "file offset of each field's tile null counts tile",
-    "backcompat_fragment_summary_offset" / between(11, 12, _BACKCOMPAT_OFFSET)
-    * "0, written by TileDB >= 2.8 into v11 fragments (back-compat writes), not by 2.7 (REFERENCE §17 #6)",
-    "fragment_min_max_sum_null_count_offset" / since(12, Int64ul)
-    * "file offset of the fragment min/max/sum/null count tile (v12+; REFERENCE §17 #5)",
-    "processed_conditions_offset" / since(16, Int64ul) * "file offset of the processed conditions tile",
-    "optional_section_count" / since(23, Rebuild(Int32ul, lambda ctx: len(ctx.optional_sections)))
-    * "number of optional sections",
-    "optional_sections" / since(23, Counted(this.optional_section_count, OptionalSection, min_size=12))
-    * "optional sections (identifier 0: tile global-order bound offsets)",
-)
-
-
-def _looks_like_generic_tile(data) -> bool:
-    """A whole metadata file starts with a generic tile (CHAR cells of size 1); a footer does not."""
-    if len(data) < 34:
-        return False
-    persisted, _, datatype, cell_size, encryption, fps = struct.unpack_from("<QQBQBI", data, 4)
-    return datatype == Datatype.CHAR and cell_size == 1 and encryption in (0, 1) and 34 + fps + persisted <= len(data)
-
-
-def _footer_size(version: int, schema) -> int:
-    """The footer size TileDB computes when no footer length is stored (v3-9, fixed dimensions)."""
-    return FooterPayload.sizeof(version=version, schema=schema)
-
-
-def find_footer(data, schema, version: int | None = None, name: str | None = None) -> tuple[int, int, bool]:
-    """Where the footer of a whole metadata file is: ``(offset, size, has_footer_length)`` (REFERENCE §12.1).
-
-    The footer length is stored from v10, and for v5-9 when a dimension is var-sized; otherwise the size
-    is computed from the schema for the version of the fragment's name (v3-4 names carry none: 4). Without
-    ``version=`` or ``name=`` the version is taken from the footer itself.
-    """
-    if version is None and name is not None:
-        version = parse_timestamped_name(name).version or 4
-    var_dims = any(d.var for d in dimensions(schema if "domain" in schema else next(iter(schema.values()))))
-    size_end = len(data)
-
-    def trailer():
-        if size_end < 8:
-            return None
-        size = struct.unpack_from("<Q", data, size_end - 8)[0]
-        return (size_end - 8 - size, size, True) if 4 <= size <= size_end - 8 else None
-
-    def computed(v):
-        size = _footer_size(v, schema)
-        return (size_end - size, size, False) if size <= size_end else None
-
-    def stored_version(span):
-        return span and struct.unpack_from("<I", data, span[0])[0]
-
-    if version is not None:
-        span = trailer() if version >= 10 or (version >= 5 and var_dims) else computed(version)
-        if span is None:
-            raise FormatError(f"the file is too short for a v{version} footer")
-        return span
-    # No version known: the span whose stored version fits how it was found, and that parses exactly.
-    candidates = [(trailer(), range(5 if var_dims else 10, LATEST + 1))]
-    if not var_dims:
-        candidates += [(computed(9), (7, 8, 9)), (computed(6), (5, 6)), (computed(4), (3, 4))]
-    for span, versions in candidates:
-        if span is not None and stored_version(span) in versions and _parses(data, span, schema):
-            return span
-    raise FormatError("cannot find the footer: no footer length and no v3-9 footer size fits; pass name= "
-                      "(the fragment's folder name) or version=")
-
-
-def _parses(data, span, schema) -> bool:
-    try:
-        Footer.parse(data[span[0]:span[0] + span[1]], schema=schema)
-        return True
-    except FormatError:  # a candidate position, not an error: the next candidate is tried
-        return False
-
-
-class _FooterSection(Section):
-    def parse(self, data, **contextkw):
-        """Parse a footer: the footer bytes, or a whole ``__fragment_metadata.tdb`` (``schema=`` needed;
-        ``name=`` or ``version=`` locate a v3-9 footer as TileDB does)."""
-        if _looks_like_generic_tile(data):
-            if contextkw.get("schema") is None:
-                raise FormatError(_NEED_SCHEMA, structure=self.title)
-            offset, size, _ = find_footer(data, contextkw["schema"], contextkw.get("version"), contextkw.get("name"))
-            data = bytes(data)[offset:offset + size]
-        return super().parse(data, **contextkw)
-
-
-#: The fragment metadata footer (§12.3).
-Footer = _FooterSection("Fragment metadata footer", "fragment.md", FooterPayload, since=3)
-
 
 # ---------------------------------------------------------------------------------------------------------
 # Sections (each a generic tile; §12.2, §12.4-§12.8, §12.10)
@@ -445,11 +183,6 @@ LegacyFragmentMetadataFile = Section("Fragment metadata v1-2", "fragment.md", ge
 # The file (§12.1)
 
 
-def _has_footer_length(version: int, schema) -> bool:
-    """The u64 footer length follows the footer from v10, and in v5-9 when a dimension is var-sized."""
-    return version >= 10 or (version >= 5 and any(d.var for d in dimensions(schema)))
-
-
 def _tile_end(data, offset: int) -> int:
     """Where the generic tile at ``offset`` ends: its 34-byte header, its pipeline, its persisted tile."""
     if not 0 <= offset <= len(data) - GENERIC_TILE_BASE_SIZE:
@@ -590,7 +323,7 @@ class FragmentMetadata:
         """
         data = bytes(data)
         if schema is None:
-            raise FormatError(_NEED_SCHEMA, file=filename)
+            raise FormatError(NEED_SCHEMA, file=filename)
         if _tile_end(data, 0) == len(data):  # the file is one generic tile: v1-2 (§12.9)
             schema = pick_schema(schema, None)
             return cls(schema=schema, key=key, data=data,
@@ -713,7 +446,7 @@ class FragmentMetadata:
         out += self.unreferenced
         blob = Footer.build(footer, schema=self.schema)
         out += blob
-        if _has_footer_length(self.version, self.schema):
+        if has_footer_length(self.version, self.schema):
             out += struct.pack("<Q", len(blob))
         return bytes(out)
 
@@ -731,9 +464,9 @@ def data_file_stem(version: int, index: int, fields: list[FieldInfo], attribute_
     """The name stem of the data files of index-space entry ``index`` (REFERENCE §3.3): the field name
     (v1-7), percent-encoded (v8), or ``a<i>`` / ``d<j>`` / ``t`` / ``dt`` / ``dci`` (v9+)."""
     name = fields[index].name
-    if version <= 7 or name == "__coords":
+    if FEATURES["field_name_files"](version) or name == "__coords":
         return name
-    if version == 8:
+    if FEATURES["escaped_field_name_files"](version):
         return "".join(_V8_ESCAPES.get(c, c) for c in name)
     if index < attribute_num:
         return f"a{index}"
@@ -744,45 +477,3 @@ def data_files(fm: "FragmentMetadata", index: int) -> tuple[str, str, str]:
     """The fixed (or offsets), var and validity file names of index-space entry ``index`` of a fragment."""
     stem = data_file_stem(fm.version, index, fm.index_fields, len(attributes(fm.schema)))
     return f"{stem}.tdb", f"{stem}_var.tdb", f"{stem}_validity.tdb"
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Consolidated fragment metadata (§13)
-
-
-def _footer_offset(ctx):
-    """Where footer ``ctx._index`` starts in the payload: after the table, footers back to back."""
-    root = ctx._
-    offset = 4 + sum(16 + len(f.name.encode("utf-8", "surrogateescape")) for f in root.fragments)
-    for footer in root.footers[:ctx._index]:
-        offset += len(FooterPayload.build(footer, schema=root._params.schema))
-    return offset
-
-
-class _Footers(Construct):
-    """The footers, back to back, each at the offset its table entry gives."""
-
-    def _parse(self, stream, context, path):
-        out = ListContainer()
-        for entry in context.fragments:
-            if stream.tell() != entry.footer_offset:
-                raise FormatError(f"the footer of {entry.name} is at payload offset {stream.tell()}, "
-                                  f"not at the {entry.footer_offset} its entry says", path=path)
-            out.append(FooterPayload._parsereport(stream, context, path))
-        return out
-
-    def _build(self, obj, stream, context, path):
-        for footer in obj:
-            FooterPayload._build(footer, stream, context, path)
-        return obj
-
-
-ConsolidatedFragmentMetadata = Section("Consolidated fragment metadata (.meta)",
-                                       "consolidated_fragment_metadata_file.md", generic_tile(Struct(
-    "fragment_num" / Rebuild(Int32ul, lambda ctx: len(ctx.fragments)) * "number of fragments (u32)",
-    "fragments" / Counted(this.fragment_num, Struct(
-        *text_field("name", Int64ul, "fragment name (v9+ .meta) or absolute URI (before)"),
-        "footer_offset" / Rebuild(Int64ul, _footer_offset) * "offset of its footer within this payload",
-    ), min_size=16) * "one entry per fragment",
-    "footers" / _Footers() * "each fragment's footer, following its own version (no footer length)",
-)), since=5)

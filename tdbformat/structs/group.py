@@ -6,14 +6,12 @@ are each one generic tile. The details and member versions are the group's own (
 format version: a member of version 2 ends in a ``deleted`` flag. The member count is a u64 and the name
 is present only when ``name_set`` (the prose spec says otherwise).
 
-:func:`group_members` merges the details files the way TileDB's ``Group::load_group_details`` does:
+:func:`merge_members` merges the details files the way TileDB's ``Group::load_group_details`` does:
 a version-1 latest file is read alone; otherwise every file is applied in timestamp order, members keyed
 by name (or URI when unnamed), ``deleted`` members removed.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from construct import Adapter, Flag, If, Int32ul, Int64ul, Rebuild, this
 
@@ -21,9 +19,8 @@ from ..enums import ObjectTypeEnum
 from ..errors import FormatError
 from ..fields import Counted, Section, Struct, Text, text_field
 from .generic_tile import generic_tile
-from .metadata import loaded_files
 
-__all__ = ["GroupDetails", "GroupMember", "group_members"]
+__all__ = ["GroupDetails", "GroupMember", "merge_members"]
 
 
 class _GroupVersion(Adapter):
@@ -65,10 +62,10 @@ GroupDetailsPayload = Struct(
 GroupDetails = Section("Group details", "group.md", generic_tile(GroupDetailsPayload), since=12)
 
 
-def group_members(folder, key=None) -> list:
-    """The members of the group at ``folder`` as TileDB lists them (GroupMember containers, in merge order)."""
-    details = [GroupDetails.parse(p.read_bytes(), key=key, filename=str(p))
-               for p in loaded_files(Path(folder) / "__group")]
+def merge_members(details) -> list:
+    """The members TileDB lists from details files given in load order (GroupMember containers, in merge
+    order): a version-1 latest file is read alone; otherwise members are keyed by name (or URI when
+    unnamed), later files overriding earlier ones, ``deleted`` members removed."""
     if details and details[-1].version == 1:
         details = details[-1:]  # a v1 file holds every member: only the latest counts
     members = {}

@@ -4,26 +4,20 @@ Each ``__meta/__<t1>_<t2>_<uuid>`` is one generic tile of entries back to back (
 (key, datatype, values) or a deletion of a key. A consolidated file has ``t1 < t2``; ``.vac`` files in
 ``__meta`` list the files a consolidation replaced.
 
-:func:`fold_metadata` gives the metadata a user sees, the way TileDB loads it (array_directory.cc
-``load_array_meta_uris``, ``compute_uris_to_vacuum``/``compute_filtered_uris``): files listed in any
-``.vac`` are skipped whether or not they were vacuumed yet, the rest are applied in order of their first
-timestamp, and later entries override earlier ones.
+:func:`fold_metadata` gives the metadata a user sees from the files TileDB loads, in the order it applies
+them (:func:`tdbformat.directory.metadata_files` finds those): later entries override earlier ones.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from construct import Flag, If, Int32ul, Rebuild, this
 
 from ..enums import Datatype, DatatypeEnum
 from ..fields import RepeatToEnd, Section, Struct, text_field
 from ..numpy_array import NumpyArray
-from .commits import VacuumFile
 from .generic_tile import generic_tile
-from .names import parse_timestamped_name
 
-__all__ = ["ArrayMetadata", "MetadataEntry", "fold_metadata", "loaded_files", "read_metadata"]
+__all__ = ["ArrayMetadata", "MetadataEntry", "fold_metadata"]
 
 # Metadata entry (metadata.md; REFERENCE.md §10)
 MetadataEntry = Struct(
@@ -42,22 +36,6 @@ ArrayMetadata = Section("Metadata", "metadata.md", generic_tile(Struct(
 )), since=4)
 
 
-def loaded_files(meta_dir) -> list[Path]:
-    """The timestamped files of a ``__meta`` (or ``__group``) folder that TileDB loads, in the order it
-    applies them."""
-    meta_dir = Path(meta_dir)
-    if not meta_dir.is_dir():
-        return []
-    names = sorted(p.name for p in meta_dir.iterdir() if p.is_file())
-    replaced = {uri.rstrip("/").rsplit("/", 1)[-1]
-                for name in names if name.endswith(".vac")
-                for uri in VacuumFile.parse((meta_dir / name).read_bytes()).uris}
-    loaded = [n for n in names if "." not in n and n not in replaced]  # skips .vac and partial .tmp files
-    # TileDB sorts by the first timestamp only; ties are broken here by name, to be deterministic.
-    loaded.sort(key=lambda n: (parse_timestamped_name(n).t1, n))
-    return [meta_dir / n for n in loaded]
-
-
 def fold_metadata(files_entries) -> dict:
     """Apply ``[(name, entries), ...]`` (already in load order) into ``{key: entry}``, deletions applied."""
     out = {}
@@ -68,11 +46,3 @@ def fold_metadata(files_entries) -> dict:
             else:
                 out[entry.key] = entry
     return out
-
-
-def read_metadata(folder, key=None) -> dict:
-    """The metadata of the array or group at ``folder``: ``{key: entry}`` with ``entry.datatype`` and
-    ``entry.value`` (numpy)."""
-    files = loaded_files(Path(folder) / "__meta")
-    return fold_metadata([(p.name, ArrayMetadata.parse(p.read_bytes(), key=key, filename=str(p)).entries)
-                          for p in files])

@@ -2,19 +2,32 @@
 
 This is the body of every data tile and of every generic tile. A data file is tiles back to back;
 where each one starts comes from the fragment metadata, so :data:`DataFile` only splits the run.
+
+:func:`decode_tile` is the one adapter from a stored tile to its unfiltered bytes (the reader and
+:data:`FilteredTile` both use it). :data:`FilteredTile` parses a data tile to the cell values it holds:
+parse with context ``pipeline=`` (a FilterPipeline Container), ``datatype=`` and ``version=`` (the
+fragment's format version), plus ``key=`` for encrypted arrays, ``cell_size=`` (default: one value of
+the datatype) and ``var=True`` for var-size data (string RLE/dictionary then return the offsets they
+carry). The result holds the stored ``tile``, the unfiltered ``data`` bytes, their ``array`` (a numpy
+view by datatype) and ``offsets`` (string RLE/dictionary only). Building a value whose ``data`` is
+unchanged writes the stored tile back byte for byte; otherwise (or from ``array`` alone) the pipeline
+runs forward (give ``offsets`` in the value for var data).
 """
 
 from __future__ import annotations
 
 import struct
 
-from construct import Container, Int32ul, Int64ul, ListContainer, Rebuild, this
+import numpy as np
+from construct import Construct, Container, Int32ul, Int64ul, ListContainer, Rebuild, this
 
+from ..enums import Datatype
 from ..errors import FormatError
-
 from ..fields import Counted, Raw, RepeatToEnd, Section, Struct
+from ..filters import filter_tile, skips_offsets, unfilter, unfilter_strings
+from ..filters.encryption import normalize_key
 
-__all__ = ["TileChunk", "Tile", "DataFile", "tile_nbytes", "read_tile"]
+__all__ = ["TileChunk", "Tile", "DataFile", "FilteredTile", "tile_nbytes", "read_tile", "decode_tile"]
 
 TileChunk = Struct(
     "unfiltered_size" / Int32ul * "bytes of this chunk before filtering",
@@ -66,3 +79,54 @@ def read_tile(data, offset: int = 0) -> Container:
     if pos != end:
         raise FormatError(f"{end - pos} bytes after the last chunk", structure="Tile", offset=offset + pos)
     return Container(num_chunks=num, chunks=chunks)
+
+
+def decode_tile(tile, pipeline, *, datatype, version, cell_size, key=None, encrypted=False, var=False, out=None):
+    """A stored tile's unfiltered bytes (into ``out`` if given), and the offsets that string RLE and
+    dictionary carry for var strings (REFERENCE §4.2; None otherwise): ``(data, offsets)``."""
+    if var and skips_offsets(pipeline, datatype, version):
+        return unfilter_strings(tile, pipeline, datatype=datatype, version=version, key=key, encrypted=encrypted)
+    return unfilter(tile, pipeline, datatype=datatype, version=version, cell_size=cell_size, key=key,
+                    encrypted=encrypted, out=out), None
+
+
+def _settings(context):
+    p = context._params
+    if p.get("pipeline") is None or p.get("datatype") is None:
+        raise FormatError("a filtered tile needs pipeline= and datatype= to be parsed or built")
+    datatype = Datatype(p.datatype)
+    key = normalize_key(p.get("key"))
+    return dict(datatype=datatype, version=p.get("version") or 0, key=key, encrypted=key is not None,
+                cell_size=p.get("cell_size") or datatype.size), p.pipeline, bool(p.get("var"))
+
+
+class _FilteredTile(Construct):
+    def _parse(self, stream, context, path):
+        tile = Tile.subcon._parsereport(stream, context, path)
+        kw, pipeline, var = _settings(context)
+        data, offsets = decode_tile(tile, pipeline, var=var, **kw)
+        dtype = kw["datatype"].numpy_dtype
+        if len(data) % dtype.itemsize:
+            raise FormatError(f"the tile unfilters to {len(data)} bytes, not whole {kw['datatype'].name} values",
+                              path=path)
+        return Container(tile=tile, data=data, array=np.frombuffer(data, dtype), offsets=offsets)
+
+    def _build(self, obj, stream, context, path):
+        kw, pipeline, var = _settings(context)
+        data = obj.get("data")
+        if data is None:
+            data = np.ascontiguousarray(obj["array"], kw["datatype"].numpy_dtype).tobytes()
+        tile = obj.get("tile")
+        unchanged = tile is not None and obj.get("data") is not None and (
+            obj.get("array") is None or np.asarray(obj["array"]).tobytes() == data)
+        if not unchanged:
+            tile = filter_tile(data, pipeline, offsets=obj.get("offsets"), var=var, **kw)
+        Tile.subcon._build(tile, stream, context, path)
+        return obj
+
+    def _sizeof(self, context, path):
+        raise FormatError("a filtered tile has no static size", path=path)
+
+
+#: A data tile parsed through its filter pipeline (see the module doc).
+FilteredTile = _FilteredTile()

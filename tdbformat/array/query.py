@@ -11,8 +11,8 @@ import operator
 
 import numpy as np
 
-from .enums import CombinationOp, NodeType, QueryConditionOp
-from .errors import FormatError
+from ..enums import CombinationOp, NodeType, QueryConditionOp
+from ..errors import FormatError
 
 __all__ = ["evaluate"]
 

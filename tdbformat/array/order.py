@@ -12,9 +12,10 @@ import itertools
 
 import numpy as np
 
-from .enums import Layout
+from ..enums import Layout
+from ..errors import FormatError
 
-__all__ = ["tile_range", "tiles_in_order", "tile_box", "as_tile", "ranks", "hilbert_values", "order_cells"]
+__all__ = ["tile_range", "tiles_in_order", "tile_position", "tile_box", "as_tile", "ranks", "hilbert_values", "order_cells"]
 
 
 def tile_range(dom_lo, extents, lo, hi):
@@ -32,6 +33,12 @@ def tiles_in_order(first, last, tile_order: Layout) -> np.ndarray:
     return np.array(list(itertools.product(*axes)), dtype=np.int64).reshape(-1, len(axes))
 
 
+def tile_position(tile, first, counts, tile_order: Layout) -> int:
+    """The position of grid tile ``tile`` among the tiles ``first..first+counts-1`` in tile order."""
+    rel = [int(t) - int(f) for t, f in zip(tile, first)]
+    return int(np.ravel_multi_index(rel, [int(c) for c in counts], order="F" if tile_order == Layout.COL_MAJOR else "C"))
+
+
 def tile_box(dom_lo, extents, tile):
     """The inclusive ``(lo, hi)`` cell coordinates of grid tile ``tile``."""
     lo = [int(d) + int(t) * int(e) for d, t, e in zip(dom_lo, tile, extents)]
@@ -41,6 +48,8 @@ def tile_box(dom_lo, extents, tile):
 def as_tile(cells: np.ndarray, extents, cell_order: Layout) -> np.ndarray:
     """A dense tile's cells (in cell order) as an N-D array indexed by coordinates (row-major axes)."""
     shape = tuple(int(e) for e in extents)
+    if cells.size != int(np.prod(shape)):
+        raise FormatError(f"a dense tile holds {cells.size} cells, not the {int(np.prod(shape))} of its extents")
     return cells.reshape(shape, order="F" if cell_order == Layout.COL_MAJOR else "C")
 
 

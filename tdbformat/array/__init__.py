@@ -1,0 +1,141 @@
+"""Reading an array's cells into numpy without TileDB (REFERENCE.md §3, §4, §11-14).
+
+:func:`open_array` finds the array's schemas, committed fragments, delete commits, array metadata and
+enumerations (:mod:`tdbformat.directory` knows where they are); :meth:`Array.read` decodes the tiles it
+needs (:mod:`.tiles`) and merges the fragments as TileDB does (:mod:`.dense`, :mod:`.sparse`).
+
+The rooms: :mod:`.fragment` (a committed fragment), :mod:`.tiles` (tile bytes to cells), :mod:`.cells`
+(numpy dtypes, var cells, fills), :mod:`.dense` and :mod:`.sparse` (the merges), :mod:`.order` (cell-order
+arithmetic), :mod:`.query` (query conditions).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .. import directory
+from ..enums import ArrayType, EncryptionType, Layout
+from ..filters.encryption import normalize_key
+from ..structs import array_schema as schema_mod
+from ..structs import enumeration as enumeration_mod
+from ..structs.names import parse_timestamped_name
+from ..storage import storage_for
+from .cells import metadata_value
+from .dense import read_dense
+from .fragment import Fragment, load_fragments
+from .sparse import read_sparse
+from .tiles import Tiles
+
+__all__ = ["open_array", "Array", "Fragment", "read_window"]
+
+_ORDERS = {"C": Layout.ROW_MAJOR, "F": Layout.COL_MAJOR, "G": Layout.GLOBAL_ORDER, "U": Layout.UNORDERED}
+#: the newest timestamp (ms) TileDB accepts; opening "at" it opens at the current time
+_MAX_TS = 2**64 - 1
+
+
+def read_window(timestamp) -> tuple[int, int]:
+    """The inclusive (start, end) in ms that ``timestamp`` (None, an end, or a (start, end) pair, either
+    part None) selects, as TileDB opens arrays for reading: an end of None or UINT64_MAX is the current
+    time (Array::set_timestamps), so cells and deletes stamped in the future stay invisible."""
+    start, end = (0, timestamp) if timestamp is None or np.isscalar(timestamp) else tuple(timestamp)
+    start = 0 if start is None else start
+    for name, value in (("start", start), ("end", end)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))
+                                  or not 0 <= value <= _MAX_TS):
+            raise ValueError(f"timestamp: the {name} must be an int in [0, 2**64-1] (ms), not {value!r}")
+    if end is None or end == _MAX_TS:
+        end = time.time_ns() // 1_000_000
+    return int(start), int(end)
+
+
+class Array:
+    """An opened array: its schemas, committed fragments, delete commits, metadata and enumerations."""
+
+    def __init__(self, path, key=None, timestamp=None):
+        self.storage, self.path = storage_for(path)
+        self.key = normalize_key(key)
+        #: the (start, end) window in ms the array is opened at (reads default to it)
+        self.window = read_window(timestamp)
+        self.schemas = directory.load_schemas(self.storage, self.path, self.key)
+        self.schema = self.schemas[-1][1]
+        self.encrypted = self.schema["_generic_tile"].encryption_type != EncryptionType.NO_ENCRYPTION
+        self.dims = schema_mod.dimensions(self.schema)
+        self.attrs = schema_mod.attributes(self.schema)
+        self.tiles = Tiles(self.storage, self.key, self.encrypted)
+        self._listing = directory.Listing.of(self.storage, self.path, self.key)
+        # fragments name the schema they were written with (v10+)
+        self._committed = load_fragments(self.storage, self._listing, dict(self.schemas), self.key)
+
+    @property
+    def fragments(self) -> list[Fragment]:
+        """The fragments a read at the opening window sees, in timestamp order."""
+        return self.live_fragments(self.window)
+
+    @property
+    def deletes(self) -> list:
+        """The delete commits a read at the opening window applies, oldest first."""
+        return self._listing.live_deletes(self.window)
+
+    def live_fragments(self, window) -> list[Fragment]:
+        """The committed fragments a read of ``window`` sees (:meth:`directory.Listing.live`)."""
+        live = self._listing.live(window, sparse=self.schema.array_type != ArrayType.DENSE)
+        return [f for f in self._committed if f.name in live]
+
+    def schema_at(self, timestamp: int):
+        """The schema TileDB opens the array with at ``timestamp`` (ms): the last of :attr:`schemas` (legacy
+        file aside) whose timestamp is at most ``timestamp``, else the first (select_latest_array_schema_uri)."""
+        older = [s for name, s in self.schemas
+                 if name != directory.LEGACY_SCHEMA and parse_timestamped_name(name).t2 <= timestamp]
+        return older[-1] if older else self.schemas[0][1]
+
+    def read(self, attrs=None, timestamp=None, order=None, ranges=None, threads=None) -> dict:
+        """The array's cells as ``{name: numpy array}`` (TileDB-Py conventions).
+
+        ``attrs``: attribute names (default all). ``timestamp``: read as of this time (ms), or a
+        ``(start, end)`` range (default: the window the array was opened at). ``order``: "C" row-major,
+        "F" column-major, "G" global order, "U" unordered (dense reads default to "C" N-D arrays, sparse
+        ones to "C"). ``ranges``: ``{dim: (lo, hi)}`` inclusive subarray. ``threads``: tile-decoding
+        threads (default: one per core).
+
+        The attributes are those of the schema in force at the end of the timestamp range (TileDB opens
+        an array with it); fragments written with another schema lack some (read as fill values).
+        """
+        window = self.window if timestamp is None else read_window(timestamp)
+        schema = self.schema_at(window[1])
+        wanted = [a for a in schema_mod.attributes(schema) if attrs is None or a.name in attrs]
+        if attrs is not None and len(wanted) != len(attrs):
+            raise KeyError(f"no attribute(s) {sorted(set(attrs) - {a.name for a in wanted})}")
+        layout = _ORDERS[order or "C"]
+        frags = self.live_fragments(window)
+        # one thread per core: more only contend for the GIL between the codecs' GIL-free stretches
+        with ThreadPoolExecutor(threads or os.cpu_count()) as pool:
+            if self.schema.array_type == ArrayType.DENSE:
+                return read_dense(self, schema, frags, wanted, ranges or {}, layout, pool)
+            return read_sparse(self, schema, frags, wanted, ranges or {}, layout, window,
+                               self._listing.live_deletes(window), pool)
+
+    @property
+    def metadata(self) -> dict:
+        """Array metadata folded over its files: ``{key: value}`` (numpy values; str for strings)."""
+        entries = directory.read_metadata(self.path, self.key, self.window, self.storage)
+        return {k: metadata_value(e) for k, e in entries.items()}
+
+    @property
+    def enumerations(self) -> dict:
+        """``{enumeration name: list of values}``; an enumerated attribute's cells are codes into these."""
+        out = {}
+        for r in self.schema.get("enumerations") or []:
+            p = directory.enumeration_path(self.storage, self.path, r.filename)
+            out[r.name] = enumeration_mod.enumeration_values(enumeration_mod.Enumeration.parse(
+                self.storage.read(p, what="enumeration file"), key=self.key, filename=str(p)))
+        return out
+
+
+def open_array(path, key=None, timestamp=None) -> Array:
+    """Open the array at ``path`` (``key``: AES-256-GCM key of an encrypted array; ``timestamp``: the end,
+    or (start, end), in ms, of what reads see by default, as ``tiledb.open``: the current time if None)."""
+    return Array(path, key=key, timestamp=timestamp)

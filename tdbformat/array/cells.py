@@ -1,0 +1,112 @@
+"""Cells as numpy: the dtype of a field's values, var-sized cells from offsets and bytes, validity masks,
+fill values and the empty columns TileDB-Py gives (REFERENCE.md §4, §8)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..enums import Datatype
+from ..errors import FormatError
+from ..structs import array_schema as schema_mod
+
+__all__ = ["cell_dtype", "result_dtype", "empty_column", "split_var", "filled", "masked", "metadata_value",
+           "like", "U64"]
+
+U64 = np.dtype("<u8")
+_STRINGS = {Datatype.STRING_ASCII, Datatype.STRING_UTF8, Datatype.CHAR, Datatype.BLOB}
+
+
+def cell_dtype(info) -> np.dtype:
+    """The numpy dtype of one cell of a fixed-size field (a record of ``cell_val_num`` values if several)."""
+    base = info.datatype.numpy_dtype
+    if info.cell_val_num == 1:
+        return base
+    if base.kind == "S":
+        return np.dtype(f"S{info.cell_val_num}")
+    return np.dtype(",".join([base.str] * info.cell_val_num))
+
+
+def result_dtype(info) -> np.dtype:
+    return np.dtype(object) if info.var else cell_dtype(info)
+
+
+def empty_column(info, column: np.ndarray) -> np.ndarray:
+    """An empty result column as TileDB-Py gives it: var strings as "S1" (UTF-8: "U1") rather than objects."""
+    if len(column) or not info.var or info.datatype not in _STRINGS:
+        return column
+    return np.empty(0, "U1" if info.datatype == Datatype.STRING_UTF8 else "S1")
+
+
+def split_var(data: bytes, offsets: np.ndarray, info) -> np.ndarray:
+    """A var tile's cells as an object array: str for UTF-8, bytes for other strings, arrays otherwise.
+    The offsets must start at 0, never decrease and stay within ``data``."""
+    n = len(offsets)
+    if n and (offsets[0] != 0 or np.any(offsets[1:] < offsets[:-1]) or offsets[-1] > len(data)):
+        raise FormatError(f"var offsets do not rise from 0 to at most the {len(data)} bytes of the var tile")
+    ends = np.append(offsets[1:], np.uint64(len(data))).tolist()
+    cells = [data[a:b] for a, b in zip(offsets.tolist(), ends)]
+    out = np.empty(len(cells), object)
+    if info.datatype == Datatype.STRING_UTF8:
+        out[:] = [c.decode("utf-8", "surrogateescape") for c in cells]
+    elif info.datatype == Datatype.STRING_ASCII:  # TileDB-Py reads ASCII through numpy "S": no trailing NULs
+        out[:] = [c.rstrip(b"\0") for c in cells]
+    elif info.datatype in (Datatype.CHAR, Datatype.BLOB, Datatype.ANY):
+        out[:] = cells
+    else:
+        size = info.datatype.size
+        if any(len(c) % size for c in cells):
+            raise FormatError(f"a var cell is not whole {info.datatype.name} values")
+        out[:] = [np.frombuffer(c, info.datatype.numpy_dtype) for c in cells]
+    return out
+
+
+def filled(info, attribute, shape, empty: bool = False) -> np.ndarray:
+    """A dense result array of ``shape`` holding ``attribute``'s fill value (uninitialised if ``empty``)."""
+    fill = schema_mod.fill_value(attribute)
+    if info.var:
+        data = bytes(fill) if fill is not None else _default_fill(info).tobytes()
+        if info.datatype.is_string and data == b"\0":  # the default string fill, which TileDB-Py shows as ""
+            data = b""
+        out = np.empty(shape, object)
+        out[...] = split_var(data, np.zeros(1, U64), info)[0]
+        return out
+    dtype = cell_dtype(info)
+    if empty:
+        return np.empty(shape, dtype)
+    value = np.frombuffer(fill.tobytes(), dtype)[0] if fill is not None else _default_fill(info)
+    return np.full(shape, value, dtype)
+
+
+def _default_fill(info):
+    """TileDB's default fill value of a datatype (before v6 schemas stored one): min of signed integers,
+    max of unsigned ones, NaN for floats, 0x80 for characters."""
+    dt = info.datatype.numpy_dtype
+    if dt.kind == "f":
+        return np.array(np.nan, dt)
+    if dt.kind == "i" or dt.kind in "Mm":
+        return np.array(np.iinfo(np.int64 if dt.kind in "Mm" else dt).min).astype(dt)
+    if dt.kind == "u":
+        return np.array(np.iinfo(dt).max, dt)
+    return np.frombuffer(b"\x80" * dt.itemsize, dt)[0]
+
+
+def masked(values: np.ndarray, valid):
+    return values if valid is None else np.ma.masked_array(values, mask=~valid)
+
+
+def like(value, column: np.ndarray):
+    """A range bound as the kind of value ``column`` holds (bytes bounds for byte-string dimensions)."""
+    if column.dtype == object and isinstance(value, str) and column.size and isinstance(column[0], bytes):
+        return value.encode()
+    return value
+
+
+def metadata_value(entry):
+    """Text as str, blobs as bytes, one number as a scalar, several as a numpy array."""
+    datatype = Datatype(entry.datatype)
+    raw = np.asarray(entry.value)
+    if datatype.is_string or datatype == Datatype.CHAR:
+        return raw.tobytes().decode("utf-8", "surrogateescape")
+    if datatype in (Datatype.BLOB, Datatype.ANY):
+        return raw.tobytes()
+    return raw[0] if raw.size == 1 else raw

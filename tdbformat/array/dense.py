@@ -1,0 +1,140 @@
+"""Dense reads: the result starts as fill values; fragments apply in timestamp order, later ones overwriting
+earlier ones, each only inside its non-empty domain; sparse fragments that old TileDB wrote into dense
+arrays go on top, as TileDB's legacy reader merges them (DISCREPANCIES.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..enums import Layout
+from ..errors import FormatError
+from . import order
+from .cells import filled, masked
+from .sparse import sparse_tiles
+
+__all__ = ["read_dense", "read_box"]
+
+
+def read_box(arr, schema, ranges) -> tuple[list, list]:
+    """Per dimension, the inclusive bounds read: ``ranges``, else the current domain (v22+) if the schema
+    sets one, else the domain."""
+    current = schema.get("current_domain")
+    bounds = ([(r.start, r.end) for r in current.ndrectangle] if current is not None and not current.empty
+              else [dim.domain for dim in schema.domain.dimensions])
+    lo, hi = [], []
+    for d, r in zip(arr.dims, bounds):
+        r = ranges.get(d.name, r)
+        lo.append(r[0])
+        hi.append(r[1])
+    return lo, hi
+
+
+def _covers(ned, lo, hi) -> bool:
+    """Whether the non-empty domain ``ned`` ((lo, hi) per dimension) contains the box ``lo..hi``."""
+    return all(int(n[0]) <= int(a) and int(b) <= int(n[1]) for n, a, b in zip(ned, lo, hi))
+
+
+def _attribute(schema, name: str):
+    return next(a for a in schema.attributes if a.name == name)
+
+
+class _Result:
+    """The result arrays of a dense read, and how cells are put into them."""
+
+    def __init__(self, schema, wanted, shape, covered):
+        attribute = {a.name: _attribute(schema, a.name) for a in wanted}
+        self.out = {a.name: filled(a, attribute[a.name], shape, empty=covered) for a in wanted}
+        self.fills = {a.name: filled(a, attribute[a.name], ()) for a in wanted}
+        self.fill_valid = {a.name: bool(attribute[a.name].get("fill_value_validity")) for a in wanted if a.nullable}
+        self.valid = {name: np.full(shape, v) for name, v in self.fill_valid.items()}
+
+    def put(self, a, at, values, validity):
+        self.out[a.name][at] = values
+        if a.nullable:
+            self.valid[a.name][at] = validity
+
+    def put_fill(self, a, at):
+        self.put(a, at, self.fills[a.name], self.fill_valid.get(a.name))
+
+
+def _tile_jobs(arr, frag, lo, hi):
+    """(tile position in the fragment, source slice in the tile, destination slice in the result) of each
+    tile of a dense fragment that meets the box ``lo..hi``. Only the tiles inside the box are enumerated:
+    the fragment's tile count comes from its whole non-empty domain, which must lie in the array's domain."""
+    dom = arr.schema.domain.dimensions
+    dom_lo, extents = [d.domain[0] for d in dom], [d.tile_extent for d in dom]
+    ned = frag.non_empty_domain
+    for d, (a, b) in zip(dom, ned):
+        if not int(d.domain[0]) <= int(a) <= int(b) <= int(d.domain[1]):
+            raise FormatError(f"fragment {frag.name}: non-empty domain [{a}, {b}] of dimension {d.name} is not "
+                              f"inside its domain [{d.domain[0]}, {d.domain[1]}]", file=str(frag.path))
+    first, last = order.tile_range(dom_lo, extents, [r[0] for r in ned], [r[1] for r in ned])
+    b_lo = [max(int(n[0]), int(q)) for n, q in zip(ned, lo)]
+    b_hi = [min(int(n[1]), int(q)) for n, q in zip(ned, hi)]
+    if any(a > b for a, b in zip(b_lo, b_hi)):
+        return
+    t_first, t_last = order.tile_range(dom_lo, extents, b_lo, b_hi)
+    counts = [b - a + 1 for a, b in zip(first, last)]
+    for tile in order.tiles_in_order(t_first, t_last, arr.schema.tile_order):
+        k = order.tile_position(tile, first, counts, arr.schema.tile_order)
+        t_lo, t_hi = order.tile_box(dom_lo, extents, tile)
+        c_lo = [max(a, b) for a, b in zip(t_lo, b_lo)]
+        c_hi = [min(a, b) for a, b in zip(t_hi, b_hi)]
+        src = tuple(slice(a - t, b - t + 1) for a, b, t in zip(c_lo, c_hi, t_lo))
+        dst = tuple(slice(a - int(q), b - int(q) + 1) for a, b, q in zip(c_lo, c_hi, lo))
+        yield k, src, dst
+
+
+def read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
+    dom = arr.schema.domain.dimensions
+    extents = [d.tile_extent for d in dom]
+    cell_num, cell_order = int(np.prod(extents)), arr.schema.cell_order
+    lo, hi = read_box(arr, schema, ranges)
+    shape = tuple(int(b) - int(a) + 1 for a, b in zip(lo, hi))
+    # a dense fragment holds every cell of its non-empty domain: one that covers the result leaves no fill
+    result = _Result(schema, wanted, shape, any(f.dense and _covers(f.non_empty_domain, lo, hi) for f in frags))
+
+    def place(frag, a, k, src, dst):
+        idx = frag.index(a.name)
+        if idx is None:  # an attribute added after the fragment was written: its cells read as fill
+            return result.put_fill(a, dst)
+        if k >= frag.tile_num():
+            raise FormatError(f"fragment {frag.name}: tile {k} is past the {frag.tile_num()} tiles of its "
+                              "non-empty domain", file=str(frag.path))
+        values, validity = arr.tiles.cells(frag, idx, k, cell_num)
+        result.put(a, dst, order.as_tile(values, extents, cell_order)[src],
+                   order.as_tile(validity, extents, cell_order)[src] if a.nullable else None)
+
+    for frag in frags:  # in timestamp order: later fragments overwrite earlier ones
+        if frag.dense:
+            jobs = [(frag, a, k, src, dst) for k, src, dst in _tile_jobs(arr, frag, lo, hi) for a in wanted]
+            # each tile is decoded and placed in a worker; tiles of one fragment never overlap
+            list(pool.map(lambda job: place(*job), jobs))
+    _place_sparse(arr, frags, wanted, lo, hi, result, pool)
+    out = result.out
+    if layout == Layout.COL_MAJOR:
+        out = {k: np.asfortranarray(v) for k, v in out.items()}
+    return {k: masked(v, result.valid.get(k)) for k, v in out.items()}
+
+
+def _place_sparse(arr, frags, wanted, lo, hi, result, pool):
+    """Sparse fragments (unordered writes of old TileDB) go on top of every dense one, later over earlier,
+    except tiles whose MBR a later dense fragment covers (legacy Reader; DISCREPANCIES.md)."""
+    box = {d.name: (a, b) for d, a, b in zip(arr.dims, lo, hi)}
+    for i, frag in enumerate(frags):
+        if frag.dense:
+            continue
+        later = [f.non_empty_domain for f in frags[i + 1:] if f.dense]
+        mbrs = frag.mbrs(arr.dims)
+        tiles = [k for k in sparse_tiles(arr, frag, box)
+                 if not any(_covers(ned, [m[0][k] for m in mbrs], [m[1][k] for m in mbrs]) for ned in later)]
+        coords = arr.tiles.coords(frag, arr.dims, tiles, pool)
+        keep = np.logical_and.reduce([(c >= a) & (c <= b) for c, a, b in zip(coords, lo, hi)])
+        at = tuple((c[keep] - a).astype(np.int64) for c, a in zip(coords, lo))
+        for a in wanted:
+            idx = frag.index(a.name)
+            if idx is None:
+                result.put_fill(a, at)
+            else:
+                values, validity = arr.tiles.field(frag, idx, tiles, pool)
+                result.put(a, at, values[keep], validity[keep] if a.nullable else None)

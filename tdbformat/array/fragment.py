@@ -1,0 +1,133 @@
+"""A committed fragment: its name, timestamps and metadata (footer at once, sections on first use), where its
+tiles are, and the bounding rectangles of its sparse tiles (REFERENCE.md §11-§13)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import FormatError
+from ..structs import consolidated as consolidated_mod
+from ..structs import fragment as fragment_mod
+from ..structs.names import parse_timestamped_name
+
+__all__ = ["Fragment", "load_fragments"]
+
+_KINDS = {"": ("tile_offsets", "file_sizes", 0), "_var": ("tile_var_offsets", "file_var_sizes", 1),
+          "_validity": ("tile_validity_offsets", "file_validity_sizes", 2)}
+
+
+@dataclass
+class Fragment:
+    """One committed fragment."""
+
+    name: str
+    path: object
+    version: int
+    timestamp_range: tuple[int, int]
+    #: (lo, hi) per dimension
+    non_empty_domain: list
+    cell_num: int
+    #: the parsed fragment metadata (``structs.fragment.FragmentMetadata``)
+    metadata: object = field(repr=False)
+
+    @property
+    def dense(self) -> bool:
+        return bool(self.metadata.dense)
+
+    @property
+    def has_timestamps(self) -> bool:
+        """Cells carry their own timestamps (consolidated with timestamps, v14+)."""
+        return bool(self.metadata.footer is not None and self.metadata.footer.get("has_timestamps"))
+
+    @property
+    def has_delete_meta(self) -> bool:
+        """Cells carry delete timestamps and condition indexes (consolidated across deletes, v15+)."""
+        return bool(self.metadata.footer is not None and self.metadata.footer.get("has_delete_meta"))
+
+    @property
+    def processed_conditions(self) -> list:
+        """Delete commits already applied to this fragment's cells (v16+)."""
+        return (self.metadata.footer is not None and self.metadata.processed_conditions) or []
+
+    @property
+    def schema(self):
+        """The array schema this fragment was written with (arrays evolve: it may not be the latest)."""
+        return self.metadata.schema
+
+    def index(self, name: str) -> int | None:
+        """Index-space position (REFERENCE.md §11) of the field called ``name`` in this fragment's schema;
+        None if the fragment has no such field (an attribute added after it was written)."""
+        for i, f in enumerate(self.metadata.index_fields):
+            if f.name == name:
+                return i
+        return None
+
+    def tile_num(self) -> int:
+        """Data tiles per field, as the metadata counts them."""
+        return int(self.metadata.tile_num)
+
+    def tile_span(self, kind: str, idx: int, k: int) -> tuple[str, int, int]:
+        """(data file name, start, end) of tile ``k`` of index-space field ``idx``'s ``kind`` file ("", "_var",
+        "_validity"); the end of the last tile is the file size the footer records."""
+        meta = self.metadata
+        name, sizes, which = _KINDS[kind]
+        per_field = meta.legacy[name] if meta.legacy is not None else getattr(meta, name)
+        if per_field is None or idx >= len(per_field):
+            raise FormatError(f"the fragment metadata has no {name} for field {idx}")
+        offsets = per_field[idx].data if meta.legacy is not None else per_field[idx]
+        if not 0 <= k < len(offsets):
+            raise FormatError(f"tile {k} of field {idx} is past the {len(offsets)} tiles its {name} list")
+        end = offsets[k + 1] if k + 1 < len(offsets) else getattr(meta, sizes)[idx]
+        return fragment_mod.data_files(meta, idx)[which], int(offsets[k]), int(end)
+
+    def mbrs(self, dims) -> list[tuple]:
+        """Per dimension, the (lows, highs) of every sparse tile's minimum bounding rectangle."""
+        meta = self.metadata
+        if meta.legacy is not None:
+            leaves = meta.legacy.mbrs
+        elif not meta.rtree.levels:
+            if meta.footer.sparse_tile_num:
+                raise FormatError(f"the R-tree has no levels but the footer counts {meta.footer.sparse_tile_num} "
+                                  "sparse tiles")
+            leaves = []
+        else:
+            leaves = meta.rtree.levels[-1].mbrs
+        if isinstance(leaves, np.ndarray):
+            return [(leaves[d.name][:, 0], leaves[d.name][:, 1]) for d in dims]
+        out = []
+        for j in range(len(dims)):
+            rs = [m[j] for m in leaves]
+            lo, hi = np.empty(len(rs), object), np.empty(len(rs), object)
+            lo[:] = [r.start if isinstance(r, dict) else r[0] for r in rs]
+            hi[:] = [r.end if isinstance(r, dict) else r[1] for r in rs]
+            out.append((lo, hi))
+        return out
+
+
+def load_fragments(storage, listing, schemas: dict, key=None) -> list[Fragment]:
+    """Every committed fragment of ``listing``, in timestamp order, its metadata parsed with the schemas
+    (``{file name: schema}``); a consolidated ``.meta`` footer stands in for the file's own."""
+    footers = {}
+    for p in listing.consolidated_metadata:  # oldest first, so the newest wins
+        parsed = consolidated_mod.ConsolidatedFragmentMetadata.parse(
+            storage.read(p, what="consolidated fragment metadata"), schema=schemas, key=key, filename=str(p))
+        footers.update({f.name.rstrip("/").rsplit("/", 1)[-1]: footer
+                        for f, footer in zip(parsed.fragments, parsed.footers)})
+    frags = [_fragment(storage, entry, schemas, key, footers.get(entry.name)) for entry in listing.fragments]
+    frags.sort(key=lambda f: (f.timestamp_range, f.name))
+    return frags
+
+
+def _fragment(storage, entry, schemas, key, footer) -> Fragment:
+    data = storage.read(entry.metadata_file, what="fragment metadata file")
+    if footer is not None:
+        meta = fragment_mod.FragmentMetadata(
+            footer, schema=fragment_mod.pick_schema(schemas, footer.get("array_schema_name")), key=key, data=data)
+    else:
+        meta = fragment_mod.FragmentMetadata.parse(data, schema=schemas, key=key, name=entry.name,
+                                                   filename=str(entry.metadata_file))
+    ned = [(r.start, r.end) if isinstance(r, dict) else tuple(np.asarray(r).tolist()) for r in meta.non_empty_domain]
+    ts = parse_timestamped_name(entry.name)
+    return Fragment(entry.name, entry.folder, meta.version, (ts.t1, ts.t2), ned, int(meta.cell_num), meta)

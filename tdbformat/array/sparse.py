@@ -1,0 +1,138 @@
+"""Sparse reads: the cells of every fragment in the read's window, minus deleted ones, minus older duplicates
+unless the schema allows duplicates, sorted row-major (or column-major, global order, or left unordered)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..enums import Layout
+from ..structs import array_schema as schema_mod
+from . import order
+from .cells import empty_column, filled, like, masked, result_dtype
+from .query import evaluate
+
+__all__ = ["read_sparse", "sparse_tiles"]
+
+
+def sparse_tiles(arr, frag, ranges) -> list[int]:
+    """Tiles of a sparse fragment whose MBR meets ``ranges`` (all tiles without ranges)."""
+    boxes = frag.mbrs(arr.dims)
+    keep = np.ones(len(boxes[0][0]) if boxes else 0, bool)
+    for d, (lows, highs) in zip(arr.dims, boxes):
+        if d.name in ranges:
+            lo, hi = (like(r, lows) for r in ranges[d.name])
+            keep &= (lows <= hi) & (highs >= lo)
+    return [int(k) for k in np.flatnonzero(keep)]
+
+
+def _leaves(node):
+    if node.expression is not None:
+        for child in node.expression.children:
+            yield from _leaves(child)
+    else:
+        yield node
+
+
+def _attribute(schema, name: str):
+    return next(a for a in schema.attributes if a.name == name)
+
+
+def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
+    """One fragment's cells: ``(columns, validity, timestamps, alive, keep)``; ``keep`` marks the cells in
+    the ranges and the window, ``alive`` those no delete removed."""
+    names = [d.name for d in arr.dims]
+    tiles = sparse_tiles(arr, frag, ranges)
+    cols, validity = dict(zip(names, arr.tiles.coords(frag, arr.dims, tiles, pool))), {}
+    n = len(cols[names[0]])
+    for f in fields:  # dimensions first: an attribute the fragment lacks takes n fill values
+        if f.name in cols:
+            continue
+        idx = frag.index(f.name)
+        if idx is None:
+            attribute = _attribute(schema, f.name)
+            cols[f.name] = np.repeat(filled(f, attribute, (1,)), n)
+            v = np.full(n, bool(attribute.get("fill_value_validity")))
+        else:
+            cols[f.name], v = arr.tiles.field(frag, idx, tiles, pool)
+        if f.nullable:
+            validity[f.name] = v
+    keep = np.ones(n, bool)
+    for d in arr.dims:
+        if d.name in ranges:
+            col, r = cols[d.name], ranges[d.name]
+            keep &= (col >= like(r[0], col)) & (col <= like(r[1], col))
+    t = (arr.tiles.field(frag, frag.index("__timestamps"), tiles, pool)[0].astype(np.int64)
+         if frag.has_timestamps else np.full(n, frag.timestamp_range[1], np.int64))
+    keep &= (t >= window[0]) & (t <= window[1])
+    # deletes apply after deduplication: a deleted newer cell still hides older ones
+    alive = np.ones(n, bool)
+    if frag.has_delete_meta:  # consolidation kept deleted cells, stamped with their delete time
+        # (UINT64_MAX: never deleted; the window ends before it, read_window)
+        alive &= arr.tiles.field(frag, frag.index("__delete_timestamps"), tiles, pool)[0] > np.uint64(window[1])
+    for d in deletes:  # SparseIndexReaderBase::apply_query_condition
+        if d.timestamp < frag.timestamp_range[0] or d.marker in frag.processed_conditions:
+            continue
+        kept = evaluate(d.condition, cols, validity, n)  # the stored condition is negated
+        # with cell timestamps, only cells written at or before the delete are hit
+        alive &= kept | (t > d.timestamp) if frag.has_timestamps else kept
+    return cols, validity, t, alive, keep
+
+
+def _newest(keys, stamp, frag_of) -> np.ndarray:
+    """Which cells are the newest (timestamp, then fragment) of their coordinates."""
+    perm = np.lexsort([-frag_of, -stamp] + keys[::-1])
+    first = np.ones(len(perm), bool)
+    first[1:] = np.any([k[perm][1:] != k[perm][:-1] for k in keys], axis=0)
+    newest = np.zeros(len(perm), bool)
+    newest[perm[first]] = True
+    return newest
+
+
+def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, pool) -> dict:
+    names = [d.name for d in arr.dims]
+    need = {c.comparison.field_name for d in deletes for c in _leaves(d.condition)}
+    fields = arr.dims + [a for a in schema_mod.attributes(schema) if a in wanted or a.name in need]
+    columns = {f.name: [] for f in fields}
+    validity = {f.name: [] for f in fields if f.nullable}
+    stamps, alives, order_in = [], [], []
+    for fi, frag in enumerate(frags):
+        cols, valid, t, alive, keep = _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool)
+        for k, v in cols.items():
+            columns[k].append(v[keep])
+        for k in validity:
+            validity[k].append(valid[k][keep])
+        stamps.append(t[keep])
+        alives.append(alive[keep])
+        order_in.append(np.full(int(keep.sum()), fi))
+    sel = np.concatenate(alives) if alives else np.empty(0, bool)
+    if not arr.schema.allows_dups and len(sel):
+        # coordinates are the same cell only if their bytes are: TileDB keeps -0.0 and 0.0 apart
+        keys = [c.view(f"u{c.itemsize}") if c.dtype.kind == "f" else order.ranks(c)
+                for c in (np.concatenate(columns[x]) for x in names)]
+        sel &= _newest(keys, np.concatenate(stamps), np.concatenate(order_in))
+    cat = {k: np.concatenate(v)[sel] if v else np.empty(0, result_dtype(f))
+           for f, (k, v) in zip(fields, columns.items())}
+    valid = {k: np.concatenate(v)[sel] if v else np.empty(0, bool) for k, v in validity.items()}
+    coords = [cat[x] for x in names]
+    if layout != Layout.UNORDERED:
+        # TileDB's global-order merge gives equal coordinates newest fragment first
+        first = (np.argsort(-np.concatenate(order_in)[sel], kind="stable") if layout == Layout.GLOBAL_ORDER
+                 and order_in else np.arange(len(coords[0])))
+        perm = first[_sort(arr, [c[first] for c in coords], layout)]
+        cat = {k: v[perm] for k, v in cat.items()}
+        valid = {k: v[perm] for k, v in valid.items()}
+    if not len(coords[0]):
+        cat = {f.name: empty_column(f, cat[f.name]) for f in fields}
+    out = {x: cat[x] for x in names}
+    out.update({a.name: masked(cat[a.name], valid.get(a.name)) for a in wanted})
+    return out
+
+
+def _sort(arr, coords, layout):
+    dom = arr.schema.domain.dimensions
+    hilbert = (order.hilbert_values(coords, [d.domain or None for d in dom])
+               if layout == Layout.GLOBAL_ORDER and arr.schema.cell_order == Layout.HILBERT else None)
+    return order.order_cells(
+        coords, layout, dom_lo=[d.domain[0] if d.domain else None for d in dom],
+        extents=[d.tile_extent for d in dom],
+        tile_order=arr.schema.tile_order, cell_order=arr.schema.cell_order, hilbert=hilbert)

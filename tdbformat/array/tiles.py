@@ -1,0 +1,110 @@
+"""Tile ``k`` of field ``i`` of a fragment: its bytes read through the storage, unfiltered, and turned into
+cells (REFERENCE.md §4, §11). The one path from a data tile on disk to numpy values."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..enums import Datatype
+from ..errors import FormatError, located
+from ..filters.coords import coords_zipped, unzip_coords
+from ..structs.tile import decode_tile, read_tile
+from ..versions import FEATURES
+from .cells import U64, cell_dtype, result_dtype, split_var
+
+__all__ = ["Tiles"]
+
+
+class Tiles:
+    """Reads and decodes the data tiles of an array's fragments."""
+
+    def __init__(self, storage, key=None, encrypted=False):
+        self.storage, self.key, self.encrypted = storage, key, encrypted
+
+    def raw(self, frag, idx: int, kind: str, k: int, strings: bool = False, out=None):
+        """Tile ``k`` of index-space field ``idx``'s ``kind`` file ("", "_var", "_validity"), unfiltered:
+        bytes (into ``out`` if given), or with ``strings`` (var strings that carry their own offsets, §4.2)
+        (data, offsets)."""
+        info = frag.metadata.index_fields[idx]
+        name, start, end = frag.tile_span(kind, idx, k)
+        path = self.storage.join(frag.path, name)
+        if kind == "_validity":
+            pipeline, datatype, cell_size = frag.schema.cell_validity_filters, Datatype.UINT8, 1
+        elif info.var and kind == "":
+            pipeline, datatype, cell_size = frag.schema.cell_var_offsets_filters, Datatype.UINT64, 8
+        else:
+            pipeline, datatype = info.filters, info.datatype
+            cell_size = datatype.size * (1 if info.var else info.cell_val_num)
+        try:
+            if end < start:
+                raise FormatError(f"the tile ends at {end}, before it starts")
+            tile = read_tile(self.storage.read(path, start, end, what="data file"), start)
+            data, offsets = decode_tile(tile, pipeline, datatype=datatype, version=frag.version, cell_size=cell_size,
+                                        key=self.key, encrypted=self.encrypted, var=strings, out=out)
+        except FormatError as e:
+            raise located(e, where=f"fragment {frag.name}, field {info.name}{kind}, tile {k} at byte offset "
+                                   f"{start} of {self.storage.name(path)}", base=start if e.file is None else None,
+                          file=str(path), version=frag.version) from None
+        return (data, offsets) if strings else data
+
+    def cells(self, frag, idx: int, k: int, cell_num: int | None = None):
+        """(values, validity or None) of tile ``k`` of index-space field ``idx``; a fixed-size tile of a
+        known ``cell_num`` cells is decoded straight into its result array."""
+        info = frag.metadata.index_fields[idx]
+        if info.var:
+            data, offsets = self.raw(frag, idx, "_var", k, strings=True)
+            if offsets is None:
+                offsets = self._array(frag, idx, "", k, U64)
+            values = self._located(frag, idx, k, lambda: split_var(bytes(data), np.asarray(offsets, U64), info))
+        elif cell_num is not None:
+            values = np.empty(cell_num, cell_dtype(info))
+            self.raw(frag, idx, "", k, out=values)  # unfilter refuses a tile of another size
+        else:
+            values = self._array(frag, idx, "", k, cell_dtype(info))
+        valid = self._array(frag, idx, "_validity", k, np.uint8) != 0 if info.nullable else None
+        if valid is not None and len(valid) != len(values):
+            raise self._fail(frag, idx, k, f"{len(valid)} validity values for {len(values)} cells")
+        return values, valid
+
+    def field(self, frag, idx: int, tiles, pool) -> tuple[np.ndarray, np.ndarray | None]:
+        """Values (and validity) of index-space field ``idx`` over ``tiles`` of ``frag``, in tile order."""
+        info = frag.metadata.index_fields[idx]
+        parts = list(pool.map(lambda k: self.cells(frag, idx, k), tiles))
+        if not parts:
+            return np.empty(0, result_dtype(info)), (np.empty(0, bool) if info.nullable else None)
+        values = np.concatenate([p[0] for p in parts])
+        valid = np.concatenate([p[1] for p in parts]) if info.nullable else None
+        return values, valid
+
+    def coords(self, frag, dims, tiles, pool) -> list[np.ndarray]:
+        """The coordinates of sparse tiles, one array per dimension: each dimension's own file (v5+), or
+        the shared ``__coords`` file of v1-4, zipped in v1 unless compressed (REFERENCE.md §4.3)."""
+        if FEATURES["coordinates_per_dimension"](frag.version):
+            return [self.field(frag, frag.index(d.name), tiles, pool)[0] for d in dims]
+        idx = frag.index("__coords")
+        zipped = coords_zipped(frag.version, frag.schema.coords_filters)
+        dtype = dims[0].datatype.numpy_dtype
+
+        def one(k):
+            return self._located(frag, idx, k, lambda: unzip_coords(self.raw(frag, idx, "", k), dtype, len(dims),
+                                                                      zipped))
+        parts = list(pool.map(one, tiles))
+        return [np.concatenate([p[j] for p in parts]) if parts else np.empty(0, dtype) for j in range(len(dims))]
+
+    def _array(self, frag, idx, kind, k, dtype) -> np.ndarray:
+        data = self.raw(frag, idx, kind, k)
+        if len(data) % np.dtype(dtype).itemsize:
+            raise self._fail(frag, idx, k, f"the {kind or 'fixed'} tile holds {len(data)} bytes, not whole "
+                                           f"{np.dtype(dtype).itemsize}-byte cells")
+        return np.frombuffer(data, dtype)
+
+    def _located(self, frag, idx, k, call):
+        try:
+            return call()
+        except FormatError as e:
+            raise self._fail(frag, idx, k, e.reason) from None
+
+    def _fail(self, frag, idx, k, reason) -> FormatError:
+        info = frag.metadata.index_fields[idx]
+        return FormatError(f"fragment {frag.name}, field {info.name}, tile {k}: {reason}",
+                           file=str(frag.path), version=frag.version)
