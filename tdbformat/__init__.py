@@ -10,7 +10,10 @@ from .structs.array_schema import (
     VAR_NUM, ArraySchema, FieldInfo, attributes, check_not_pre_v1, dimensions, fill_value, schema_version,
 )
 from .structs.enumeration import Enumeration, enumeration_values
+from .structs.consolidated import ConsolidatedFragmentMetadata
 from .structs.filter_pipeline import Filter, FilterPipeline
+from .structs.footer import Footer
+from .structs.fragment import FragmentMetadata
 from .structs.generic_tile import GenericTile, GenericTileHeader
 from .directory import group_members, read_metadata
 from .structs.group import GroupDetails
@@ -25,6 +28,7 @@ __all__ = [
     "check_not_pre_v1",
     "Enumeration", "enumeration_values",
     "FilteredTile", "filter_tile", "unfilter",
+    "FragmentMetadata", "ConsolidatedFragmentMetadata", "Footer",
     "Filter", "FilterPipeline", "GenericTile", "GenericTileHeader", "DataFile", "Tile", "TileChunk",
     "GroupDetails", "group_members", "ArrayMetadata", "fold_metadata", "read_metadata",
     "KNOWN_VERSIONS", "LATEST", "spec",

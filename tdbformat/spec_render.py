@@ -16,6 +16,7 @@ from .errors import FormatError
 from .fields import Section
 from .render import _scalar
 from .spec import KNOWN_VERSIONS, aligned, diff, feature_changes, features, fields, structure, structures
+from .storage import LocalStorage
 
 __all__ = ["spec_markdown", "spec_json", "side_by_side", "render_diff", "changes_markdown",
            "write_spec_versions", "diff_values", "render_file_diff"]
@@ -222,19 +223,14 @@ def _arrived_or_left(s, a: int, b: int) -> str:
 
 def write_spec_versions(folder) -> list[Path]:
     """Write v01.md ... v23.md and CHANGES.md into ``folder``; create DISCREPANCIES.md only if missing."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for v in KNOWN_VERSIONS:
-        written.append(folder / f"v{v:02d}.md")
-        written[-1].write_text(spec_markdown(v))
-    written.append(folder / "CHANGES.md")
-    written[-1].write_text(changes_markdown())
-    discrepancies = folder / "DISCREPANCIES.md"
-    if not discrepancies.exists():  # others append their sections: never rewrite it
-        discrepancies.write_text(_DISCREPANCIES_HEADER)
-        written.append(discrepancies)
-    return written
+    storage, folder = LocalStorage(), Path(folder)
+    pages = {f"v{v:02d}.md": spec_markdown(v) for v in KNOWN_VERSIONS}
+    pages["CHANGES.md"] = changes_markdown()
+    if not storage.is_file(folder / "DISCREPANCIES.md"):  # others append their sections: never rewrite it
+        pages["DISCREPANCIES.md"] = _DISCREPANCIES_HEADER
+    for name, text in pages.items():
+        storage.commit(folder / name, text.encode())
+    return [folder / name for name in pages]
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from construct import Container
 
+from common import common
 from corpus import CORPUS, HISTORIC, case_id, cases, key, root, truth
 from tdbformat.array import open_array
 from tdbformat.enums import Datatype
@@ -140,6 +141,21 @@ def test_footer_from_blob_and_from_file(case, folder):
     offset, size, _ = find_footer(data, schema)
     assert Footer.build(whole, schema=schema) == data[offset:offset + size]
     assert Footer.parse(data[offset:offset + size], schema=schema).version == fm.version
+
+
+@pytest.mark.parametrize("case, folder", FRAGMENTS)
+def test_footer_parse_build_sizeof(case, folder):
+    """The parse/build/sizeof triple on every footer: v3-9 footers of fixed dimensions have a static size,
+    the one TileDB reads them by (§12.1), and it is the footer's length on disk; later ones (a schema
+    name) and var dimensions have none."""
+    fm = _load(case, folder)
+    if fm.legacy is not None:
+        return
+    data = (folder / "__fragment_metadata.tdb").read_bytes()
+    offset, size, stored = find_footer(data, fm.schema)
+    static = not stored and fm.version <= 9
+    common(Footer, data[offset:offset + size], fm.footer, size if static else None, schema=fm.schema,
+           version=fm.version)
 
 
 def _decoded_coords(fm, folder, tile: int):

@@ -224,7 +224,7 @@ def _looks_like_generic_tile(data) -> bool:
 
 def _footer_size(version: int, schema) -> int:
     """The footer size TileDB computes when no footer length is stored (v3-9, fixed dimensions)."""
-    return FooterPayload.sizeof(version=version, schema=schema)
+    return Footer.sizeof(version=version, schema=schema)  # a FormatError, not construct's, when it has none
 
 
 def find_footer(data, schema, version: int | None = None, name: str | None = None) -> tuple[int, int, bool]:
@@ -270,8 +270,8 @@ def find_footer(data, schema, version: int | None = None, name: str | None = Non
 
 
 def _parses(data, span, schema) -> bool:
-    try:
-        Footer.parse(data[span[0]:span[0] + span[1]], schema=schema)
+    try:  # the footer bytes alone: no second lookup, however much they look like a whole file
+        Section.parse(Footer, data[span[0]:span[0] + span[1]], schema=schema)
         return True
     except FormatError:  # a candidate position, not an error: the next candidate is tried
         return False

@@ -321,18 +321,7 @@ class FragmentMetadata:
         ``schema``: the array schema (what ``ArraySchema.parse`` returns); ``key``: the encryption key;
         ``name``/``version``: the fragment's folder name or version, to find a v3-9 footer as TileDB does.
         """
-        data = bytes(data)
-        if schema is None:
-            raise FormatError(NEED_SCHEMA, file=filename)
-        if _tile_end(data, 0) == len(data):  # the file is one generic tile: v1-2 (§12.9)
-            schema = pick_schema(schema, None)
-            return cls(schema=schema, key=key, data=data,
-                       legacy=LegacyFragmentMetadataFile.parse(data, schema=schema, key=key, filename=filename))
-        offset, size, _ = find_footer(data, schema, version, name)
-        footer = Footer.parse(data[offset:offset + size], schema=schema, filename=filename)
-        schema = pick_schema(schema, footer.get("array_schema_name"))
-        end = _tile_end(data, max(o for slot in _SLOTS for o in slot.offsets(footer) or ()))
-        return cls(footer, schema=schema, key=key, data=data, unreferenced=data[end:offset])
+        return _parse_file(cls, bytes(data), schema, key, name, version, filename)
 
     def _payload(self, slot, i=0):
         loaded = self._payloads.setdefault(slot.name, [None] * len(slot.offsets(self.footer)))
@@ -383,15 +372,17 @@ class FragmentMetadata:
     def non_empty_domain(self):
         """``[lo, hi]`` per dimension: numpy pairs for fixed dimensions, Container(start, end) for var ones."""
         if self.legacy is not None:
-            return list(np.asarray(self.legacy.non_empty_domain).reshape(-1, 2))
+            flat = np.asarray(self.legacy.non_empty_domain)
+            if flat.size != 2 * len(self.dimensions):
+                raise FormatError(f"a non-empty domain of {flat.size} values for {len(self.dimensions)} dimensions")
+            return list(flat.reshape(-1, 2))
         return self.footer.non_empty_domain
 
     @property
     def tile_num(self) -> int:
         """Data tiles per field: the sparse tile count, or the dense tiles the non-empty domain covers."""
         if self.dense:
-            return int(np.prod([(hi - d.domain[0]) // d.tile_extent - (lo - d.domain[0]) // d.tile_extent + 1
-                                for d, (lo, hi) in zip(self.schema.domain.dimensions, self.non_empty_domain)]))
+            return _dense_tile_num(self.schema, self.non_empty_domain)
         return len(self.legacy.mbrs) if self.legacy is not None else self.footer.sparse_tile_num
 
     @property
@@ -411,44 +402,72 @@ class FragmentMetadata:
 
     def summary(self) -> dict:
         """A compact, JSON-friendly description of the fragment (for ``tdbformat inspect``)."""
-        def plain(r):
-            return [bytes(r.start).decode("utf-8", "replace"), bytes(r.end).decode("utf-8", "replace")] \
-                if isinstance(r, dict) else np.asarray(r).tolist()
-
-        sizes = [self.file_sizes, self.file_var_sizes, self.file_validity_sizes]
-        fields = [dict(name=f.name, **{k: int(v[i]) for k, v in zip(("size", "var_size", "validity_size"), sizes)
-                                       if v is not None and i < len(v) and v[i]})
-                  for i, f in enumerate(self.index_fields)]
-        return dict(version=self.version, dense=self.dense, non_empty_domain=[plain(r) for r in self.non_empty_domain],
-                    tile_num=self.tile_num, cell_num=self.cell_num, last_tile_cell_num=int(self.last_tile_cell_num),
-                    has_timestamps=bool(self.footer and self.footer.get("has_timestamps")),
-                    has_delete_meta=bool(self.footer and self.footer.get("has_delete_meta")),
-                    fields=[f for f in fields if len(f) > 1],
-                    sections=[s.name for s in _SLOTS if self.footer and s.offsets(self.footer) is not None])
-
-    # -- building --------------------------------------------------------------------------------------
+        return _summary(self)
 
     def build(self) -> bytes:
         """The file: every section in the writer's order, the footer with their offsets, the footer length."""
-        if self.legacy is not None:
-            return LegacyFragmentMetadataFile.build(self.legacy, schema=self.schema, key=self.key)
-        out = bytearray()
-        footer = Container(self.footer)
-        for slot in _SLOTS:
-            if slot.offsets(footer) is None:
-                continue
-            count = len(slot.offsets(footer))
-            offsets = []
-            for i in range(count):
-                offsets.append(len(out))
-                out += slot.construct.build(self._payload(slot, i), **self._context(slot, i))
-            slot.set_offsets(footer, offsets)
-        out += self.unreferenced
-        blob = Footer.build(footer, schema=self.schema)
-        out += blob
-        if has_footer_length(self.version, self.schema):
-            out += struct.pack("<Q", len(blob))
-        return bytes(out)
+        return _build_file(self)
+
+
+def _parse_file(cls, data, schema, key, name, version, filename):
+    if schema is None:
+        raise FormatError(NEED_SCHEMA, file=filename)
+    if _tile_end(data, 0) == len(data):  # the file is one generic tile: v1-2 (§12.9)
+        schema = pick_schema(schema, None)
+        return cls(schema=schema, key=key, data=data,
+                   legacy=LegacyFragmentMetadataFile.parse(data, schema=schema, key=key, filename=filename))
+    offset, size, _ = find_footer(data, schema, version, name)
+    footer = Footer.parse(data[offset:offset + size], schema=schema, filename=filename)
+    schema = pick_schema(schema, footer.get("array_schema_name"))
+    end = _tile_end(data, max((o for slot in _SLOTS for o in slot.offsets(footer) or ()), default=0))
+    if end > offset:
+        raise FormatError(f"the last section ends at {end}, past the footer at {offset}", file=filename, offset=end)
+    return cls(footer, schema=schema, key=key, data=data, unreferenced=data[end:offset])
+
+
+def _dense_tile_num(schema, ned) -> int:
+    """The tiles of a dense fragment: those its non-empty domain ``ned`` meets, in the schema's tile grid."""
+    return int(np.prod([(int(hi) - int(d.domain[0])) // int(d.tile_extent)
+                        - (int(lo) - int(d.domain[0])) // int(d.tile_extent) + 1
+                        for d, (lo, hi) in zip(schema.domain.dimensions, ned)]))
+
+
+def _summary(fm) -> dict:
+    def plain(r):
+        return [bytes(r.start).decode("utf-8", "replace"), bytes(r.end).decode("utf-8", "replace")] \
+            if isinstance(r, dict) else np.asarray(r).tolist()
+
+    sizes = [fm.file_sizes, fm.file_var_sizes, fm.file_validity_sizes]
+    fields = [dict(name=f.name, **{k: int(v[i]) for k, v in zip(("size", "var_size", "validity_size"), sizes)
+                                   if v is not None and i < len(v) and v[i]})
+              for i, f in enumerate(fm.index_fields)]
+    return dict(version=fm.version, dense=fm.dense, non_empty_domain=[plain(r) for r in fm.non_empty_domain],
+                tile_num=fm.tile_num, cell_num=fm.cell_num, last_tile_cell_num=int(fm.last_tile_cell_num),
+                has_timestamps=bool(fm.footer and fm.footer.get("has_timestamps")),
+                has_delete_meta=bool(fm.footer and fm.footer.get("has_delete_meta")),
+                fields=[f for f in fields if len(f) > 1],
+                sections=[s.name for s in _SLOTS if fm.footer and s.offsets(fm.footer) is not None])
+
+
+def _build_file(fm) -> bytes:
+    if fm.legacy is not None:
+        return LegacyFragmentMetadataFile.build(fm.legacy, schema=fm.schema, key=fm.key)
+    out = bytearray()
+    footer = Container(fm.footer)
+    for slot in _SLOTS:
+        if slot.offsets(footer) is None:
+            continue
+        offsets = []
+        for i in range(len(slot.offsets(footer))):
+            offsets.append(len(out))
+            out += slot.construct.build(fm._payload(slot, i), **fm._context(slot, i))
+        slot.set_offsets(footer, offsets)
+    out += fm.unreferenced
+    blob = Footer.build(footer, schema=fm.schema)
+    out += blob
+    if has_footer_length(fm.version, fm.schema):
+        out += struct.pack("<Q", len(blob))
+    return bytes(out)
 
 
 # ---------------------------------------------------------------------------------------------------------

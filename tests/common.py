@@ -1,0 +1,34 @@
+"""construct's own ``common()`` test pattern for one structure: parse, build and sizeof agree with bytes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tdbformat.errors import FormatError
+
+
+def same(a, b) -> bool:
+    """Deep equality of parsed values (Containers, lists, numpy arrays, bytes), hidden keys aside."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = {k for k in a if not str(k).startswith("_")} | {k for k in b if not str(k).startswith("_")}
+        return all(same(a.get(k), b.get(k)) for k in keys)
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.asarray(a).tobytes() == np.asarray(b).tobytes() and np.asarray(a).shape == np.asarray(b).shape
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, (bytes, bytearray, memoryview)) and isinstance(b, (bytes, bytearray, memoryview)):
+        return bytes(a) == bytes(b)
+    return a == b
+
+
+def common(con, data: bytes, obj, size, **ctx):
+    """``con.parse(data) == obj``, ``con.build(obj) == data``, and ``con.sizeof() == size`` (with ``size``
+    None: the structure has no static size, and sizeof says so with a FormatError)."""
+    assert same(con.parse(data, **ctx), obj), "parse(data) != obj"
+    assert con.build(obj, **ctx) == data, "build(obj) != data"
+    if size is None:
+        with pytest.raises(FormatError):
+            con.sizeof(**ctx)
+    else:
+        assert con.sizeof(**ctx) == size == len(data), f"sizeof {con.sizeof(**ctx)} != {size}"
