@@ -24,7 +24,7 @@ from ..structs import array_schema as schema_mod
 from ..structs import enumeration as enumeration_mod
 from ..structs.names import parse_timestamped_name
 from ..storage import storage_for
-from .cells import metadata_value
+from .cells import metadata_value, range_bound
 from .dense import read_dense
 from .fragment import Fragment, load_fragments
 from .sparse import read_sparse
@@ -97,26 +97,53 @@ class Array:
 
         ``attrs``: attribute names (default all). ``timestamp``: read as of this time (ms), or a
         ``(start, end)`` range (default: the window the array was opened at). ``order``: "C" row-major,
-        "F" column-major, "G" global order, "U" unordered (dense reads default to "C" N-D arrays, sparse
-        ones to "C"). ``ranges``: ``{dim: (lo, hi)}`` inclusive subarray. ``threads``: tile-decoding
-        threads (default: one per core).
+        "F" column-major, "G" global order, "U" unordered: what TileDB-Py's ``A[:]`` and
+        ``query(order="U")`` give, global order without duplicates, else each fragment's cells in its own
+        order, oldest fragment first (the default of sparse reads; dense reads default to "C" N-D arrays).
+        ``ranges``: ``{dim: (lo, hi)}`` inclusive subarray (datetime64 bounds for datetime dimensions).
+        ``threads``: tile-decoding threads (default: one per core).
 
         The attributes are those of the schema in force at the end of the timestamp range (TileDB opens
         an array with it); fragments written with another schema lack some (read as fill values).
         """
         window = self.window if timestamp is None else read_window(timestamp)
         schema = self.schema_at(window[1])
+        if isinstance(attrs, str) or (attrs is not None and not all(isinstance(a, str) for a in attrs)):
+            raise TypeError(f"attrs: expected a list of attribute names, not {attrs!r}")
         wanted = [a for a in schema_mod.attributes(schema) if attrs is None or a.name in attrs]
-        if attrs is not None and len(wanted) != len(attrs):
-            raise KeyError(f"no attribute(s) {sorted(set(attrs) - {a.name for a in wanted})}")
-        layout = _ORDERS[order or "C"]
+        if attrs is not None and len(wanted) != len(set(attrs)):
+            raise ValueError(f"attrs: no attribute(s) {sorted(set(attrs) - {a.name for a in wanted})} "
+                             f"(attributes: {', '.join(a.name for a in schema_mod.attributes(schema))})")
+        if order not in (None, *_ORDERS):
+            raise ValueError(f"order: expected one of {', '.join(map(repr, _ORDERS))}, not {order!r}")
+        sparse = self.schema.array_type != ArrayType.DENSE
+        layout = _ORDERS[order or ("U" if sparse else "C")]
+        if sparse and layout == Layout.UNORDERED and not self.schema.allows_dups:
+            layout = Layout.GLOBAL_ORDER  # TileDB answers an unordered query without duplicates in global order
+        ranges = self._ranges(ranges)
         frags = self.live_fragments(window)
         # one thread per core: more only contend for the GIL between the codecs' GIL-free stretches
         with ThreadPoolExecutor(threads or os.cpu_count()) as pool:
-            if self.schema.array_type == ArrayType.DENSE:
-                return read_dense(self, schema, frags, wanted, ranges or {}, layout, pool)
-            return read_sparse(self, schema, frags, wanted, ranges or {}, layout, window,
+            if not sparse:
+                return read_dense(self, schema, frags, wanted, ranges, layout, pool)
+            return read_sparse(self, schema, frags, wanted, ranges, layout, window,
                                self._listing.live_deletes(window), pool)
+
+    def _ranges(self, ranges) -> dict:
+        """``ranges=`` checked and normalised: ``{dimension: (lo, hi)}`` with bounds as the read compares them."""
+        if ranges is None:
+            return {}
+        if not isinstance(ranges, dict):
+            raise TypeError(f"ranges: expected a dict {{dimension: (lo, hi)}}, not {type(ranges).__name__}")
+        dims = {d.name: d for d in self.dims}
+        out = {}
+        for name, r in ranges.items():
+            if name not in dims:
+                raise ValueError(f"ranges: {name!r} is not a dimension ({', '.join(dims)})")
+            if not isinstance(r, (tuple, list)) or len(r) != 2:
+                raise TypeError(f"ranges[{name!r}]: expected a (lo, hi) pair, not {r!r}")
+            out[name] = tuple(range_bound(dims[name], v, name) for v in r)
+        return out
 
     @property
     def metadata(self) -> dict:

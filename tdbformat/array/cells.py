@@ -10,7 +10,7 @@ from ..errors import FormatError
 from ..structs import array_schema as schema_mod
 
 __all__ = ["cell_dtype", "result_dtype", "empty_column", "split_var", "filled", "masked", "metadata_value",
-           "like", "U64"]
+           "like", "U64", "ordinal", "from_ordinal", "range_bound"]
 
 U64 = np.dtype("<u8")
 _STRINGS = {Datatype.STRING_ASCII, Datatype.STRING_UTF8, Datatype.CHAR, Datatype.BLOB}
@@ -110,3 +110,33 @@ def metadata_value(entry):
     if datatype in (Datatype.BLOB, Datatype.ANY):
         return raw.tobytes()
     return raw[0] if raw.size == 1 else raw
+
+
+def ordinal(column: np.ndarray) -> np.ndarray:
+    """A coordinate column as the values TileDB orders it by: datetimes and times as their int64."""
+    return column.view("<i8") if column.dtype.kind in "mM" else column
+
+
+def from_ordinal(column: np.ndarray, info) -> np.ndarray:
+    """The inverse of :func:`ordinal` for a field: int64 back to its datetime64/timedelta64 unit."""
+    dtype = info.datatype.numpy_dtype
+    return column.view(dtype) if dtype.kind in "mM" and column.dtype.kind == "i" else column
+
+
+def range_bound(info, value, name: str):
+    """A ``ranges=`` bound of dimension ``info`` as the read compares it: datetime64/timedelta64 in any unit
+    (or an int of the dimension's unit) for datetime and time dimensions, a number for numeric ones, str or
+    bytes for string ones."""
+    dtype = info.datatype.numpy_dtype
+    if info.var or dtype.kind == "S":
+        if isinstance(value, (str, bytes)):
+            return value
+    elif dtype.kind in "mM":
+        if isinstance(value, (np.datetime64, np.timedelta64)) and np.dtype(type(value)).kind == dtype.kind:
+            return int(value.astype(dtype).astype("<i8"))
+        if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.datetime64, np.timedelta64)):
+            return int(value)
+    elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+            value, (bool, np.datetime64, np.timedelta64)):
+        return value
+    raise TypeError(f"ranges[{name!r}]: {value!r} is not a bound of a {info.datatype.name} dimension")

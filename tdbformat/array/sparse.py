@@ -8,7 +8,7 @@ import numpy as np
 from ..enums import Layout
 from ..structs import array_schema as schema_mod
 from . import order
-from .cells import empty_column, filled, like, masked, result_dtype
+from .cells import empty_column, filled, from_ordinal, like, masked, result_dtype
 from .query import evaluate
 
 __all__ = ["read_sparse", "sparse_tiles"]
@@ -123,7 +123,7 @@ def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, poo
         valid = {k: v[perm] for k, v in valid.items()}
     if not len(coords[0]):
         cat = {f.name: empty_column(f, cat[f.name]) for f in fields}
-    out = {x: cat[x] for x in names}
+    out = {d.name: from_ordinal(cat[d.name], d) for d in arr.dims}
     out.update({a.name: masked(cat[a.name], valid.get(a.name)) for a in wanted})
     return out
 

@@ -10,7 +10,7 @@ from ..errors import FormatError, located
 from ..filters.coords import coords_zipped, unzip_coords
 from ..structs.tile import decode_tile, read_tile
 from ..versions import FEATURES
-from .cells import U64, cell_dtype, result_dtype, split_var
+from .cells import U64, cell_dtype, ordinal, result_dtype, split_var
 
 __all__ = ["Tiles"]
 
@@ -77,10 +77,11 @@ class Tiles:
         return values, valid
 
     def coords(self, frag, dims, tiles, pool) -> list[np.ndarray]:
-        """The coordinates of sparse tiles, one array per dimension: each dimension's own file (v5+), or
-        the shared ``__coords`` file of v1-4, zipped in v1 unless compressed (REFERENCE.md §4.3)."""
+        """The coordinates of sparse tiles, one array per dimension (datetimes as int64: :func:`ordinal`):
+        each dimension's own file (v5+), or the shared ``__coords`` file of v1-4, zipped in v1 unless
+        compressed (REFERENCE.md §4.3)."""
         if FEATURES["coordinates_per_dimension"](frag.version):
-            return [self.field(frag, frag.index(d.name), tiles, pool)[0] for d in dims]
+            return [ordinal(self.field(frag, frag.index(d.name), tiles, pool)[0]) for d in dims]
         idx = frag.index("__coords")
         zipped = coords_zipped(frag.version, frag.schema.coords_filters)
         dtype = dims[0].datatype.numpy_dtype
@@ -89,7 +90,8 @@ class Tiles:
             return self._located(frag, idx, k, lambda: unzip_coords(self.raw(frag, idx, "", k), dtype, len(dims),
                                                                       zipped))
         parts = list(pool.map(one, tiles))
-        return [np.concatenate([p[j] for p in parts]) if parts else np.empty(0, dtype) for j in range(len(dims))]
+        return [ordinal(np.concatenate([p[j] for p in parts]) if parts else np.empty(0, dtype))
+                for j in range(len(dims))]
 
     def _array(self, frag, idx, kind, k, dtype) -> np.ndarray:
         data = self.raw(frag, idx, kind, k)
