@@ -1,6 +1,7 @@
 // Compile .ksy files with Kaitai Struct's JavaScript compiler (npm kaitai-struct-compiler, which has no
-// command line): node scripts/ksc.js TARGET OUTDIR FILE.ksy... writes each parser into OUTDIR and prints
-// one JSON object, file -> null or the compiler's error. Modules come from scripts/node (npm --prefix).
+// command line): node scripts/ksc.js TARGET OUTDIR DIR/FILE.ksy... writes each parser into OUTDIR/DIR (the
+// .ksy's own folder name, e.g. v23) and prints one JSON object, file -> null or the compiler's error.
+// Modules come from scripts/node (npm install --prefix scripts/node).
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -10,12 +11,13 @@ const yaml = require(path.join(modules, "js-yaml"));
 
 async function main([target, outdir, ...files]) {
   const compiler = typeof KaitaiStructCompiler === "function" ? new KaitaiStructCompiler() : KaitaiStructCompiler;
-  fs.mkdirSync(outdir, { recursive: true });
   const results = {};
   for (const file of files) {
+    const dir = path.join(outdir, path.basename(path.dirname(file)));
+    fs.mkdirSync(dir, { recursive: true });
     try {
       const out = await compiler.compile(target, yaml.load(fs.readFileSync(file, "utf8")), null, false);
-      for (const [name, text] of Object.entries(out)) fs.writeFileSync(path.join(outdir, name), text);
+      for (const [name, text] of Object.entries(out)) fs.writeFileSync(path.join(dir, name), text);
       results[file] = null;
     } catch (err) {
       results[file] = String(err && (err.getMessage ? err.getMessage() : err.message || err));

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import enum
 import json
+import keyword
 import operator
 import re
 from pathlib import Path
@@ -61,6 +62,16 @@ def _enum_id(cls) -> str:
     return _snake(cls.__name__)
 
 
+def _member(m: enum.Enum) -> str:
+    """An enum member's Kaitai name; one that is a keyword of a target language (``in``, ``and``, ``not``...)
+    takes a trailing ``_``, since the compiler passes it through to the generated code."""
+    name = m.name.lower()
+    return f"{name}_" if keyword.iskeyword(name) or name in _KEYWORDS else name
+
+
+_KEYWORDS = {"new", "delete", "default", "switch", "case", "function", "var", "null", "true", "false"}
+
+
 def _numpy_kaitai(dtype) -> str:
     """The Kaitai type of one little-endian numpy value (bool and bytes as u1)."""
     if dtype.kind == "f":
@@ -73,7 +84,7 @@ def _expr(x) -> str:
     if isinstance(x, bool):
         return "true" if x else "false"
     if isinstance(x, enum.Enum):
-        return f"{_enum_id(type(x))}::{x.name.lower()}"
+        return f"{_enum_id(type(x))}::{_member(x)}"
     if isinstance(x, int):
         return str(x)
     if isinstance(x, ThisPath):
@@ -134,7 +145,12 @@ _ND_RECTANGLE = {"doc": "one range per dimension", "seq": [
     {"id": "ranges", "type": "nd_range(_root.dim_types[_index], _root.dim_var[_index])", "repeat": "expr",
      "repeat-expr": "_root.num_dims"}]}
 
-_HELPERS = {"typed_value": (_TYPED_VALUE, ()), "nd_range": (_ND_RANGE, ("typed_value",)),
+# The first and last coordinates of a v1-2 tile (every dimension has the domain's type).
+_COORDS_PAIR = {"doc": "first and last coordinate of a tile", "seq": [
+    {"id": name, "type": "typed_value(_root.dim_types[0])", "repeat": "expr", "repeat-expr": "_root.num_dims",
+     "doc": f"the {name} coordinate"} for name in ("first", "last")]}
+
+_HELPERS = {"coords_pair": (_COORDS_PAIR, ("typed_value",)), "typed_value": (_TYPED_VALUE, ()), "nd_range": (_ND_RANGE, ("typed_value",)),
             "nd_rectangle": (_ND_RECTANGLE, ("nd_range",))}
 _VAR_CASE = 255  # not a Datatype: the switch key of a var-sized field
 
@@ -203,7 +219,7 @@ _OVERRIDES = {
         "type": "nd_range(_root.dim_types[_index], _root.dim_var[_index])", "repeat": "expr",
         "repeat-expr": "_root.num_dims"},
 }
-_IN_OPS = "op == query_condition_op::in or op == query_condition_op::not_in"
+_IN_OPS = "op == query_condition_op::in_ or op == query_condition_op::not_in"
 for _name in ("file_sizes", "file_validity_sizes", "tile_offsets_offsets", "tile_validity_offsets_offsets",
               "tile_min_offsets", "tile_max_offsets", "tile_sum_offsets", "tile_null_count_offsets"):
     _OVERRIDES[("footer_payload", _name)] = lambda v: {"repeat-expr": _index_count(v)}
@@ -220,10 +236,7 @@ _OVERRIDES.update({
     ("legacy_fragment_metadata", "non_empty_domain"): lambda v: {
         "type": "typed_value(_root.dim_types[0])", "repeat": "eos"},
     ("legacy_fragment_metadata", "mbrs"): lambda v: _MBRS,
-    ("legacy_fragment_metadata", "bounding_coords"): lambda v: {
-        "type": "typed_value(_root.dim_types[0])", "repeat": "expr",
-        "repeat-expr": "bounding_coords_num * 2 * _root.num_dims",
-        "doc-suffix": "first then last coordinate of each tile, num_dims values each"},
+    ("legacy_fragment_metadata", "bounding_coords"): lambda v: {"type": "coords_pair"},
     ("legacy_fragment_metadata", "tile_offsets"): lambda v: {"repeat-expr": "_root.num_attributes + 1"},
     ("legacy_fragment_metadata", "file_sizes"): lambda v: {"repeat-expr": "_root.num_attributes + 1"},
     ("tile_min_max", "fixed"): lambda v: {"type": "field_value", "repeat": "eos"},
@@ -327,7 +340,7 @@ class _Builder:
 
     def _enum(self, cls) -> str:
         ident = _enum_id(cls)
-        self.enums[ident] = {int(m): m.name.lower() for m in cls}
+        self.enums[ident] = {int(m): _member(m) for m in cls}
         return ident
 
     # -- fields -----------------------------------------------------------------------------------------
@@ -362,7 +375,7 @@ class _Builder:
     def _bounded_run(self, attr, owner: str) -> dict:
         """A run of values inside a byte bound: Kaitai's ``size`` bounds each element of a ``repeat``, so
         the run becomes a type of its own, ``items`` read to the end of the bound."""
-        name = f"{owner}_{attr['id']}"
+        name = f"run_{owner}_{attr['id']}"
         inner = {"id": "items", "type": _outward(attr["type"]) if isinstance(attr["type"], str) else attr["type"],
                  "repeat": "eos"}
         self.types[name] = {"doc": f"the {attr['id']} of {owner}, to the end of its bound", "seq": [inner]}
@@ -401,8 +414,12 @@ class _Builder:
         if isinstance(keys.get("type"), construct.Construct):
             keys["type"] = self._type(keys["type"], name)
         if "type" in keys:
-            if isinstance(con, NumpyArray) and callable(con.dtype) and str(keys["type"]).startswith("field_"):
-                self.types[keys["type"]] = _field_typed(con.dtype)
+            if isinstance(con, NumpyArray):  # typed by the override: still a run of count values
+                if keys.get("repeat", "expr") == "expr":
+                    attr["repeat"] = "expr"
+                    self._slot(attr, "repeat-expr", keys, con.count)
+                if callable(con.dtype) and str(keys["type"]).startswith("field_"):
+                    self.types[keys["type"]] = _field_typed(con.dtype)
             return True
         self._leaf(con, attr, name, keys)
         return True

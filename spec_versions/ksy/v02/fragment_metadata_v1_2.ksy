@@ -30,24 +30,24 @@ seq:
     doc: "bytes of the domain (0 = null)"
   - id: non_empty_domain
     size: non_empty_domain_size
-    type: legacy_fragment_metadata_non_empty_domain
+    type: run_legacy_fragment_metadata_non_empty_domain
     doc: "lo, hi per dimension, of the domain type"
   - id: mbr_num
     type: u8
     doc: "number of MBRs (one per sparse tile)"
   - id: mbrs
-    type: nd_rectangle
     repeat: expr
+    type: nd_rectangle
     repeat-expr: mbr_num
     doc: "[lo, hi] per dimension of each tile"
   - id: bounding_coords_num
     type: u8
     doc: "number of bounding coords"
   - id: bounding_coords
-    type: "typed_value(_root.dim_types[0])"
     repeat: expr
-    repeat-expr: "bounding_coords_num * 2 * _root.num_dims"
-    doc: "first and last coordinate of each tile (ignored by TileDB); first then last coordinate of each tile, num_dims values each"
+    repeat-expr: bounding_coords_num
+    type: coords_pair
+    doc: "first and last coordinate of each tile (ignored by TileDB)"
   - id: tile_offsets
     repeat: expr
     type: tile_offsets
@@ -77,12 +77,19 @@ seq:
     repeat-expr: "_root.num_attributes"
     doc: "per attribute"
 types:
-  legacy_fragment_metadata_non_empty_domain:
-    doc: "the non_empty_domain of legacy_fragment_metadata, to the end of its bound"
+  coords_pair:
+    doc: "first and last coordinate of a tile"
     seq:
-      - id: items
+      - id: first
         type: "typed_value(_root.dim_types[0])"
-        repeat: eos
+        repeat: expr
+        repeat-expr: "_root.num_dims"
+        doc: "the first coordinate"
+      - id: last
+        type: "typed_value(_root.dim_types[0])"
+        repeat: expr
+        repeat-expr: "_root.num_dims"
+        doc: "the last coordinate"
   nd_range:
     doc: "the range of one dimension: [lo, hi] in its datatype, or (var-sized) sizes then bytes"
     params:
@@ -124,6 +131,12 @@ types:
         type: "nd_range(_root.dim_types[_index], _root.dim_var[_index])"
         repeat: expr
         repeat-expr: "_root.num_dims"
+  run_legacy_fragment_metadata_non_empty_domain:
+    doc: "the non_empty_domain of legacy_fragment_metadata, to the end of its bound"
+    seq:
+      - id: items
+        type: "typed_value(_root.dim_types[0])"
+        repeat: eos
   tile_offsets:
     seq:
       - id: num

@@ -22,7 +22,7 @@ seq:
     doc: "bytes of var"
   - id: fixed
     size: fixed_size
-    type: tile_min_max_fixed
+    type: run_tile_min_max_fixed
     doc: "one value per tile (var fields: u64 offsets into var)"
   - id: var
     size: var_size
@@ -80,7 +80,7 @@ types:
             "42": u1
             "43": u1
             "255": u8
-  tile_min_max_fixed:
+  run_tile_min_max_fixed:
     doc: "the fixed of tile_min_max, to the end of its bound"
     seq:
       - id: items

@@ -18,6 +18,8 @@ seq:
     type: u8
     doc: "number of values"
   - id: data
+    repeat: expr
+    repeat-expr: num
     type: field_sum
     doc: "one 8-byte sum per tile"
 types:

@@ -140,7 +140,7 @@ types:
         doc: "bytes of domain: 2 values, 0 for var dims"
       - id: domain
         size: domain_size
-        type: dimension_domain
+        type: run_dimension_domain
         doc: "[low, high] (inclusive), [] for var-sized dims"
       - id: null_tile_extent
         type: u1
@@ -149,12 +149,6 @@ types:
         if: "null_tile_extent == 0"
         type: "typed_value(datatype.to_i)"
         doc: "extent in the dimension's datatype, or None"
-  dimension_domain:
-    doc: "the domain of dimension, to the end of its bound"
-    seq:
-      - id: items
-        type: "typed_value(_parent.datatype.to_i)"
-        repeat: eos
   domain:
     seq:
       - id: dim_num
@@ -241,6 +235,12 @@ types:
         doc: "bytes of each stored integer: 1, 2, 4 or 8"
   no_options:
     seq: []
+  run_dimension_domain:
+    doc: "the domain of dimension, to the end of its bound"
+    seq:
+      - id: items
+        type: "typed_value(_parent.datatype.to_i)"
+        repeat: eos
   typed_value:
     doc: "one value of a Datatype (datetimes and times as their int64)"
     params:

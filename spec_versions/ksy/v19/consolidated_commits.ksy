@@ -36,19 +36,13 @@ types:
         doc: "raw value bytes; for IN/NOT_IN every member concatenated"
       - id: offsets_size
         type: u8
-        if: "op == query_condition_op::in or op == query_condition_op::not_in"
+        if: "op == query_condition_op::in_ or op == query_condition_op::not_in"
         doc: "bytes of offsets (IN/NOT_IN only)"
       - id: offsets
         size: offsets_size
-        if: "op == query_condition_op::in or op == query_condition_op::not_in"
-        type: comparison_offsets
+        if: "op == query_condition_op::in_ or op == query_condition_op::not_in"
+        type: run_comparison_offsets
         doc: "byte offset of each set member in value (IN/NOT_IN only)"
-  comparison_offsets:
-    doc: "the offsets of comparison, to the end of its bound"
-    seq:
-      - id: items
-        type: u8
-        repeat: eos
   compression_options:
     seq:
       - id: compressor
@@ -243,6 +237,12 @@ types:
         doc: "the filtered tile"
   no_options:
     seq: []
+  run_comparison_offsets:
+    doc: "the offsets of comparison, to the end of its bound"
+    seq:
+      - id: items
+        type: u8
+        repeat: eos
   tile:
     doc: "Tile (tile.md)"
     doc-ref: "https://github.com/TileDB-Inc/TileDB/blob/dev/format_spec/tile.md"
@@ -302,9 +302,9 @@ types:
         doc: "largest window in bytes"
 enums:
   combination_op:
-    0: and
-    1: or
-    2: not
+    0: and_
+    1: or_
+    2: not_
   compressor:
     0: no_compression
     1: gzip
@@ -394,7 +394,7 @@ enums:
     3: ge
     4: eq
     5: ne
-    6: in
+    6: in_
     7: not_in
     253: always_true
     254: always_false

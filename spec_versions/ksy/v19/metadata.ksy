@@ -37,6 +37,8 @@ types:
         if: "deleted == 0"
         doc: "number of values (not bytes; puts only)"
       - id: value
+        repeat: expr
+        repeat-expr: value_num
         if: "deleted == 0"
         type: "typed_value(datatype.to_i)"
         doc: "the values as a numpy array of the datatype (puts only)"

@@ -53,10 +53,10 @@ seq:
   - id: offsets
     if: "(cell_val_num == 4294967295)"
     size: offsets_size
-    type: enumeration_payload_offsets
+    type: run_enumeration_payload_offsets
     doc: "u64 start of each value in data (var-sized only)"
 types:
-  enumeration_payload_offsets:
+  run_enumeration_payload_offsets:
     doc: "the offsets of enumeration_payload, to the end of its bound"
     seq:
       - id: items
