@@ -231,7 +231,11 @@ for _name in ("min_offsets", "max_offsets"):
     _OVERRIDES[("tile_global_order_offsets", _name)] = lambda v: {"repeat-expr": "_root.num_dims"}
 
 _MBRS = {"type": "nd_rectangle", "repeat": "expr", "repeat-expr": "mbr_num"}
+_FILTERED = ("opaque: the filtered (compressed, encrypted...) bytes, which Kaitai cannot unfilter; "
+             "*_chunk_metadata.ksy describe each filter's metadata")
 _OVERRIDES.update({
+    ("tile_chunk", "metadata"): lambda v: {"doc-suffix": _FILTERED},
+    ("tile_chunk", "data"): lambda v: {"doc-suffix": _FILTERED},
     ("levels", "mbrs"): lambda v: _MBRS,
     ("legacy_fragment_metadata", "non_empty_domain"): lambda v: {
         "type": "typed_value(_root.dim_types[0])", "repeat": "eos"},
@@ -487,10 +491,6 @@ def _generic_tile_raw():
     return _registered("Generic tile")
 
 
-def _ident(title: str) -> str:
-    return _snake(title)
-
-
 def ksy_documents(version: int) -> dict[str, dict]:
     """Every structure that exists at format ``version`` as a .ksy document, by file stem."""
     out = {}
@@ -498,7 +498,7 @@ def ksy_documents(version: int) -> dict[str, dict]:
         con = s.construct
         if isinstance(con, Section) and not con.exists(version):
             continue
-        ident = _ident(s.title)
+        ident = _snake(s.title)
         out[ident] = _Builder(version).document(ident, s)
     return out
 

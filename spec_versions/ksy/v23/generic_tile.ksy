@@ -178,10 +178,10 @@ types:
         doc: "bytes of metadata"
       - id: metadata
         size: filtered_metadata_size
-        doc: "metadata of the last filter stage"
+        doc: "metadata of the last filter stage; opaque: the filtered (compressed, encrypted...) bytes, which Kaitai cannot unfilter; *_chunk_metadata.ksy describe each filter's metadata"
       - id: data
         size: filtered_data_size
-        doc: "data of the last filter stage"
+        doc: "data of the last filter stage; opaque: the filtered (compressed, encrypted...) bytes, which Kaitai cannot unfilter; *_chunk_metadata.ksy describe each filter's metadata"
   webp_options:
     seq:
       - id: quality
