@@ -47,10 +47,22 @@ def cmd_spec(args) -> int:
     from .spec_render import spec_json, spec_markdown, write_spec_versions
 
     if args.write:
-        for path in write_spec_versions(args.write):
+        from pathlib import Path
+
+        from .ksy import write_ksy
+
+        for path in [*write_spec_versions(args.write), *write_ksy(Path(args.write) / "ksy")]:
             print(path)
         return 0
     print(spec_json(args.version) if args.format == "json" else spec_markdown(args.version))
+    return 0
+
+
+def cmd_export_ksy(args) -> int:
+    from .ksy import export_ksy
+
+    for path in export_ksy(args.version, args.out):
+        print(path)
     return 0
 
 
@@ -95,8 +107,13 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("spec", help="the whole format at one version as spec tables")
     s.add_argument("--version", type=int, choices=KNOWN_VERSIONS, default=LATEST)
     s.add_argument("--format", choices=["markdown", "json"], default="markdown")
-    s.add_argument("--write", metavar="DIR", help="instead, regenerate DIR (spec_versions/): v01.md ... CHANGES.md")
+    s.add_argument("--write", metavar="DIR", help="instead, regenerate DIR (spec_versions/): v01.md ... CHANGES.md, ksy/vNN/*.ksy")
     s.set_defaults(func=cmd_spec)
+
+    s = sub.add_parser("export-ksy", help="write a Kaitai Struct .ksy per structure of one format version")
+    s.add_argument("--version", type=int, choices=KNOWN_VERSIONS, required=True)
+    s.add_argument("--out", default=".", metavar="DIR", help="folder to write into (default: the current one)")
+    s.set_defaults(func=cmd_export_ksy)
 
     s = sub.add_parser("diff", help="compare two files of the same kind field by field, with byte offsets")
     s.add_argument("file_a")

@@ -1,0 +1,195 @@
+meta:
+  id: r_tree
+  title: R-tree
+  endian: le
+  encoding: UTF-8
+  ks-version: "0.11"
+doc: "R-tree (fragment.md), TileDB format version 4. The file is one generic tile (generic_tile.ksy): this is its unfiltered payload. Kaitai cannot unfilter a tile (compressed, encrypted), so parse the bytes its filter pipeline gives back."
+doc-ref: "https://github.com/TileDB-Inc/TileDB/blob/dev/format_spec/fragment.md"
+params:
+  - id: num_attributes
+    type: u4
+    doc: "attributes of the array schema"
+  - id: num_dims
+    type: u4
+    doc: "dimensions of the array schema"
+  - id: dim_types
+    type: u1[]
+    doc: "Datatype of each dimension"
+  - id: dim_var
+    type: bool[]
+    doc: "whether each dimension is var-sized"
+seq:
+  - id: dim_num
+    type: u4
+    doc: "number of dimensions (v3-4; ignored on read)"
+  - id: fanout
+    type: u4
+    doc: "maximum children per node (TileDB writes 10)"
+  - id: datatype
+    type: u1
+    enum: datatype
+    valid:
+      in-enum: true
+    doc: "the domain type (v3-4; ignored on read)"
+  - id: level_num
+    type: u4
+    doc: "number of levels (0 for dense fragments)"
+  - id: levels
+    repeat: expr
+    repeat-expr: level_num
+    type: levels
+    doc: "levels, root first, leaves last"
+types:
+  levels:
+    seq:
+      - id: mbr_num
+        type: u8
+        doc: "MBRs on this level"
+      - id: mbrs
+        type: nd_rectangle
+        repeat: expr
+        repeat-expr: mbr_num
+        doc: "numpy structured array (fixed dims: one [lo, hi] field per dimension) or, with a var dimension, a list of NDRectangles"
+  nd_range:
+    doc: "the range of one dimension: [lo, hi] in its datatype, or (var-sized) sizes then bytes"
+    params:
+      - id: datatype
+        type: u1
+        doc: "the dimension's Datatype"
+      - id: is_var
+        type: bool
+        doc: "the dimension is var-sized"
+    seq:
+      - id: range_size
+        type: u8
+        if: is_var
+        doc: "bytes of start and end"
+      - id: start_size
+        type: u8
+        if: is_var
+        doc: "bytes of start"
+      - id: start
+        type: "typed_value(datatype)"
+        if: "not is_var"
+        doc: "low bound"
+      - id: end
+        type: "typed_value(datatype)"
+        if: "not is_var"
+        doc: "high bound"
+      - id: start_var
+        size: start_size
+        if: is_var
+        doc: "low bound (bytes)"
+      - id: end_var
+        size: "range_size - start_size"
+        if: is_var
+        doc: "high bound (bytes)"
+  nd_rectangle:
+    doc: "one range per dimension"
+    seq:
+      - id: ranges
+        type: "nd_range(_root.dim_types[_index], _root.dim_var[_index])"
+        repeat: expr
+        repeat-expr: "_root.num_dims"
+  typed_value:
+    doc: "one value of a Datatype (datetimes and times as their int64)"
+    params:
+      - id: datatype
+        type: u1
+        doc: "Datatype enum value"
+    seq:
+      - id: value
+        type:
+          switch-on: datatype
+          cases:
+            "0": s4
+            "1": s8
+            "2": f4
+            "3": f8
+            "4": u1
+            "5": s1
+            "6": u1
+            "7": s2
+            "8": u2
+            "9": u4
+            "10": u8
+            "11": u1
+            "12": u1
+            "13": u2
+            "14": u4
+            "15": u2
+            "16": u4
+            "17": u1
+            "18": s8
+            "19": s8
+            "20": s8
+            "21": s8
+            "22": s8
+            "23": s8
+            "24": s8
+            "25": s8
+            "26": s8
+            "27": s8
+            "28": s8
+            "29": s8
+            "30": s8
+            "31": s8
+            "32": s8
+            "33": s8
+            "34": s8
+            "35": s8
+            "36": s8
+            "37": s8
+            "38": s8
+            "39": s8
+            "40": u1
+            "41": u1
+            "42": u1
+            "43": u1
+enums:
+  datatype:
+    0: int32
+    1: int64
+    2: float32
+    3: float64
+    4: char
+    5: int8
+    6: uint8
+    7: int16
+    8: uint16
+    9: uint32
+    10: uint64
+    11: string_ascii
+    12: string_utf8
+    13: string_utf16
+    14: string_utf32
+    15: string_ucs2
+    16: string_ucs4
+    17: any
+    18: datetime_year
+    19: datetime_month
+    20: datetime_week
+    21: datetime_day
+    22: datetime_hr
+    23: datetime_min
+    24: datetime_sec
+    25: datetime_ms
+    26: datetime_us
+    27: datetime_ns
+    28: datetime_ps
+    29: datetime_fs
+    30: datetime_as
+    31: time_hr
+    32: time_min
+    33: time_sec
+    34: time_ms
+    35: time_us
+    36: time_ns
+    37: time_ps
+    38: time_fs
+    39: time_as
+    40: blob
+    41: bool
+    42: geom_wkb
+    43: geom_wkt
