@@ -31,12 +31,13 @@ from pathlib import Path
 
 import construct
 import numpy as np
-from construct.expr import BinExpr, ExprMixin, Path as ThisPath, UniExpr
+from construct.expr import BinExpr, Path as ThisPath, UniExpr
 
 from .enums import Datatype
 from .fields import Bounded, Counted, Raw, RepeatToEnd, Section, StrictEnum, Text
 from .numpy_array import NumpyArray
 from .spec import _type_names, structures
+from .storage import LocalStorage
 from .structs.array_schema import value_dtype
 from .versions import KNOWN_VERSIONS, Versioned
 
@@ -266,7 +267,115 @@ _PARAMS = {
 }
 
 
-class _Builder:
+class _Leaves:
+    """How the leaves of a declaration become Kaitai fields: bounded runs, enums and values, switches."""
+
+    def _bounded_run(self, attr, owner: str) -> dict:
+        """A run of values inside a byte bound: Kaitai's ``size`` bounds each element of a ``repeat``, so
+        the run becomes a type of its own, ``items`` read to the end of the bound."""
+        name = f"run_{owner}_{attr['id']}"
+        inner = {"id": "items", "type": _outward(attr["type"]) if isinstance(attr["type"], str) else attr["type"],
+                 "repeat": "eos"}
+        self.types[name] = {"doc": f"the {attr['id']} of {owner}, to the end of its bound", "seq": [inner]}
+        rest = {k: v for k, v in attr.items() if k not in ("type", "repeat", "repeat-expr")}
+        return {**rest, "type": name}
+
+    def _slot(self, attr, key, keys, value, as_truth=False):
+        """``attr[key]`` from a construct expression, unless the override gives it."""
+        if key in keys:
+            return
+        attr[key] = _truth(value) if as_truth else _expr(value)
+
+    def _inner(self, con, attr, name, keys) -> bool:
+        """Fill ``attr`` from ``con`` (wrappers first); False when the field does not exist at this version."""
+        while True:
+            if isinstance(con, Versioned):
+                if not con.present(self.version):
+                    return False
+            elif isinstance(con, (Bounded, construct.FixedSized)):
+                self._slot(attr, "size", keys, con.length)
+            elif isinstance(con, construct.LazyBound):
+                con = con.subconfunc()
+                continue
+            elif isinstance(con, construct.IfThenElse) and con.elsesubcon is construct.Pass:
+                self._slot(attr, "if", keys, con.condfunc, as_truth=True)
+                con = con.thensubcon
+                continue
+            elif isinstance(con, (Counted, construct.Array)):
+                attr["repeat"] = "expr"
+                self._slot(attr, "repeat-expr", keys, con.count)
+            elif isinstance(con, (RepeatToEnd, construct.GreedyRange)):
+                attr["repeat"] = "eos"
+            elif not isinstance(con, (construct.Renamed, construct.Rebuild, construct.Default)):
+                break
+            con = con.subcon
+        if isinstance(keys.get("type"), construct.Construct):
+            keys["type"] = self._type(keys["type"], name)
+        if "type" in keys:
+            if isinstance(con, NumpyArray):  # typed by the override: still a run of count values
+                if keys.get("repeat", "expr") == "expr":
+                    attr["repeat"] = "expr"
+                    self._slot(attr, "repeat-expr", keys, con.count)
+                if callable(con.dtype) and str(keys["type"]).startswith("field_"):
+                    self.types[keys["type"]] = _field_typed(con.dtype)
+            return True
+        self._leaf(con, attr, name, keys)
+        return True
+
+    def _leaf(self, con, attr, name, keys):
+        """The type of a field that has no wrapper left."""
+        kind = type(con).__name__
+        if isinstance(con, construct.FormatField):
+            attr["type"] = _INT_TYPES[con.fmtstr[-1]]
+        elif isinstance(con, type(construct.Flag)):
+            attr["type"] = "u1"
+        elif isinstance(con, StrictEnum):
+            attr.update(type=_INT_TYPES[con.subcon.fmtstr[-1]], enum=self._enum(con.enum_cls),
+                        valid={"in-enum": True})
+        elif isinstance(con, (Raw, construct.Bytes)):
+            self._slot(attr, "size", keys, con.length)
+        elif isinstance(con, type(construct.GreedyBytes)):
+            attr["size-eos"] = True
+        elif isinstance(con, Text):
+            attr.update(type="str", encoding="UTF-8")
+            self._slot(attr, "size", keys, con.subcon.length)
+        elif kind == "Line":  # commits.Line: text up to a newline
+            attr.update(type="str", encoding="UTF-8", terminator=10)
+        elif isinstance(con, NumpyArray):
+            if callable(con.dtype):
+                raise _Opaque(con.dtype)
+            attr.update(type=_numpy_kaitai(con.dtype), repeat="expr")
+            self._slot(attr, "repeat-expr", keys, con.count)
+        elif kind == "_FormatVersionField":
+            attr.update(type="u4", **({"valid": {"eq": self.version}} if con.strict else {}))
+        elif kind == "VersionZero":
+            attr.update(type="u4", valid={"eq": 0})
+        elif kind == "_GroupVersion":
+            attr.update(type="u4", valid={"any-of": [1, 2]})
+        elif isinstance(con, construct.Switch):
+            self._switch(con, attr, name, keys)
+        elif isinstance(con, (construct.Struct, Section)):
+            attr["type"] = self._type(con, name)
+        elif hasattr(con, "payload") and isinstance(con.payload, construct.Construct):
+            self._type(con.payload, f"{name}_payload")  # declared, for the unfiltered bytes
+            attr["type"] = self._type(_generic_tile_raw(), "generic_tile")
+        else:
+            raise _Opaque(con)
+
+    def _switch(self, con, attr, name, keys):
+        cases = {}
+        for key, sc in con.cases.items():
+            sub = {}
+            self._leaf(sc, sub, f"{name}_{_snake(getattr(key, 'name', str(key)))}", keys)
+            if "type" in sub:
+                cases[str(int(key))] = sub["type"]
+        key = _expr(con.keyfunc)
+        if any(a["id"] == key and "enum" in a for a in self.seq):
+            key += ".to_i"
+        attr["type"] = {"switch-on": key, "cases": cases}
+
+
+class _Builder(_Leaves):
     """One .ksy document: a root structure and the user types, enums and helpers it uses."""
 
     def __init__(self, version: int):
@@ -376,111 +485,6 @@ class _Builder:
             del attr["doc"]
         return attr
 
-    def _bounded_run(self, attr, owner: str) -> dict:
-        """A run of values inside a byte bound: Kaitai's ``size`` bounds each element of a ``repeat``, so
-        the run becomes a type of its own, ``items`` read to the end of the bound."""
-        name = f"run_{owner}_{attr['id']}"
-        inner = {"id": "items", "type": _outward(attr["type"]) if isinstance(attr["type"], str) else attr["type"],
-                 "repeat": "eos"}
-        self.types[name] = {"doc": f"the {attr['id']} of {owner}, to the end of its bound", "seq": [inner]}
-        rest = {k: v for k, v in attr.items() if k not in ("type", "repeat", "repeat-expr")}
-        return {**rest, "type": name}
-
-    def _slot(self, attr, key, keys, value, as_truth=False):
-        """``attr[key]`` from a construct expression, unless the override gives it."""
-        if key in keys:
-            return
-        attr[key] = _truth(value) if as_truth else _expr(value)
-
-    def _inner(self, con, attr, name, keys) -> bool:
-        """Fill ``attr`` from ``con`` (wrappers first); False when the field does not exist at this version."""
-        while True:
-            if isinstance(con, Versioned):
-                if not con.present(self.version):
-                    return False
-            elif isinstance(con, (Bounded, construct.FixedSized)):
-                self._slot(attr, "size", keys, con.length)
-            elif isinstance(con, construct.LazyBound):
-                con = con.subconfunc()
-                continue
-            elif isinstance(con, construct.IfThenElse) and con.elsesubcon is construct.Pass:
-                self._slot(attr, "if", keys, con.condfunc, as_truth=True)
-                con = con.thensubcon
-                continue
-            elif isinstance(con, (Counted, construct.Array)):
-                attr["repeat"] = "expr"
-                self._slot(attr, "repeat-expr", keys, con.count)
-            elif isinstance(con, (RepeatToEnd, construct.GreedyRange)):
-                attr["repeat"] = "eos"
-            elif not isinstance(con, (construct.Renamed, construct.Rebuild, construct.Default)):
-                break
-            con = con.subcon
-        if isinstance(keys.get("type"), construct.Construct):
-            keys["type"] = self._type(keys["type"], name)
-        if "type" in keys:
-            if isinstance(con, NumpyArray):  # typed by the override: still a run of count values
-                if keys.get("repeat", "expr") == "expr":
-                    attr["repeat"] = "expr"
-                    self._slot(attr, "repeat-expr", keys, con.count)
-                if callable(con.dtype) and str(keys["type"]).startswith("field_"):
-                    self.types[keys["type"]] = _field_typed(con.dtype)
-            return True
-        self._leaf(con, attr, name, keys)
-        return True
-
-    def _leaf(self, con, attr, name, keys):
-        """The type of a field that has no wrapper left."""
-        kind = type(con).__name__
-        if isinstance(con, construct.FormatField):
-            attr["type"] = _INT_TYPES[con.fmtstr[-1]]
-        elif isinstance(con, type(construct.Flag)):
-            attr["type"] = "u1"
-        elif isinstance(con, StrictEnum):
-            attr.update(type=_INT_TYPES[con.subcon.fmtstr[-1]], enum=self._enum(con.enum_cls),
-                        valid={"in-enum": True})
-        elif isinstance(con, (Raw, construct.Bytes)):
-            self._slot(attr, "size", keys, con.length)
-        elif isinstance(con, type(construct.GreedyBytes)):
-            attr["size-eos"] = True
-        elif isinstance(con, Text):
-            attr.update(type="str", encoding="UTF-8")
-            self._slot(attr, "size", keys, con.subcon.length)
-        elif kind == "Line":  # commits.Line: text up to a newline
-            attr.update(type="str", encoding="UTF-8", terminator=10)
-        elif isinstance(con, NumpyArray):
-            if callable(con.dtype):
-                raise _Opaque(con.dtype)
-            attr.update(type=_numpy_kaitai(con.dtype), repeat="expr")
-            self._slot(attr, "repeat-expr", keys, con.count)
-        elif kind == "_FormatVersionField":
-            attr.update(type="u4", **({"valid": {"eq": self.version}} if con.strict else {}))
-        elif kind == "VersionZero":
-            attr.update(type="u4", valid={"eq": 0})
-        elif kind == "_GroupVersion":
-            attr.update(type="u4", valid={"any-of": [1, 2]})
-        elif isinstance(con, construct.Switch):
-            self._switch(con, attr, name, keys)
-        elif isinstance(con, (construct.Struct, Section)):
-            attr["type"] = self._type(con, name)
-        elif hasattr(con, "payload") and isinstance(con.payload, construct.Construct):
-            self._type(con.payload, f"{name}_payload")  # declared, for the unfiltered bytes
-            attr["type"] = self._type(_generic_tile_raw(), "generic_tile")
-        else:
-            raise _Opaque(con)
-
-    def _switch(self, con, attr, name, keys):
-        cases = {}
-        for key, sc in con.cases.items():
-            sub = {}
-            self._leaf(sc, sub, f"{name}_{_snake(getattr(key, 'name', str(key)))}", keys)
-            if "type" in sub:
-                cases[str(int(key))] = sub["type"]
-        key = _expr(con.keyfunc)
-        if any(a["id"] == key and "enum" in a for a in self.seq):
-            key += ".to_i"
-        attr["type"] = {"switch-on": key, "cases": cases}
-
-
 def _registered(title: str):
     """A registered structure's construct, without its Section boundary."""
     return structures()[title].construct.subcon
@@ -544,16 +548,15 @@ def ksy_text(document: dict) -> str:
 
 def export_ksy(version: int, out) -> list[Path]:
     """Write ``out/<structure>.ksy`` for format ``version``; .ksy files of structures it lacks are removed."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    storage, out = LocalStorage(), Path(out)
     docs = ksy_documents(version)
-    for old in out.glob("*.ksy"):
-        if old.stem not in docs:
-            old.unlink()
+    for name in storage.list(out):
+        if name.endswith(".ksy") and name[:-4] not in docs:
+            storage.delete(out / name)
     written = []
     for ident, doc in docs.items():
         written.append(out / f"{ident}.ksy")
-        written[-1].write_text(ksy_text(doc))
+        storage.commit(written[-1], ksy_text(doc).encode())
     return written
 
 

@@ -82,6 +82,9 @@ class Storage:
         """Write ``data`` under a temporary name, then rename it to ``path`` in one step."""
         raise NotImplementedError
 
+    def delete(self, path) -> None:
+        raise NotImplementedError
+
 
 class LocalStorage(Storage):
     """Files on a local disk (paths are :class:`pathlib.Path`)."""
@@ -130,6 +133,9 @@ class LocalStorage(Storage):
         tmp = Path(path).with_name(f".{Path(path).name}.{uuid.uuid4().hex}.tmp")
         self.write(tmp, data)
         self._os(lambda: os.replace(tmp, path), path)
+
+    def delete(self, path) -> None:
+        self._os(lambda: os.remove(path), path)
 
     @staticmethod
     def _os(call, path):

@@ -23,7 +23,7 @@ LAYERS = [
     ["directory"],
     ["files", "array"],
     ["spec"],
-    ["spec_render"],
+    ["ksy", "spec_render"],
     ["cli"],
     [""],  # the package's __init__: the public API
 ]
