@@ -272,14 +272,16 @@ class DoubleDelta(_Reinterpreting):
         if bitsize >= 8 * dtype.itemsize - 1 or n <= 2:
             return bytes(head.take(orig_size))
         first = head.array(dtype, 2).astype(np.int64)
-        nbits = (n - 2) * (bitsize + 1)
-        words = head.array("<u8", -(-nbits // 64))
-        bits = np.unpackbits(words.astype(">u8").view(np.uint8))[:nbits].reshape(-1, bitsize + 1)
-        shifts = np.arange(bitsize - 1, -1, -1, dtype=np.uint64)
-        mag = (bits[:, 1:].astype(np.uint64) << shifts).sum(axis=1, dtype=np.uint64).view(np.int64)
-        dd = np.where(bits[:, 0] == 1, -mag, mag)
-        deltas = np.cumsum(np.concatenate([[first[1] - first[0]], dd]))
-        values = np.concatenate([[first[0]], first[0] + np.cumsum(deltas)])
+        words = head.array("<u8", -(-(n - 2) * (bitsize + 1) // 64))
+        fields = unpack_fields(words, n - 2, bitsize + 1)
+        mag = (fields & np.uint64((1 << bitsize) - 1)).view(np.int64)
+        dd = np.where(fields >> np.uint64(bitsize) == 1, -mag, mag)
+        dd[0] += first[1] - first[0]  # the cumulative sums start from the first delta and the first value
+        values = np.empty(n, np.int64)
+        values[0] = first[0]
+        np.cumsum(np.cumsum(dd, out=dd), out=values[2:])
+        values[1] = first[1]
+        values[2:] += first[1]
         if len(head.rest()):
             raise FormatError(f"DOUBLE_DELTA: {len(head.rest())} bytes after the last value")
         return values.astype(dtype).tobytes()
@@ -287,13 +289,41 @@ class DoubleDelta(_Reinterpreting):
 
 def _pack_dd(dd, bitsize) -> bytes:
     """Sign bit then ``bitsize`` magnitude bits per value, MSB first, in u64 words stored LE."""
-    mag = np.abs(dd).astype(np.uint64)
-    bits = np.empty((len(dd), bitsize + 1), np.uint8)
-    bits[:, 0] = dd < 0
-    bits[:, 1:] = (mag[:, None] >> np.arange(bitsize - 1, -1, -1, dtype=np.uint64)) & np.uint64(1)
-    flat = bits.reshape(-1)
-    flat = np.concatenate([flat, np.zeros(-len(flat) % 64, np.uint8)])
-    return np.packbits(flat).view(">u8").astype("<u8").tobytes()
+    fields = np.abs(dd).astype(np.uint64) | ((dd < 0).astype(np.uint64) << np.uint64(bitsize))
+    return pack_fields(fields, bitsize + 1).astype("<u8").tobytes()
+
+
+def _field_places(count: int, width: int):
+    """(word, bit offset from the word's top) of each of ``count`` fields of ``width`` bits laid end to end."""
+    pos = np.arange(count, dtype=np.uint64) * np.uint64(width)
+    return (pos >> np.uint64(6)).astype(np.intp), pos & np.uint64(63)
+
+
+def unpack_fields(words: np.ndarray, count: int, width: int) -> np.ndarray:
+    """``count`` fields of ``width`` (1 to 63) bits laid MSB first across u64 ``words``, as u64.
+
+    A field starts in word ``w`` at ``off`` bits from the top and may end in the next one: the two words
+    shifted into place give it (the shift of the second is split in two, as a shift by 64 is undefined).
+    """
+    word, off = _field_places(count, width)
+    padded = np.append(words.astype(np.uint64), np.zeros(2, np.uint64))
+    top = padded[word] << off
+    top |= (padded[word + 1] >> np.uint64(1)) >> (np.uint64(63) - off)
+    return top >> np.uint64(64 - width)
+
+
+def pack_fields(fields: np.ndarray, width: int) -> np.ndarray:
+    """The u64 words of ``fields`` (u64 below ``2**width``) laid MSB first: the inverse of unpack_fields."""
+    count = len(fields)
+    word, off = _field_places(count, width)
+    words = np.zeros(-(-count * width // 64) + 1, np.uint64)
+    if count:
+        top = fields << np.uint64(64 - width)
+        first = np.flatnonzero(np.diff(word, prepend=-1))  # the fields that start each word
+        words[word[first]] = np.bitwise_or.reduceat(top >> off, first)
+        last = np.append(first[1:], count) - 1  # only a word's last field can run into the next word
+        words[word[last] + 1] |= (top[last] << np.uint64(1)) << (np.uint64(63) - off[last])
+    return words[:-1]
 
 
 #: Header of a delta part: the count, then the first value and the deltas (REFERENCE §7.5).
