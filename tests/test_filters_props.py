@@ -325,3 +325,15 @@ def test_a_corrupt_chunk_among_many_is_named(pipeline, which, part, where, threa
     tile.chunks[which] = chunk
     with pytest.raises(FormatError, match=f"chunk {which} "):
         unfilter(tile, pipeline, datatype=Datatype.INT32, cell_size=4, threads=threads)
+
+
+@PROPS
+@given(st.sampled_from([1, 2, 4, 8]), st.integers(0, 3 * 8192 // 8 + 40), st.booleans(), st.data())
+def test_bitshuffle_library_gives_the_numpy_bytes(size, n, inverse, data):
+    """The optional bitshuffle library (the ``fast`` extra) against our numpy kernel."""
+    from tdbformat.filters import shuffle
+    if shuffle._LIBRARY is None:
+        pytest.skip("bitshuffle is not installed")
+    buf = data.draw(arrays(np.uint8, size * n + data.draw(st.integers(0, size - 1))))
+    lib = shuffle._bitshuffle(buf, size, inverse)
+    assert lib.tobytes() == shuffle._bitshuffle(buf, size, inverse, library=None).tobytes()
