@@ -280,8 +280,10 @@ class DoubleDelta(_Reinterpreting):
         first = head.array(dtype, 2).astype(np.int64)
         words = head.array("<u8", -(-(n - 2) * (bitsize + 1) // 64))
         fields = unpack_fields(words, n - 2, bitsize + 1)
-        mag = (fields & np.uint64((1 << bitsize) - 1)).view(np.int64)
-        dd = np.where(fields >> np.uint64(bitsize) == 1, -mag, mag)
+        negative = (fields >> np.uint64(bitsize)).view(np.int64)
+        dd = (fields & np.uint64((1 << bitsize) - 1)).view(np.int64)
+        dd ^= -negative  # two's complement negation where the sign bit is set: ~x + 1
+        dd += negative
         dd[0] += first[1] - first[0]  # the cumulative sums start from the first delta and the first value
         values = np.empty(n, np.int64)
         values[0] = first[0]
@@ -290,7 +292,7 @@ class DoubleDelta(_Reinterpreting):
         values[2:] += first[1]
         if len(head.rest()):
             raise FormatError(f"DOUBLE_DELTA: {len(head.rest())} bytes after the last value")
-        return values.astype(dtype).tobytes()
+        return values.astype(dtype, copy=False).tobytes()
 
 
 def _pack_dd(dd, bitsize) -> bytes:
