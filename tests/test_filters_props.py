@@ -337,3 +337,27 @@ def test_bitshuffle_library_gives_the_numpy_bytes(size, n, inverse, data):
     buf = data.draw(arrays(np.uint8, size * n + data.draw(st.integers(0, size - 1))))
     lib = shuffle._bitshuffle(buf, size, inverse)
     assert lib.tobytes() == shuffle._bitshuffle(buf, size, inverse, library=None).tobytes()
+
+
+def _rle_reference(raw: bytes, cs: int) -> bytes:
+    """rle_compressor.cc in plain Python: each run of equal cells as the cell, then its length as u16 BE."""
+    out, i = bytearray(), 0
+    while i < len(raw):
+        j = i + cs
+        while j < len(raw) and raw[j:j + cs] == raw[i:i + cs] and (j - i) // cs < 65535:
+            j += cs
+        out += raw[i:i + cs] + ((j - i) // cs).to_bytes(2, "big")
+        i = j
+    return bytes(out)
+
+
+@PROPS
+@given(st.sampled_from([1, 2, 3, 4, 5, 8, 12]), st.lists(st.integers(0, 2), max_size=400), st.integers(0, 3))
+def test_rle_matches_a_plain_python_reference(cs, cells, long_run):
+    from tdbformat.filters.compression import Rle
+    from tdbformat.filters.pipeline import FilterContext
+    raw = b"".join(bytes([c]) * cs for c in cells) + bytes(cs) * (70000 * (long_run == 0))
+    ctx = FilterContext(cell_size=cs)
+    packed = Rle().compress(ctx, raw)
+    assert packed == _rle_reference(raw, cs)
+    assert Rle().decompress(ctx, packed, len(raw)) == raw

@@ -186,26 +186,34 @@ class Rle(CompressionCodec):
         run_starts = np.repeat(starts, pieces) + _MAX_RUN * (np.arange(pieces.sum()) -
                                                              np.repeat(np.cumsum(pieces) - pieces, pieces))
         run_lengths = np.minimum(_MAX_RUN, np.diff(np.append(run_starts, len(cells))))
-        out = np.empty((len(run_starts), cs + 2), np.uint8)
-        out[:, :cs] = cells[run_starts].view(np.uint8).reshape(-1, cs)
-        out[:, cs:] = run_lengths.astype(">u2").view(np.uint8).reshape(-1, 2)
+        out = np.empty(len(run_starts), _runs(cs))
+        out["value"], out["run_length"] = cells[run_starts], run_lengths
         return out.tobytes()
 
     def decompress(self, ctx, packed, orig_size):
         cs = ctx.cell_size
         if len(packed) % (cs + 2):
             raise FormatError(f"RLE: {len(packed)} bytes are not whole runs of {cs + 2} bytes")
-        runs = np.frombuffer(packed, np.uint8).reshape(-1, cs + 2)
-        lengths = runs[:, cs:].copy().view(">u2").reshape(-1).astype(np.int64)
+        runs = np.frombuffer(packed, _runs(cs))
+        lengths = runs["run_length"].astype(np.int64)
         if int(lengths.sum()) * cs != orig_size:
             raise FormatError(f"RLE: the runs expand to {int(lengths.sum()) * cs} bytes, the header says {orig_size}")
-        return np.repeat(_one_per_cell(np.ascontiguousarray(runs[:, :cs]).reshape(-1), cs), lengths).tobytes()
+        return np.repeat(runs["value"], lengths).tobytes()
+
+
+def _cell_dtype(cs: int) -> np.dtype:
+    """One element per cell, which numpy compares, copies and repeats many times faster than rows of bytes:
+    an unsigned integer where one has the cell's size, else an opaque ``V`` of its bytes."""
+    return np.dtype(f"<u{cs}" if cs in (1, 2, 4, 8) else f"V{cs}")
 
 
 def _one_per_cell(buf: np.ndarray, cs: int) -> np.ndarray:
-    """Contiguous u8 cells as one element per cell, which numpy compares and repeats many times faster than
-    rows: an unsigned integer where one has the cell's size, else an opaque ``V`` of its bytes."""
-    return buf.view(f"<u{cs}" if cs in (1, 2, 4, 8) else f"V{cs}")
+    return buf.view(_cell_dtype(cs))
+
+
+def _runs(cs: int) -> np.dtype:
+    """The runs of :data:`RleRun` as one numpy record each."""
+    return np.dtype([("value", _cell_dtype(cs)), ("run_length", ">u2")])
 
 
 _DELTA_TYPES = {Datatype.CHAR: np.dtype("i1"), Datatype.ANY: np.dtype("u1"), Datatype.BLOB: np.dtype("u1"),
