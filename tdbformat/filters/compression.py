@@ -20,7 +20,7 @@ from construct import Bytes, Int8ul, Int16ub, Int32ul, Int64ul, this
 from ..enums import Datatype, FilterType
 from ..errors import FormatError, UnsupportedError
 from ..fields import Counted, Struct
-from .pipeline import Codec, FilterContext, Header, register
+from .pipeline import Codec, FilterContext, Header, joined, register
 
 __all__ = ["CompressedPartSizes", "CompressionCodec", "DoubleDeltaHeader", "DeltaHeader", "RleRun", "delta_dtype"]
 
@@ -90,7 +90,7 @@ class CompressionCodec(Codec):
             out.append(raw)
             pos += size
         nmd = len(md_sizes)
-        return memoryview(b"".join(out[:nmd])), b"".join(out[nmd:])
+        return memoryview(joined(out[:nmd])), joined(out[nmd:])  # one part (the usual): no copy
 
 
 # What the codec libraries raise on corrupt input.
