@@ -1,14 +1,21 @@
-"""Decode and encode throughput of every filter on 64 MiB of typical data, next to the raw library.
+"""Decode and encode throughput of every filter on 64 MiB of typical data, next to the raw library and TileDB-Py.
 
 Run: python benchmarks/filters.py [MiB]. The tile is chunked as TileDB chunks it (64 KiB), so the raw
 library columns compress the same 64 KiB pieces and copy the decompressed ones into one buffer, as
-decoding a tile must; MB/s are of unfiltered bytes.
+decoding a tile must; MB/s are of unfiltered bytes; codec columns use one thread.
+
+The second table writes the same data with TileDB-Py as a dense array (8 tiles) through each pipeline of
+issue #22 and reads it with tdbformat and with TileDB-Py (its default: a thread per core), alternating,
+median of 3; the ratios are tdbformat's time over TileDB-Py's (below 1: tdbformat is faster).
 """
 
 from __future__ import annotations
 
 import bz2
+import os
+import statistics
 import sys
+import tempfile
 import time
 import zlib
 
@@ -17,8 +24,9 @@ import numpy as np
 import zstandard
 from construct import Container
 
+import tdbformat
 from tdbformat.enums import Compressor, Datatype, FilterType
-from tdbformat.filters import filter_tile, unfilter
+from tdbformat.filters import filter_tile, set_threads, unfilter
 
 MIB = int(sys.argv[1]) if len(sys.argv) > 1 else 64
 KEY = bytes(range(32))
@@ -94,7 +102,68 @@ def _into_one(pieces) -> np.ndarray:
     return out
 
 
+def tiledb_pipelines():
+    """(name, TileDB-Py filters, datatype) of the pipelines of issue #22."""
+    import tiledb
+    return [
+        ("bitshuffle+lz4", [tiledb.BitShuffleFilter(), tiledb.LZ4Filter()], Datatype.INT64),
+        ("byteshuffle+zstd", [tiledb.ByteShuffleFilter(), tiledb.ZstdFilter()], Datatype.INT64),
+        ("positive delta+lz4", [tiledb.PositiveDeltaFilter(), tiledb.LZ4Filter()], Datatype.INT64),
+        ("XOR+zstd", [tiledb.XORFilter(), tiledb.ZstdFilter()], Datatype.FLOAT64),
+        ("delta+zstd", [tiledb.DeltaFilter(), tiledb.ZstdFilter()], Datatype.INT64),
+        ("double delta", [tiledb.DoubleDeltaFilter()], Datatype.INT64),
+        ("bit-width reduction", [tiledb.BitWidthReductionFilter()], Datatype.INT64),
+        ("RLE", [tiledb.RleFilter()], Datatype.INT64),
+        ("gzip", [tiledb.GzipFilter()], Datatype.INT64),
+    ]
+
+
+def write_with_tiledb(path, filters, values):
+    import tiledb
+    n = len(values)
+    dom = tiledb.Domain(tiledb.Dim("d", domain=(0, n - 1), tile=n // 8, dtype=np.int64))
+    attr = tiledb.Attr("a", dtype=values.dtype, filters=tiledb.FilterList(filters))
+    tiledb.Array.create(path, tiledb.ArraySchema(domain=dom, attrs=[attr]))
+    with tiledb.open(path, "w") as arr:
+        arr[:] = values
+
+
+def versus_tiledb(reps=3):
+    """Dense reads of the same array by tdbformat (1 thread; 2 across tiles; 2 across chunks) and TileDB-Py."""
+    import tiledb
+    print(f"\n{MIB} MiB dense array of 8 tiles, written by TileDB-Py {tiledb.__version__}; median of {reps} "
+          "alternating reads; ratio = tdbformat time / TileDB-Py time\n")
+    ways = {"1 thread": (1, 1), "2 tile threads": (2, 1), "2 chunk threads": (1, 2)}
+    print("| pipeline | TileDB-Py MB/s | " + " | ".join(f"tdbformat {w} MB/s | ratio" for w in ways) + " |")
+    print("|---|---|" + "---|---|" * len(ways))
+    mb = MIB * 2**20 / 1e6
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, filters, datatype in tiledb_pipelines():
+            values = data_for(datatype)
+            if "positive" in name:
+                values = np.sort(values)
+            path = os.path.join(tmp, name.replace(" ", "_").replace("+", "_"))
+            write_with_tiledb(path, filters, values)
+            times = {w: [] for w in ["TileDB-Py", *ways]}
+            for _ in range(reps):
+                with tiledb.open(path) as arr:
+                    got, t = timed(lambda: arr[:])
+                assert np.array_equal(got["a"] if isinstance(got, dict) else got, values)
+                times["TileDB-Py"].append(t)
+                for w, (tiles, chunks) in ways.items():
+                    set_threads(chunks)
+                    got, t = timed(lambda: tdbformat.open_array(path).read(threads=tiles))
+                    assert np.array_equal(got["a"], values)
+                    times[w].append(t)
+            med = {w: statistics.median(ts) for w, ts in times.items()}
+            row = f"| {name} | {mb / med['TileDB-Py']:,.0f} |"
+            row += "".join(f" {mb / med[w]:,.0f} | {med[w] / med['TileDB-Py']:.2f} |" for w in ways)
+            print(row, flush=True)
+    set_threads(os.cpu_count() or 1)
+
+
 def main():
+    set_threads(1)
     mb = MIB * 2**20 / 1e6
     print(f"{MIB} MiB per filter, 64 KiB chunks; MB/s of unfiltered data\n")
     print("| filter | datatype | decode MB/s | encode MB/s | raw library decode MB/s | raw library encode MB/s | "
@@ -115,6 +184,7 @@ def main():
         else:
             row += " | | |"
         print(row, flush=True)
+    versus_tiledb()
 
 
 if __name__ == "__main__":

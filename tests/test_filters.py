@@ -384,3 +384,17 @@ def test_filtered_tile_adapter_var_strings_carry_offsets():
     want, _ = _truth_column(case, info.name)
     bounds = np.append(got.offsets.astype(np.int64), len(got.data))
     assert [got.data[a:b] for a, b in zip(bounds[:-1], bounds[1:])] == list(want.reshape(-1)[:len(got.offsets)])
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_corpus_tiles_same_bytes_with_threads(case, decoded_corpus):
+    """One thread and several unfilter and filter every corpus tile to the same bytes."""
+    for tile, data, kw, pipeline in _reencodable(case, decoded_corpus):
+        kw = {k: v for k, v in kw.items() if k not in ("sizes", "max_chunk")}
+        sizes = [c.unfiltered_size for c in tile.chunks]
+        if kw.get("offsets") is None or not skips_offsets(pipeline, kw["datatype"], kw["version"]):
+            dec = {k: v for k, v in kw.items() if k not in ("offsets", "dim_num")}
+            assert unfilter(tile, pipeline, threads=1, **dec) == unfilter(tile, pipeline, threads=3, **dec)
+        if not kw["encrypted"]:  # AES draws a fresh IV per chunk
+            assert Tile.build(filter_tile(data, pipeline, sizes=sizes, threads=1, **kw)) == \
+                Tile.build(filter_tile(data, pipeline, sizes=sizes, threads=3, **kw))

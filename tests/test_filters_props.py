@@ -254,3 +254,156 @@ def test_corrupt_chunks_raise_format_error_only(which, part, where, how, byte):
             unfilter(broken, pipeline, datatype=datatype, cell_size=datatype.size, version=version)
     except FormatError:
         pass
+
+
+def _fields_reference(fields, width: int) -> bytes:
+    """Fields laid MSB first in u64 words stored LE, by a string of bits (dd_compressor.cc's layout)."""
+    bits = "".join(format(int(f), f"0{width}b") for f in fields)
+    bits += "0" * (-len(bits) % 64)
+    return b"".join(int(bits[i:i + 64], 2).to_bytes(8, "little") for i in range(0, len(bits), 64))
+
+
+@PROPS
+@given(st.integers(1, 63).flatmap(lambda w: st.tuples(st.just(w), st.lists(st.integers(0, 2**w - 1), max_size=300))))
+def test_bit_fields_match_a_bit_string_reference(case):
+    from tdbformat.filters.compression import pack_fields, unpack_fields
+    width, values = case
+    fields = np.array(values, np.uint64)
+    packed = pack_fields(fields, width).astype("<u8").tobytes()
+    assert packed == _fields_reference(values, width)
+    assert unpack_fields(np.frombuffer(packed, "<u8"), len(values), width).tolist() == values
+
+
+@PROPS
+@given(st.sampled_from([1, 2, 3, 4, 8]), st.integers(1, 5), st.integers(0, 100), st.data())
+def test_byteshuffle_rows_match_the_definition(size, k, n, data):
+    from tdbformat.filters.shuffle import byteshuffle, byteunshuffle
+    rows = data.draw(arrays(np.uint8, (k, n)))
+    for row, got in zip(rows, byteshuffle(rows, size)):
+        m = n // size  # byte j of element i goes to j * m + i; a partial last element stays
+        want = [row[i * size + j] for j in range(size) for i in range(m)] + list(row[m * size:])
+        assert got.tolist() == want
+        assert byteunshuffle(got[None], size)[0].tolist() == row.tolist()
+
+
+THREADED = [_pipeline(_filter(FilterType.BITSHUFFLE), _filter(FilterType.LZ4, compressor=Compressor.LZ4, level=1)),
+            _pipeline(_filter(FilterType.BYTESHUFFLE), _filter(FilterType.ZSTD, compressor=Compressor.ZSTD, level=1)),
+            _pipeline(_filter(FilterType.XOR)),
+            _pipeline(_filter(FilterType.DOUBLE_DELTA, compressor=Compressor.DOUBLE_DELTA, level=-1,
+                              reinterpret_datatype=Datatype.ANY)),
+            _pipeline(_filter(FilterType.BIT_WIDTH_REDUCTION, max_window_size=64)),
+            _pipeline(_filter(FilterType.POSITIVE_DELTA, max_window_size=64)),
+            _pipeline(_filter(FilterType.RLE, compressor=Compressor.RLE, level=-1))]
+
+
+@PROPS
+@given(st.sampled_from(THREADED), st.sampled_from(INTEGERS), st.integers(0, 3000), st.sampled_from([64, 256, 1000]),
+       st.integers(2, 5), st.data())
+def test_threads_give_the_same_bytes(pipeline, datatype, n, max_chunk, threads, data):
+    values = data.draw(_values(datatype, n, elements=st.integers(0, 9)))
+    positive = pipeline.filters[0].type == FilterType.POSITIVE_DELTA  # whose values must not decrease
+    raw = (np.sort(values) if positive else values).tobytes()
+    kw = dict(datatype=datatype, version=22, cell_size=datatype.size)
+    one = filter_tile(raw, pipeline, max_chunk=max_chunk, threads=1, **kw)
+    many = filter_tile(raw, pipeline, max_chunk=max_chunk, threads=threads, **kw)
+    assert Tile.build(one) == Tile.build(many)
+    parsed = Tile.parse(Tile.build(one))
+    assert unfilter(parsed, pipeline, threads=1, **kw) == unfilter(parsed, pipeline, threads=threads, **kw) == raw
+
+
+@PROPS
+@given(st.sampled_from(THREADED[:3]), st.integers(0, 39), st.sampled_from(["metadata", "data"]), st.integers(0, 10**6),
+       st.sampled_from([1, 2]))
+def test_a_corrupt_chunk_among_many_is_named(pipeline, which, part, where, threads):
+    """Runs of chunks unfilter together (reverse_many); an error still names its chunk."""
+    from tdbformat.errors import FormatError
+    raw = np.arange(40 * 64, dtype=np.int32).tobytes()
+    tile = Tile.parse(Tile.build(filter_tile(raw, pipeline, datatype=Datatype.INT32, cell_size=4, max_chunk=256)))
+    chunk = Container(tile.chunks[which])
+    cut = bytes(chunk[part])[:where % max(1, len(chunk[part]))]
+    chunk[part] = cut
+    tile.chunks[which] = chunk
+    with pytest.raises(FormatError, match=f"chunk {which} "):
+        unfilter(tile, pipeline, datatype=Datatype.INT32, cell_size=4, threads=threads)
+
+
+@PROPS
+@given(st.sampled_from([1, 2, 4, 8]), st.integers(0, 3 * 8192 // 8 + 40), st.booleans(), st.data())
+def test_bitshuffle_library_gives_the_numpy_bytes(size, n, inverse, data):
+    """The optional bitshuffle library (the ``fast`` extra) against our numpy kernel."""
+    from tdbformat.filters import shuffle
+    if shuffle._LIBRARY is None:
+        pytest.skip("bitshuffle is not installed")
+    buf = data.draw(arrays(np.uint8, size * n + data.draw(st.integers(0, size - 1))))
+    lib = shuffle._bitshuffle(buf, size, inverse)
+    assert lib.tobytes() == shuffle._bitshuffle(buf, size, inverse, library=None).tobytes()
+
+
+def _rle_reference(raw: bytes, cs: int) -> bytes:
+    """rle_compressor.cc in plain Python: each run of equal cells as the cell, then its length as u16 BE."""
+    out, i = bytearray(), 0
+    while i < len(raw):
+        j = i + cs
+        while j < len(raw) and raw[j:j + cs] == raw[i:i + cs] and (j - i) // cs < 65535:
+            j += cs
+        out += raw[i:i + cs] + ((j - i) // cs).to_bytes(2, "big")
+        i = j
+    return bytes(out)
+
+
+@PROPS
+@given(st.sampled_from([1, 2, 3, 4, 5, 8, 12]), st.lists(st.integers(0, 2), max_size=400), st.integers(0, 3))
+def test_rle_matches_a_plain_python_reference(cs, cells, long_run):
+    from tdbformat.filters.compression import Rle
+    from tdbformat.filters.pipeline import FilterContext
+    raw = b"".join(bytes([c]) * cs for c in cells) + bytes(cs) * (70000 * (long_run == 0))
+    ctx = FilterContext(cell_size=cs)
+    packed = Rle().compress(ctx, raw)
+    assert packed == _rle_reference(raw, cs)
+    assert Rle().decompress(ctx, packed, len(raw)) == raw
+
+
+def _windowed_reference(values: np.ndarray, window: int, bwr: bool) -> tuple[bytes, bytes]:
+    """(header, data) of bit-width reduction or positive delta over whole windows, value by value in Python
+    (bit_width_reduction_filter.cc, positive_delta_filter.cc)."""
+    dtype = values.dtype
+    per = window // dtype.itemsize
+    head, out = [], b""
+    for w in range(0, len(values), per):
+        win = [int(v) for v in values[w:w + per]]
+        nbytes = len(win) * dtype.itemsize
+        if not bwr:
+            head.append(np.array([win[0]], dtype).tobytes() + nbytes.to_bytes(4, "little"))
+            out += np.array([0] + [b - a for a, b in zip(win, win[1:])], dtype).tobytes()
+            continue
+        lo, span = min(win), max(win) - min(win)
+        top = np.iinfo(dtype).max
+        bits = next((b for b in (8, 16, 32) if span + 1 <= (1 << (b - (dtype.kind == "i"))) - 1), 64)
+        bits = 8 * dtype.itemsize if span >= top else bits
+        head.append(np.array([lo], dtype).tobytes() + bytes([bits]) + nbytes.to_bytes(4, "little"))
+        packed = bits < 8 * dtype.itemsize
+        out += np.array([v - lo for v in win], f"<{dtype.kind}{bits // 8}").tobytes() if packed else \
+            np.array(win, dtype).tobytes()
+    total = len(values) * dtype.itemsize
+    count = np.array(([total] if bwr else []) + [len(head)], "<u4").tobytes()
+    return count + b"".join(head), out
+
+
+@PROPS
+@given(st.sampled_from(INTEGERS), st.sampled_from([8, 64, 256]), st.integers(0, 40), st.booleans(), st.data())
+def test_windowed_filters_match_a_plain_python_reference(datatype, window, nwindows, bwr, data):
+    from tdbformat.filters.bitwidth import BitWidthReduction, PositiveDelta
+    from tdbformat.filters.pipeline import FilterContext
+    dtype = datatype.numpy_dtype
+    n = nwindows * (window // dtype.itemsize)
+    spread = data.draw(st.sampled_from([3, 300, 70000, int(np.iinfo(dtype).max)]))
+    values = data.draw(arrays(dtype, n, elements=st.integers(0, min(spread, int(np.iinfo(dtype).max)))))
+    values = np.sort(values) if not bwr else values
+    if bwr and dtype.itemsize == 1:
+        return  # 1-byte types pass through bit-width reduction
+    ctx = FilterContext(options=Container(max_window_size=window), datatype=datatype, version=22,
+                        cell_size=dtype.itemsize)
+    codec = BitWidthReduction() if bwr else PositiveDelta()
+    md, out = codec.forward(ctx, [], [values.tobytes()])
+    assert (b"".join(md), b"".join(out)) == _windowed_reference(values, window, bwr)
+    assert bytes(codec.reverse(ctx, memoryview(b"".join(md)), memoryview(b"".join(out)))[1]) == values.tobytes()

@@ -51,12 +51,31 @@ def window_sizes(nbytes: int, max_window: int, size: int) -> np.ndarray:
     return np.append(sizes, nbytes % window) if nbytes % window else sizes
 
 
+def _blocks(buf: np.ndarray, starts, width: int):
+    """``buf``'s ranges [start, start+width) as rows of a (k, width) array: a view when they lie end to end,
+    else an index of the rows of ``buf`` cut into pieces of the largest size that divides every start and
+    the width (a byte index costs numpy eight bytes of index per byte moved)."""
+    starts = np.asarray(starts, np.int64)
+    if not len(starts) or not width:
+        return np.zeros((len(starts), width), buf.dtype), None
+    if len(starts) == 1 or (np.diff(starts) == width).all():
+        return buf[starts[0]:starts[0] + len(starts) * width].reshape(-1, width), None
+    piece = int(np.gcd.reduce(np.append(starts, width)))
+    pieces = buf[:len(buf) // piece * piece].reshape(-1, piece)
+    return pieces, starts[:, None] // piece + np.arange(width // piece)
+
+
 def _gather(buf: np.ndarray, starts, width: int) -> np.ndarray:
-    return buf[np.asarray(starts, np.int64)[:, None] + np.arange(width)]
+    rows, index = _blocks(buf, starts, width)
+    return rows if index is None else rows[index].reshape(-1, width)
 
 
 def _scatter(out: np.ndarray, starts, rows: np.ndarray):
-    out[np.asarray(starts, np.int64)[:, None] + np.arange(rows.shape[1])] = rows
+    dest, index = _blocks(out, starts, rows.shape[1])
+    if index is None:
+        dest[...] = rows
+    else:
+        dest[index] = rows.reshape(index.shape + (-1,))
 
 
 def _windows_of(data: list, max_window: int, dtype) -> list:
@@ -177,8 +196,10 @@ class BitWidthReduction(Codec):
         buf = np.frombuffer(data, np.uint8)
         in_starts, out_starts = np.cumsum(in_sizes) - in_sizes, np.cumsum(sizes) - sizes
         out = np.empty(length, np.uint8)
-        for n, b in {(int(n), int(b)) for n, b in zip(sizes[packed] // size, bits[packed])}:
-            sel = np.flatnonzero(packed & (sizes // size == n) & (bits == b))
+        shapes = sizes // size * 128 + bits  # windows of n values of b bits, as one number (b < 128)
+        for shape in np.unique(shapes[packed]).tolist():
+            n, b = divmod(shape, 128)
+            sel = np.flatnonzero(packed & (shapes == shape))
             rel = _gather(buf, in_starts[sel], n * b // 8).view(_signed_or_unsigned(dtype, b))
             values = rel.astype(dtype) + windows["offset"][sel, None]
             _scatter(out, out_starts[sel], values.view(np.uint8))

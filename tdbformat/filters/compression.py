@@ -20,7 +20,7 @@ from construct import Bytes, Int8ul, Int16ub, Int32ul, Int64ul, this
 from ..enums import Datatype, FilterType
 from ..errors import FormatError, UnsupportedError
 from ..fields import Counted, Struct
-from .pipeline import Codec, FilterContext, Header, register
+from .pipeline import Codec, FilterContext, Header, joined, register
 
 __all__ = ["CompressedPartSizes", "CompressionCodec", "DoubleDeltaHeader", "DeltaHeader", "RleRun", "delta_dtype"]
 
@@ -90,7 +90,7 @@ class CompressionCodec(Codec):
             out.append(raw)
             pos += size
         nmd = len(md_sizes)
-        return memoryview(b"".join(out[:nmd])), b"".join(out[nmd:])
+        return memoryview(joined(out[:nmd])), joined(out[nmd:])  # one part (the usual): no copy
 
 
 # What the codec libraries raise on corrupt input.
@@ -176,30 +176,44 @@ class Rle(CompressionCodec):
         cs = ctx.cell_size
         if len(raw) % cs:
             raise FormatError(f"RLE: {len(raw)} bytes are not whole cells of {cs} bytes")
-        cells = np.frombuffer(raw, np.uint8).reshape(-1, cs)
+        cells = _one_per_cell(np.frombuffer(raw, np.uint8), cs)
         if not len(cells):
             return b""
-        starts = np.flatnonzero(np.concatenate([[True], (cells[1:] != cells[:-1]).any(axis=1)]))
+        starts = np.flatnonzero(np.concatenate([[True], cells[1:] != cells[:-1]]))
         lengths = np.diff(np.append(starts, len(cells)))
         # runs longer than 65535 are cut into 65535s and a remainder
         pieces = -(-lengths // _MAX_RUN)
         run_starts = np.repeat(starts, pieces) + _MAX_RUN * (np.arange(pieces.sum()) -
                                                              np.repeat(np.cumsum(pieces) - pieces, pieces))
         run_lengths = np.minimum(_MAX_RUN, np.diff(np.append(run_starts, len(cells))))
-        out = np.empty((len(run_starts), cs + 2), np.uint8)
-        out[:, :cs] = cells[run_starts]
-        out[:, cs:] = run_lengths.astype(">u2").view(np.uint8).reshape(-1, 2)
+        out = np.empty(len(run_starts), _runs(cs))
+        out["value"], out["run_length"] = cells[run_starts], run_lengths
         return out.tobytes()
 
     def decompress(self, ctx, packed, orig_size):
         cs = ctx.cell_size
         if len(packed) % (cs + 2):
             raise FormatError(f"RLE: {len(packed)} bytes are not whole runs of {cs + 2} bytes")
-        runs = np.frombuffer(packed, np.uint8).reshape(-1, cs + 2)
-        lengths = runs[:, cs:].copy().view(">u2").reshape(-1).astype(np.int64)
+        runs = np.frombuffer(packed, _runs(cs))
+        lengths = runs["run_length"].astype(np.int64)
         if int(lengths.sum()) * cs != orig_size:
             raise FormatError(f"RLE: the runs expand to {int(lengths.sum()) * cs} bytes, the header says {orig_size}")
-        return np.repeat(runs[:, :cs], lengths, axis=0).tobytes()
+        return np.repeat(runs["value"], lengths).tobytes()
+
+
+def _cell_dtype(cs: int) -> np.dtype:
+    """One element per cell, which numpy compares, copies and repeats many times faster than rows of bytes:
+    an unsigned integer where one has the cell's size, else an opaque ``V`` of its bytes."""
+    return np.dtype(f"<u{cs}" if cs in (1, 2, 4, 8) else f"V{cs}")
+
+
+def _one_per_cell(buf: np.ndarray, cs: int) -> np.ndarray:
+    return buf.view(_cell_dtype(cs))
+
+
+def _runs(cs: int) -> np.dtype:
+    """The runs of :data:`RleRun` as one numpy record each."""
+    return np.dtype([("value", _cell_dtype(cs)), ("run_length", ">u2")])
 
 
 _DELTA_TYPES = {Datatype.CHAR: np.dtype("i1"), Datatype.ANY: np.dtype("u1"), Datatype.BLOB: np.dtype("u1"),
@@ -272,28 +286,60 @@ class DoubleDelta(_Reinterpreting):
         if bitsize >= 8 * dtype.itemsize - 1 or n <= 2:
             return bytes(head.take(orig_size))
         first = head.array(dtype, 2).astype(np.int64)
-        nbits = (n - 2) * (bitsize + 1)
-        words = head.array("<u8", -(-nbits // 64))
-        bits = np.unpackbits(words.astype(">u8").view(np.uint8))[:nbits].reshape(-1, bitsize + 1)
-        shifts = np.arange(bitsize - 1, -1, -1, dtype=np.uint64)
-        mag = (bits[:, 1:].astype(np.uint64) << shifts).sum(axis=1, dtype=np.uint64).view(np.int64)
-        dd = np.where(bits[:, 0] == 1, -mag, mag)
-        deltas = np.cumsum(np.concatenate([[first[1] - first[0]], dd]))
-        values = np.concatenate([[first[0]], first[0] + np.cumsum(deltas)])
+        words = head.array("<u8", -(-(n - 2) * (bitsize + 1) // 64))
+        fields = unpack_fields(words, n - 2, bitsize + 1)
+        negative = (fields >> np.uint64(bitsize)).view(np.int64)
+        dd = (fields & np.uint64((1 << bitsize) - 1)).view(np.int64)
+        dd ^= -negative  # two's complement negation where the sign bit is set: ~x + 1
+        dd += negative
+        dd[0] += first[1] - first[0]  # the cumulative sums start from the first delta and the first value
+        values = np.empty(n, np.int64)
+        values[0] = first[0]
+        np.cumsum(np.cumsum(dd, out=dd), out=values[2:])
+        values[1] = first[1]
+        values[2:] += first[1]
         if len(head.rest()):
             raise FormatError(f"DOUBLE_DELTA: {len(head.rest())} bytes after the last value")
-        return values.astype(dtype).tobytes()
+        return values.astype(dtype, copy=False).tobytes()
 
 
 def _pack_dd(dd, bitsize) -> bytes:
     """Sign bit then ``bitsize`` magnitude bits per value, MSB first, in u64 words stored LE."""
-    mag = np.abs(dd).astype(np.uint64)
-    bits = np.empty((len(dd), bitsize + 1), np.uint8)
-    bits[:, 0] = dd < 0
-    bits[:, 1:] = (mag[:, None] >> np.arange(bitsize - 1, -1, -1, dtype=np.uint64)) & np.uint64(1)
-    flat = bits.reshape(-1)
-    flat = np.concatenate([flat, np.zeros(-len(flat) % 64, np.uint8)])
-    return np.packbits(flat).view(">u8").astype("<u8").tobytes()
+    fields = np.abs(dd).astype(np.uint64) | ((dd < 0).astype(np.uint64) << np.uint64(bitsize))
+    return pack_fields(fields, bitsize + 1).astype("<u8").tobytes()
+
+
+def _field_places(count: int, width: int):
+    """(word, bit offset from the word's top) of each of ``count`` fields of ``width`` bits laid end to end."""
+    pos = np.arange(count, dtype=np.uint64) * np.uint64(width)
+    return (pos >> np.uint64(6)).astype(np.intp), pos & np.uint64(63)
+
+
+def unpack_fields(words: np.ndarray, count: int, width: int) -> np.ndarray:
+    """``count`` fields of ``width`` (1 to 63) bits laid MSB first across u64 ``words``, as u64.
+
+    A field starts in word ``w`` at ``off`` bits from the top and may end in the next one: the two words
+    shifted into place give it (the shift of the second is split in two, as a shift by 64 is undefined).
+    """
+    word, off = _field_places(count, width)
+    padded = np.append(words.astype(np.uint64), np.zeros(2, np.uint64))
+    top = padded[word] << off
+    top |= (padded[word + 1] >> np.uint64(1)) >> (np.uint64(63) - off)
+    return top >> np.uint64(64 - width)
+
+
+def pack_fields(fields: np.ndarray, width: int) -> np.ndarray:
+    """The u64 words of ``fields`` (u64 below ``2**width``) laid MSB first: the inverse of unpack_fields."""
+    count = len(fields)
+    word, off = _field_places(count, width)
+    words = np.zeros(-(-count * width // 64) + 1, np.uint64)
+    if count:
+        top = fields << np.uint64(64 - width)
+        first = np.flatnonzero(np.diff(word, prepend=-1))  # the fields that start each word
+        words[word[first]] = np.bitwise_or.reduceat(top >> off, first)
+        last = np.append(first[1:], count) - 1  # only a word's last field can run into the next word
+        words[word[last] + 1] |= (top[last] << np.uint64(1)) << (np.uint64(63) - off[last])
+    return words[:-1]
 
 
 #: Header of a delta part: the count, then the first value and the deltas (REFERENCE §7.5).

@@ -13,7 +13,9 @@ one chunk, as is every v5+ tile of a pipeline whose ``max_chunk_size`` is 0.
 
 from __future__ import annotations
 
+import os
 import struct
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -25,10 +27,53 @@ from ..errors import EncryptionError, FormatError, UnsupportedError
 __all__ = [
     "Codec", "FilterContext", "CODECS", "STRING_CODECS", "register", "Header", "split_parts", "joined", "unfilter",
     "filter_tile", "chunk_sizes", "var_chunk_sizes", "skips_offsets", "uses_chunking", "unfilter_strings", "MAX_CHUNK",
+    "set_threads", "get_threads", "reverse_stacked",
 ]
 
 #: TileDB's default process-wide chunk size (v5+; v1-4 chunk by the pipeline's ``max_chunk_size``).
 MAX_CHUNK = 65536
+
+# Threads that filter and unfilter the chunks of one tile: TileDB's sm.compute_concurrency_level, which
+# defaults to the hardware's concurrency. The codecs release the GIL in their libraries and numpy passes.
+_threads = os.cpu_count() or 1
+_pool, _pool_size = None, 0
+
+
+def set_threads(n: int):
+    """Threads per tile for :func:`unfilter` and :func:`filter_tile` when they are not given ``threads=``."""
+    global _threads
+    if n < 1:
+        raise ValueError(f"threads must be at least 1, not {n}")
+    _threads = int(n)
+
+
+def get_threads() -> int:
+    return _threads
+
+
+_RUN = 16  # chunks unfiltered together (Codec.reverse_many): 1 MiB of 64 KiB chunks stays in cache
+
+
+def _map(fn, items: list, threads: int | None) -> list:
+    """``fn(run)`` of runs of neighbouring items, shared by ``threads`` threads, as one list in order.
+
+    A thread takes whole runs (a task per chunk costs as much as a small chunk), and the results come back
+    in order, so the output does not depend on the number of threads.
+    """
+    global _pool, _pool_size
+    threads = min(_threads if threads is None else threads, len(items))
+    if not items:
+        return []
+    # a few runs per thread even out chunks of unequal cost
+    runs = min(len(items), max(-(-len(items) // _RUN), 4 * threads if threads > 1 else 1))
+    bounds = [len(items) * r // runs for r in range(runs + 1)]
+    if threads <= 1:
+        done = map(lambda r: fn(items[bounds[r]:bounds[r + 1]]), range(runs))
+    else:
+        if _pool_size < threads:
+            _pool, _pool_size = ThreadPoolExecutor(threads, thread_name_prefix="tdbformat-filters"), threads
+        done = _pool.map(lambda r: fn(items[bounds[r]:bounds[r + 1]]), range(runs))
+    return [out for run in done for out in run]
 
 
 @dataclass(frozen=True)
@@ -66,6 +111,12 @@ class Codec:
     def reverse(self, ctx: FilterContext, metadata: memoryview, data: memoryview) -> tuple[memoryview, bytes]:
         """Undo this filter: read its header from the front of ``metadata``; return (rest, data)."""
         raise NotImplementedError
+
+    def reverse_many(self, ctx: FilterContext, chunks: list) -> list:
+        """``reverse`` of each (metadata, data) of neighbouring chunks. A codec whose numpy passes cost more
+        per call than per byte on one chunk does them over all at once: large passes also run threads in
+        parallel, since numpy releases the GIL for them."""
+        return [self.reverse(ctx, md, data) for md, data in chunks]
 
 
 #: filter type -> codec
@@ -140,6 +191,22 @@ def joined(parts):
 def parts_header(sizes) -> bytes:
     """``num_parts: u32`` then the u32 sizes."""
     return np.array([len(sizes), *sizes], "<u4").tobytes()
+
+
+def reverse_stacked(codec: Codec, ctx: FilterContext, chunks: list, undo) -> list:
+    """``reverse_many`` of a filter whose header is the part sizes (``codec.name`` names it): chunks of one
+    part of the same size are undone together by ``undo`` on their (k, n) rows, the others by ``reverse``."""
+    heads = [Header(md, codec.name) for md, _ in chunks]
+    groups, out = {}, [None] * len(chunks)
+    for i, (head, (_, data)) in enumerate(zip(heads, chunks)):
+        if head.parts().tolist() == [len(data)]:
+            groups.setdefault(len(data), []).append(i)
+    for n, members in groups.items():
+        if len(members) > 1:
+            rows = np.frombuffer(b"".join(chunks[i][1] for i in members), np.uint8).reshape(len(members), n)
+            for i, row in zip(members, undo(rows)):
+                out[i] = heads[i].rest(), row
+    return [done or codec.reverse(ctx, md, data) for done, (md, data) in zip(out, chunks)]
 
 
 def _codec(filter_type) -> Codec:
@@ -237,33 +304,59 @@ def _reverse_chunk(stages, chunk, index, offset, strings=None):
     return (data, offsets) if strings else data
 
 
+def _reverse_run(stages, run) -> list:
+    """The data of a run of (index, (chunk, offset)), each stage taking all its chunks at once; on an error,
+    chunk by chunk again, to say which chunk it is in."""
+    try:
+        items = [(memoryview(c["metadata"]), memoryview(c["data"])) for _, (c, _) in run]
+        for _, codec, ctx in reversed(stages):
+            items = codec.reverse_many(ctx, items)
+        if all(not len(md) and len(data) == c["unfiltered_size"] for (md, data), (_, (c, _)) in zip(items, run)):
+            return [data for _, data in items]
+    except FormatError:
+        pass
+    return [_reverse_chunk(stages, c, i, off) for i, (c, off) in run]
+
+
 def unfilter(tile, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, key=None,
-             encrypted=False, out=None) -> memoryview:
+             encrypted=False, out=None, threads=None) -> memoryview:
     """The unfiltered bytes of ``tile`` (a parsed Tile) filtered with ``pipeline``, as a memoryview.
 
     ``encrypted=True`` adds the implicit AES-256-GCM stage of data tiles in encrypted arrays. ``out``, a
-    writable contiguous numpy array of exactly the tile's unfiltered size, receives the bytes.
+    writable contiguous numpy array of exactly the tile's unfiltered size, receives the bytes. The chunks
+    are unfiltered by ``threads`` threads (default: :func:`set_threads`); any number gives the same bytes.
     """
     stages = _limited(_stages(_with_encryption(pipeline, key, encrypted), datatype, version, cell_size, key), tile)
     chunks = tile["chunks"]
-    total = sum(c["unfiltered_size"] for c in chunks)
+    sizes = [c["unfiltered_size"] for c in chunks]
+    starts = np.cumsum([0] + sizes).tolist()
     if out is None:
         # sized by the header only up to a multiple of the stored bytes; past that it grows with real output
         stored = sum(len(c["metadata"]) + len(c["data"]) for c in chunks)
-        dest = np.empty(min(total, 16 * stored + (1 << 20)), np.uint8)
+        dest = np.empty(min(starts[-1], 16 * stored + (1 << 20)), np.uint8)
     else:
         dest = out.reshape(-1).view(np.uint8)
-        if total != len(dest):
-            raise FormatError(f"the tile's chunks unfilter to {total} bytes but {len(dest)} were expected")
-    pos = 0
-    for i, (c, off) in enumerate(zip(chunks, _chunk_offsets(tile))):
-        # each chunk lands in the result at once, so the next one reuses its (already mapped) scratch memory
-        data = np.frombuffer(_reverse_chunk(stages, c, i, off), np.uint8)
-        if pos + len(data) > len(dest):
-            dest = np.concatenate([dest[:pos], np.empty(max(len(data), pos), np.uint8)])
-        dest[pos:pos + len(data)] = data
-        pos += len(data)
-    return memoryview(dest[:pos])
+        if starts[-1] != len(dest):
+            raise FormatError(f"the tile's chunks unfilter to {starts[-1]} bytes but {len(dest)} were expected")
+
+    def run(jobs):
+        # each run lands in the result at once, so the next one reuses its (already mapped) scratch memory;
+        # a chunk past the allocated size (its claimed size is now real) waits for the buffer to grow
+        late = []
+        for (i, _), data in zip(jobs, _reverse_run(stages, jobs)):
+            data = np.frombuffer(data, np.uint8)
+            late.append(data if starts[i + 1] > len(dest) else None)
+            if late[-1] is None:
+                dest[starts[i]:starts[i + 1]] = data
+        return late
+
+    late = _map(run, list(enumerate(zip(chunks, _chunk_offsets(tile)))), threads)
+    if starts[-1] > len(dest):
+        dest = np.concatenate([dest, np.empty(starts[-1] - len(dest), np.uint8)])
+        for i, data in enumerate(late):
+            if data is not None:
+                dest[starts[i]:starts[i + 1]] = data
+    return memoryview(dest)
 
 
 def unfilter_strings(tile, pipeline, *, datatype, version, key=None, encrypted=False):
@@ -332,7 +425,8 @@ def _forward_chunk(stages, md, parts):
 
 
 def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, key=None,
-                offsets=None, encrypted=False, sizes=None, var=None, dim_num=1, max_chunk=MAX_CHUNK) -> Container:
+                offsets=None, encrypted=False, sizes=None, var=None, dim_num=1, max_chunk=MAX_CHUNK,
+                threads=None) -> Container:
     """A Tile (``num_chunks``, ``chunks``) holding ``data`` filtered with ``pipeline``.
 
     ``offsets`` (the cell offsets, u64, no trailing one) marks var-size data: from v11 it is chunked
@@ -343,6 +437,7 @@ def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cel
     process-wide chunk size, 64 KiB unless the writing process changed it (the v16-v21 corpus arrays
     have 192-byte chunks), which the file does not record. ``sizes`` overrides the chunking: before v11
     TileDB chunked var data by the buffer it had allocated, which the data does not tell either.
+    ``threads`` filter the chunks (default: :func:`set_threads`); any number gives the same bytes.
     """
     data = memoryview(data).cast("B")
     var = offsets is not None if var is None else var
@@ -366,10 +461,13 @@ def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cel
             sizes = var_chunk_sizes(offsets, len(data), cell_size, max_chunk)
         else:
             sizes = chunk_sizes(len(data), cell_size, max_chunk)
-    pos = 0
-    for size in sizes:
-        chunk = _forward_chunk(stages, [], [data[pos:pos + size]])
-        chunk.unfiltered_size = size
-        chunks.append(chunk)
-        pos += size
+    starts = np.cumsum([0] + list(sizes)).tolist()
+
+    def run(indices):
+        out = [_forward_chunk(stages, [], [data[starts[r]:starts[r + 1]]]) for r in indices]
+        for r, chunk in zip(indices, out):
+            chunk.unfiltered_size = starts[r + 1] - starts[r]
+        return out
+
+    chunks.extend(_map(run, list(range(len(sizes))), threads))
     return Container(num_chunks=len(chunks), chunks=chunks)

@@ -11,6 +11,8 @@ of 8192 bytes: each block's elements, rounded down to a multiple of 8, are trans
 from __future__ import annotations
 
 import functools
+import importlib
+import os
 import threading
 
 import numpy as np
@@ -18,7 +20,7 @@ from construct import Int32ul, this
 
 from ..enums import FilterType
 from ..fields import Counted, Struct
-from .pipeline import Codec, Header, joined, parts_header, register, split_parts
+from .pipeline import Codec, Header, joined, parts_header, register, reverse_stacked, split_parts
 
 __all__ = ["PartSizes", "byteshuffle", "byteunshuffle", "bitshuffle", "bitunshuffle"]
 
@@ -32,29 +34,35 @@ _BLOCK = 8192  # BSHUF_TARGET_BLOCK_SIZE_B
 _GROUP = 8 * _BLOCK  # bitshuffled at a time: TileDB's chunk size, and bounds the work buffers a thread keeps
 
 
+def _rows(part) -> np.ndarray:
+    """A part as a (1, n) u8 array, or rows of equal parts (k, n) as they are."""
+    return part if isinstance(part, np.ndarray) and part.ndim == 2 else np.frombuffer(part, np.uint8)[None]
+
+
 def byteshuffle(part, size: int, inverse: bool = False) -> np.ndarray:
-    """blosc2_shuffle (``inverse``: unshuffle) of one part with elements of ``size`` bytes."""
-    buf = np.frombuffer(part, np.uint8)
-    n = len(buf) // size
+    """blosc2_shuffle (``inverse``: unshuffle) of one part with elements of ``size`` bytes, or of each row of
+    a (k, n) array of parts; the result has the input's shape."""
+    rows = _rows(part)
+    k, n = rows.shape[0], rows.shape[1] // size
     if size == 1 or n == 0:
-        return buf
-    out = buf.copy()
-    whole = out[:n * size]
+        return rows if part is rows else rows[0]
+    out = rows.copy()
+    whole = out[:, :n * size]
     if size in (2, 4, 8):  # shifts on whole words: several times faster than a strided transpose
         word = np.dtype(f"<u{size}")
         if inverse:
-            planes = buf[:n * size].reshape(size, n)
-            words = planes[0].astype(word)
+            planes = rows[:, :n * size].reshape(k, size, n)
+            words = planes[:, 0].astype(word)
             for j in range(1, size):
-                words |= planes[j].astype(word) << word.type(8 * j)
+                words |= planes[:, j].astype(word) << word.type(8 * j)
             whole[:] = words.view(np.uint8)
         else:
-            words, planes = buf[:n * size].view(word), whole.reshape(size, n)
+            words, planes = rows[:, :n * size].view(word), whole.reshape(k, size, n)
             for j in range(size):
-                planes[j] = words >> word.type(8 * j)
+                planes[:, j] = words >> word.type(8 * j)
     else:
-        whole[:] = buf[:n * size].reshape((size, n) if inverse else (n, size)).T.reshape(-1)
-    return out
+        whole[:] = rows[:, :n * size].reshape((k, size, n) if inverse else (k, n, size)).transpose(0, 2, 1).reshape(k, -1)
+    return out if part is rows else out[0]
 
 
 def byteunshuffle(part, size: int) -> np.ndarray:
@@ -197,11 +205,47 @@ def _bits(blocks: np.ndarray, size: int, inverse: bool, out: np.ndarray):
 
 
 def bitshuffle(part, size: int, inverse: bool = False) -> np.ndarray:
-    """Bitshuffle (``inverse``: unshuffle) of one sub-part in 8192-byte blocks, as blosc2_bitshuffle.
+    """Bitshuffle (``inverse``: unshuffle) of one sub-part in 8192-byte blocks, as blosc2_bitshuffle, or of
+    each row of a (k, n) array of sub-parts; the result has the input's shape.
 
     ``size`` is 1, 2, 4 or 8, the sizes of TileDB's datatypes.
     """
-    buf = np.frombuffer(part, np.uint8)
+    rows = _rows(part)
+    if rows.shape[1] % _BLOCK:  # rows of whole blocks shuffle as one part; the others one by one
+        out = np.stack([_bitshuffle(row, size, inverse) for row in rows])
+    else:
+        out = _bitshuffle(rows.reshape(-1), size, inverse).reshape(rows.shape)
+    return out if part is rows else out[0]
+
+
+def _library():
+    """kiyo-masui's bitshuffle (the ``fast`` extra), or None. Its blocks are ours: 8192 bytes of whole elements,
+    a last block of what is left rounded down to 8 elements, the rest copied (bshuf_bitshuffle); the tests
+    check that it gives the numpy kernel's bytes. Its OpenMP team is held to one thread: chunks run in our
+    pool, and a second team's spinning costs it ten times its speed on a loaded machine. The variable is read
+    once, when its own (vendored) libgomp loads, so it is put back straight after."""
+    saved = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = "1"
+    try:
+        return importlib.import_module("bitshuffle")
+    except ImportError:
+        return None
+    finally:
+        if saved is None:
+            del os.environ["OMP_NUM_THREADS"]
+        else:
+            os.environ["OMP_NUM_THREADS"] = saved
+
+
+_LIBRARY = _library()
+
+
+def _bitshuffle(buf: np.ndarray, size: int, inverse: bool, library=_LIBRARY) -> np.ndarray:
+    if library is not None:
+        out, whole = buf.copy(), len(buf) // size * size
+        out[:whole] = (library.bitunshuffle if inverse else library.bitshuffle)(buf[:whole].view(f"<u{size}"), 0).view(
+            np.uint8)
+        return out
     full = len(buf) // _BLOCK * _BLOCK
     end = full + (len(buf) - full) // size // 8 * 8 * size
     out = np.empty_like(buf)
@@ -233,6 +277,11 @@ class _Shuffle(Codec):
         parts = split_parts(data, head.parts(), self.name)
         out = [self.shuffle(p, size, True) if self.shuffles(len(p), size) else p for p in parts]
         return head.rest(), joined(out)
+
+    def reverse_many(self, ctx, chunks):
+        size = ctx.datatype.size
+        return reverse_stacked(self, ctx, chunks, lambda rows: self.shuffle(rows, size, True)
+                               if self.shuffles(rows.shape[1], size) else rows)
 
 
 @register(FilterType.BYTESHUFFLE)

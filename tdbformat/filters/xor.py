@@ -10,7 +10,7 @@ import numpy as np
 
 from ..enums import Datatype, FilterType
 from ..errors import FormatError
-from .pipeline import Codec, Header, parts_header, register, split_parts
+from .pipeline import Codec, Header, parts_header, register, reverse_stacked, split_parts
 from .shuffle import PartSizes
 
 __all__ = ["xor_encode", "xor_decode"]
@@ -35,8 +35,16 @@ def xor_decode(part, size: int) -> bytes:
     return np.bitwise_xor.accumulate(_values(part, size)).tobytes()
 
 
+def _xor_decode_rows(rows: np.ndarray, size: int) -> np.ndarray:
+    """:func:`xor_decode` of each row of a (k, n) u8 array."""
+    if rows.shape[1] % size:
+        raise FormatError(f"XOR: a part of {rows.shape[1]} bytes is not whole {size}-byte values")
+    return np.bitwise_xor.accumulate(rows.view(f"<i{size}"), axis=1).view(np.uint8)
+
+
 @register(FilterType.XOR)
 class Xor(Codec):
+    name = "XOR"
     metadata = PartSizes
 
     def output_datatype(self, ctx):
@@ -51,3 +59,6 @@ class Xor(Codec):
         size = ctx.datatype.size
         parts = split_parts(data, head.parts(), "XOR")
         return head.rest(), b"".join(xor_decode(p, size) for p in parts)
+
+    def reverse_many(self, ctx, chunks):
+        return reverse_stacked(self, ctx, chunks, lambda rows: _xor_decode_rows(rows, ctx.datatype.size))
