@@ -39,7 +39,7 @@ from .numpy_array import NumpyArray
 from .spec import _type_names, structures
 from .storage import LocalStorage
 from .structs.array_schema import value_dtype
-from .versions import KNOWN_VERSIONS, Versioned
+from .versions import FEATURES, KNOWN_VERSIONS, Versioned
 
 __all__ = ["ksy_documents", "ksy_text", "export_ksy", "write_ksy"]
 
@@ -190,7 +190,7 @@ def _dim_type(version: int) -> str:
 
 def _index_count(version: int, var: bool = False) -> str:
     """Entries of the footer's per-field arrays (the index space, fragment.md): see ``index_fields``."""
-    if version < 5:
+    if not FEATURES["coordinates_per_dimension"](version):
         return "_root.num_attributes" if var else "_root.num_attributes + 1"
     extra = "".join(f" + ({flag} != 0 ? {n} : 0)" for flag, n, since in
                     (("has_timestamps", 1, 14), ("has_delete_meta", 2, 15)) if version >= since)

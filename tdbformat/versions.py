@@ -180,4 +180,16 @@ FEATURES = _features(
     Feature("escaped_field_name_files", "data files are named after their field, percent-encoded", since=8,
             until=9),
     Feature("indexed_field_files", "data files are named a<i>, d<j>, t, dt, dci", since=9),
+    Feature("pipeline_chunk_bound", "tiles are chunked by the filter pipeline's max_chunk_size (0: one cell a "
+            "chunk), not by the writer's bound (REFERENCE §4.1)", until=5),
+    Feature("var_chunking", "var data is chunked without splitting a cell (get_var_chunk_sizes)", since=11),
+    Feature("ascii_rle_offsets", "RLE of ASCII strings carries the offsets: no offsets tile data (§4.2)", since=12),
+    Feature("ascii_dictionary_offsets", "dictionary encoding of ASCII strings carries the offsets", since=13),
+    Feature("utf8_string_offsets", "RLE and dictionary encoding of UTF-8 strings carry the offsets", since=17),
+    Feature("delta_overrun", "DELTA writes one difference past the end of its input (TileDB 2.16)", since=19,
+            until=20),
+    Feature("windowed_datetimes", "bit-width reduction and positive delta work on datetimes and times as int64 "
+            "(before, they pass them through)", since=20),
+    Feature("double_delta_first_delta_bits", "double delta sizes its bit width over the first delta too",
+            since=23),
 )

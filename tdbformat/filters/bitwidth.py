@@ -19,6 +19,7 @@ from construct import Int8ul, Int32ul, this
 
 from ..enums import Datatype, FilterType
 from ..errors import FormatError
+from ..versions import FEATURES
 from ..fields import Counted, Struct
 from ..numpy_array import NumpyArray
 from .pipeline import Codec, Header, register
@@ -34,7 +35,7 @@ def _value_type(ctx, one_byte: bool):
     """The integer type a windowed filter works in, or None when it passes the data through."""
     dt = ctx.datatype
     if dt.is_datetime or dt.is_time:
-        return np.dtype("<i8") if ctx.version >= 20 else None
+        return np.dtype("<i8") if FEATURES["windowed_datetimes"](ctx.version) else None
     if dt in _BYTES:
         return np.dtype("u1") if one_byte else None
     if dt in _SIZED and (one_byte or np.dtype(_SIZED[dt]).itemsize > 1):

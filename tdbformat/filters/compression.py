@@ -19,6 +19,7 @@ from construct import Bytes, Int8ul, Int16ub, Int32ul, Int64ul, this
 
 from ..enums import Datatype, FilterType
 from ..errors import FormatError, UnsupportedError
+from ..versions import FEATURES
 from ..fields import Counted, Struct
 from .pipeline import Codec, FilterContext, Header, joined, register
 
@@ -270,7 +271,8 @@ class DoubleDelta(_Reinterpreting):
             bitsize = 0
         else:
             # TileDB 2.29 (the last v22 releases, and v23) also sizes the bits for the first delta
-            first = int(np.abs(deltas[:1]).astype(np.uint64)[0]) if ctx.version >= 23 else 0
+            first = (int(np.abs(deltas[:1]).astype(np.uint64)[0])
+                     if FEATURES["double_delta_first_delta_bits"](ctx.version) else 0)
             bitsize = max(1, max(first, int(np.abs(dd).astype(np.uint64).max())).bit_length())
         head = np.array([bitsize], "u1").tobytes() + np.array([n], "<u8").tobytes()
         if bitsize >= 8 * dtype.itemsize - 1 or n <= 2:
@@ -356,7 +358,7 @@ class Delta(_Reinterpreting):
         dtype = _whole_values(ctx, raw, "DELTA")
         x = np.frombuffer(raw, f"<u{dtype.itemsize}")
         # TileDB 2.16 (v19) wrote one delta too many, against whatever followed the input: we write 0
-        overrun = bytes(dtype.itemsize) if ctx.version == 19 and len(x) > 1 else b""
+        overrun = bytes(dtype.itemsize) if FEATURES["delta_overrun"](ctx.version) and len(x) > 1 else b""
         return np.array([len(x)], "<u8").tobytes() + x[:1].tobytes() + np.diff(x).tobytes() + overrun
 
     def decompress(self, ctx, packed, orig_size):
@@ -366,7 +368,7 @@ class Delta(_Reinterpreting):
         if n * size != orig_size:
             raise FormatError(f"DELTA: {n} values of {size} bytes, but the header says {orig_size}")
         x = head.array(f"<u{size}", n)
-        overrun = size if ctx.version == 19 and n > 1 else 0
+        overrun = size if FEATURES["delta_overrun"](ctx.version) and n > 1 else 0
         if len(head.rest()) != overrun:
             raise FormatError(f"DELTA: {len(head.rest())} bytes after the last value (v{ctx.version} writes "
                               f"{overrun})")

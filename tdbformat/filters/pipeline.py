@@ -22,7 +22,8 @@ import numpy as np
 from construct import Container, ListContainer
 
 from ..enums import Datatype, FilterType
-from ..errors import EncryptionError, FormatError, UnsupportedError
+from ..errors import EncryptionError, FormatError, UnsupportedError, located
+from ..versions import FEATURES
 
 __all__ = [
     "Codec", "FilterContext", "CODECS", "STRING_CODECS", "register", "Header", "split_parts", "joined", "unfilter",
@@ -245,11 +246,16 @@ def _types(pipeline) -> set:
 def skips_offsets(pipeline, datatype, version) -> bool:
     """Whether the var data carries its own offsets (string RLE v12+, dictionary v13+, UTF-8 v17+; §4.2)."""
     dt, types = Datatype(datatype), _types(pipeline)
+    if dt == Datatype.STRING_UTF8:
+        return bool(types & {FilterType.RLE, FilterType.DICTIONARY}) and FEATURES["utf8_string_offsets"](version)
+    return dt == Datatype.STRING_ASCII and _ascii_offsets(types, version)
+
+
+def _ascii_offsets(types, version) -> bool:
+    """Whether RLE (v12+) or dictionary (v13+) encoding of ASCII strings carries the offsets."""
     if FilterType.RLE in types:
-        return (dt == Datatype.STRING_ASCII and version >= 12) or (dt == Datatype.STRING_UTF8 and version >= 17)
-    if FilterType.DICTIONARY in types:
-        return (dt == Datatype.STRING_ASCII and version >= 13) or (dt == Datatype.STRING_UTF8 and version >= 17)
-    return False
+        return FEATURES["ascii_rle_offsets"](version)
+    return FilterType.DICTIONARY in types and FEATURES["ascii_dictionary_offsets"](version)
 
 
 def uses_chunking(pipeline, datatype, version, var: bool) -> bool:
@@ -258,17 +264,8 @@ def uses_chunking(pipeline, datatype, version, var: bool) -> bool:
         return False
     types = _types(pipeline)
     if var and Datatype(datatype) in (Datatype.STRING_ASCII, Datatype.STRING_UTF8):
-        return not ((version >= 12 and FilterType.RLE in types) or (version >= 13 and FilterType.DICTIONARY in types))
+        return not _ascii_offsets(types, version)  # TileDB gates UTF-8 chunking by the ASCII versions too
     return FilterType.WEBP not in types
-
-
-def _annotate(err: FormatError, ftype, chunk, offset):
-    """Say which filter and which chunk a codec failed on."""
-    what = f"{ftype.name} filter, chunk {chunk} (at byte {offset} of the tile)" if ftype is not None else \
-        f"chunk {chunk} (at byte {offset} of the tile)"
-    err.reason = f"{what}: {err.reason}"
-    err.args = (err.reason,)
-    return err
 
 
 def _chunk_offsets(tile):
@@ -300,7 +297,8 @@ def _reverse_chunk(stages, chunk, index, offset, strings=None):
         if len(data) != chunk["unfiltered_size"]:
             raise FormatError(f"unfiltered to {len(data)} bytes but the chunk says {chunk['unfiltered_size']}")
     except FormatError as e:
-        raise _annotate(e, ftype, index, offset) from None
+        what = f"{ftype.name} filter, chunk {index}" if ftype is not None else f"chunk {index}"
+        raise located(e, where=f"{what} (at byte {offset} of the tile)") from None
     return (data, offsets) if strings else data
 
 
@@ -453,11 +451,11 @@ def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cel
             chunks.append(chunk)
         return Container(num_chunks=len(chunks), chunks=chunks)
     if sizes is None:
-        if 1 <= version < 5:  # the pipeline's bound, even 0 (one cell per chunk)
+        if version and FEATURES["pipeline_chunk_bound"](version):  # the pipeline's bound, even 0 (one cell)
             sizes = chunk_sizes(len(data), cell_size, pipeline["max_chunk_size"], dim_num)
         elif not uses_chunking(pipeline, datatype, version, var):
             sizes = [len(data)]
-        elif var and offsets is not None and version >= 11:
+        elif var and offsets is not None and FEATURES["var_chunking"](version):
             sizes = var_chunk_sizes(offsets, len(data), cell_size, max_chunk)
         else:
             sizes = chunk_sizes(len(data), cell_size, max_chunk)
