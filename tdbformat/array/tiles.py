@@ -21,10 +21,11 @@ class Tiles:
     def __init__(self, storage, key=None, encrypted=False):
         self.storage, self.key, self.encrypted = storage, key, encrypted
 
-    def raw(self, frag, idx: int, kind: str, k: int, strings: bool = False, out=None):
+    def raw(self, frag, idx: int, kind: str, k: int, strings: bool = False, cells=None):
         """Tile ``k`` of index-space field ``idx``'s ``kind`` file ("", "_var", "_validity"), unfiltered:
-        bytes (into ``out`` if given), or with ``strings`` (var strings that carry their own offsets, §4.2)
-        (data, offsets)."""
+        bytes; with ``strings`` (var strings that carry their own offsets, §4.2) (data, offsets); with
+        ``cells=(count, field)`` a numpy array of that many cells, decoded in place once the chunk headers
+        prove that size (so a lying tile extent allocates nothing)."""
         info = frag.metadata.index_fields[idx]
         name, start, end = frag.tile_span(kind, idx, k)
         path = self.storage.join(frag.path, name)
@@ -39,13 +40,14 @@ class Tiles:
             if end < start:
                 raise FormatError(f"the tile ends at {end}, before it starts")
             tile = read_tile(self.storage.read(path, start, end, what="data file"), start)
+            out = None if cells is None else _claimed(tile, *cells)
             data, offsets = decode_tile(tile, pipeline, datatype=datatype, version=frag.version, cell_size=cell_size,
                                         key=self.key, encrypted=self.encrypted, var=strings, out=out)
         except FormatError as e:
             raise located(e, where=f"fragment {frag.name}, field {info.name}{kind}, tile {k} at byte offset "
                                    f"{start} of {self.storage.name(path)}", base=start if e.file is None else None,
                           file=str(path), version=frag.version) from None
-        return (data, offsets) if strings else data
+        return (data, offsets) if strings else data if cells is None else out
 
     def cells(self, frag, idx: int, k: int, cell_num: int | None = None):
         """(values, validity or None) of tile ``k`` of index-space field ``idx``; a fixed-size tile of a
@@ -57,10 +59,13 @@ class Tiles:
                 offsets = self._array(frag, idx, "", k, U64)
             values = self._located(frag, idx, k, lambda: split_var(bytes(data), np.asarray(offsets, U64), info))
         elif cell_num is not None:
-            values = np.empty(cell_num, cell_dtype(info))
-            self.raw(frag, idx, "", k, out=values)  # unfilter refuses a tile of another size
+            values = self.raw(frag, idx, "", k, cells=(cell_num, info))
         else:
-            values = self._array(frag, idx, "", k, cell_dtype(info))
+            data = self.raw(frag, idx, "", k)
+            cell = info.datatype.size * info.cell_val_num  # checked before a dtype that wide is built
+            if len(data) % cell:
+                raise self._fail(frag, idx, k, f"the tile holds {len(data)} bytes, not whole {cell}-byte cells")
+            values = np.frombuffer(data, cell_dtype(info))
         valid = self._array(frag, idx, "_validity", k, np.uint8) != 0 if info.nullable else None
         if valid is not None and len(valid) != len(values):
             raise self._fail(frag, idx, k, f"{len(valid)} validity values for {len(values)} cells")
@@ -110,3 +115,13 @@ class Tiles:
         info = frag.metadata.index_fields[idx]
         return FormatError(f"fragment {frag.name}, field {info.name}, tile {k}: {reason}",
                            file=str(frag.path), version=frag.version)
+
+
+def _claimed(tile, count: int, info) -> np.ndarray:
+    """An empty array for ``count`` cells of field ``info``, once the tile's chunk headers claim exactly their
+    size (and before a cell dtype is built from an unproven cell_val_num)."""
+    total = sum(int(c.unfiltered_size) for c in tile.chunks)
+    need = count * info.datatype.size * info.cell_val_num
+    if total != need:
+        raise FormatError(f"the tile's chunks unfilter to {total} bytes, not the {need} of its {count} cells")
+    return np.empty(count, cell_dtype(info))
