@@ -252,6 +252,21 @@ def test_corrupt_schema_raises_format_error():
         ArraySchema.parse(bytes(data[:-3]))
 
 
+@pytest.mark.parametrize("change,reason", [
+    (dict(cell_val_num=0), "at least one value per cell"),
+    (dict(cell_val_num=2), "fill value is one cell"),  # a 4-byte fill for 2 INT32 values
+    (dict(datatype=Datatype.INT64), "fill value is one cell"),
+], ids=["no values per cell", "fill shorter than a cell", "fill of another datatype"])
+def test_attribute_whose_cells_cannot_be_read_is_refused(change, reason):
+    """Found by the fuzzer: such schemas parsed, then reads failed with numpy's TypeError or ValueError."""
+    path = next(p for _, p, k in SCHEMA_FILES if k is None and "v22_" in str(p) and "dense_2d_multiattr" in str(p))
+    schema = ArraySchema.parse(path.read_bytes())
+    assert schema.attributes[0].datatype == Datatype.INT32 and len(schema.attributes[0].fill_value) == 4
+    schema.attributes[0].update(change)
+    with pytest.raises(FormatError, match=reason):
+        ArraySchema.parse(ArraySchema.build(schema))
+
+
 # --- version gates ---------------------------------------------------------------------------------
 
 def _attribute(version, **extra):
