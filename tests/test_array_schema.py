@@ -267,6 +267,28 @@ def test_attribute_whose_cells_cannot_be_read_is_refused(change, reason):
         ArraySchema.parse(ArraySchema.build(schema))
 
 
+def _enumeration(var: bool):
+    """The v22 corpus enumeration that is (or is not) var-sized, parsed."""
+    folder = next(CORPUS.glob("v22_tiledb-py-0.36.1*/enumerations/array/__schema/__enumerations"))
+    return next(e for e in (Enumeration.parse(p.read_bytes()) for p in sorted(folder.iterdir()))
+                if (e.cell_val_num == VAR_NUM) == var)
+
+
+@pytest.mark.parametrize("var,change,reason", [
+    (False, dict(cell_val_num=164), "whole entries"),  # 24 bytes of INT32: not whole entries of 164 values
+    (False, dict(cell_val_num=0), "at least one value per entry"),
+    (False, dict(datatype=Datatype.INT64, data=b"\1" * 12), "whole entries"),
+    (True, dict(offsets=np.array([0, 9, 4], "<u8")), "offsets rise"),
+    (True, dict(offsets=np.array([0, 4, 99], "<u8")), "offsets rise"),
+], ids=["entries too long", "no values per entry", "part of an entry", "offsets fall", "offset past the data"])
+def test_enumeration_whose_values_cannot_be_read_is_refused(var, change, reason):
+    """Found by the fuzzer: enumeration_values() failed with numpy's ValueError, or sliced nonsense."""
+    enum = _enumeration(var)
+    enum.update(change)
+    with pytest.raises(FormatError, match=reason):
+        Enumeration.parse(Enumeration.build(enum))
+
+
 # --- version gates ---------------------------------------------------------------------------------
 
 def _attribute(version, **extra):
