@@ -267,6 +267,15 @@ def test_attribute_whose_cells_cannot_be_read_is_refused(change, reason):
         ArraySchema.parse(ArraySchema.build(schema))
 
 
+def test_dimension_with_several_values_per_coordinate_is_refused():
+    """Found by the fuzzer: cell_val_num 2**31-1 on a dimension parsed, then a read allocated without bound."""
+    path = next(p for _, p, k in SCHEMA_FILES if k is None and "v22_" in str(p) and "dense_2d_multiattr" in str(p))
+    schema = ArraySchema.parse(path.read_bytes())
+    schema.domain.dimensions[0].cell_val_num = 2**31 - 1
+    with pytest.raises(FormatError, match="one value per coordinate"):
+        ArraySchema.parse(ArraySchema.build(schema))
+
+
 def _enumeration(var: bool):
     """The v22 corpus enumeration that is (or is not) var-sized, parsed."""
     folder = next(CORPUS.glob("v22_tiledb-py-0.36.1*/enumerations/array/__schema/__enumerations"))

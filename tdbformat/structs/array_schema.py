@@ -104,7 +104,9 @@ def _typed_nbytes(ctx):
 Dimension = Struct(
     *text_field("name", Int32ul, "dimension name"),
     "datatype" / since(5, DatatypeEnum) * "datatype of the coordinates (before v5: the domain_type)",
-    "cell_val_num" / since(5, Int32ul) * "values per coordinate: 1, or 2**32-1 for var-sized (string) dims",
+    "cell_val_num" / since(5, Valid(Int32ul, lambda n, ctx: n in (1, VAR_NUM),
+                                    "a dimension has one value per coordinate, or is var-sized"))
+    * "values per coordinate: 1, or 2**32-1 for var-sized (string) dims",
     "filters" / since(5, FilterPipeline) * "coordinate filters; empty = the schema's coords_filters apply",
     "domain_size" / since(5, Rebuild(Int64ul, _typed_nbytes)) * "bytes of domain: 2 values, 0 for var dims",
     "domain" / Bounded(lambda ctx: ctx.domain_size if ctx.domain_size is not None
