@@ -71,12 +71,10 @@ def _run_ops(case: dict, out: dict, verbose: bool):
                 print(f"  {name}: FormatError: {e}")
             if name == "open_array":
                 return
-        except MemoryError:
-            out.update(outcome="memory", op=name)
-            return
         except Exception as e:  # the point of the fuzzer: whatever escapes is recorded
-            out.update(outcome="escape", op=name, exc=type(e).__name__, place=_place(e.__traceback__),
-                       message=str(e)[:200])
+            memory = isinstance(e, MemoryError)
+            out.update(outcome="memory" if memory else "escape", op=name, exc=type(e).__name__,
+                       place=_place(e.__traceback__), message=str(e)[:200])
             if verbose:
                 traceback.print_exc()
             return
