@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import traceback
+from collections import Counter
 from pathlib import Path
 
 import tdbformat
@@ -25,11 +26,13 @@ PACKAGE = Path(tdbformat.__file__).resolve().parent
 ORDERS = "CFGU"
 
 
-def _place(tb) -> str:
-    frames = traceback.extract_tb(tb)
-    ours = [f for f in frames if Path(f.filename).resolve().is_relative_to(PACKAGE)]
-    f = (ours or frames)[-1]
-    return f"{_short(f.filename)}:{f.lineno} ({f.name})"
+def _place(err: BaseException) -> str:
+    frames = traceback.extract_tb(err.__traceback__)
+    ours = [f for f in frames if Path(f.filename).resolve().is_relative_to(PACKAGE)] or frames
+    places = [f"{_short(f.filename)}:{f.lineno} ({f.name})" for f in ours]
+    if isinstance(err, RecursionError):  # where it overflowed says little: name the frame that recurses
+        return Counter(places).most_common(1)[0][0]
+    return places[-1]
 
 
 def _short(filename: str) -> str:
@@ -74,7 +77,7 @@ def _run_ops(case: dict, out: dict, verbose: bool):
         except Exception as e:  # the point of the fuzzer: whatever escapes is recorded
             memory = isinstance(e, MemoryError)
             out.update(outcome="memory" if memory else "escape", op=name, exc=type(e).__name__,
-                       place=_place(e.__traceback__), message=str(e)[:200])
+                       place=_place(e), message=str(e)[:200])
             if verbose:
                 traceback.print_exc()
             return
