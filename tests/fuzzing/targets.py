@@ -7,6 +7,7 @@ named by its exception type and the innermost frame inside tdbformat (the "place
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 import sys
@@ -86,6 +87,8 @@ def _run_ops(case: dict, out: dict, verbose: bool):
                 print(f"  {name}: ok")
 
 
+# the output of a UTF-8 terminal, which (unlike the C locale's) refuses strings holding undecodable bytes
+_STRICT_UTF8 = {**os.environ, "PYTHONIOENCODING": "utf-8"}
 _FRAME = re.compile(r'File "([^"]*tdbformat/[^"]*)", line (\d+), in (\S+)')
 
 
@@ -96,7 +99,8 @@ def _run_cli(case: dict, out: dict, timeout: float, verbose: bool):
     for command in ("inspect", "cat"):
         argv = [sys.executable, "-m", "tdbformat.cli", command, str(case["root"]), *extra]
         try:
-            done = subprocess.run(argv, capture_output=True, timeout=timeout, text=True, errors="replace")
+            done = subprocess.run(argv, capture_output=True, timeout=timeout, text=True, errors="replace",
+                                  env=_STRICT_UTF8)
         except subprocess.TimeoutExpired:
             out.update(outcome="hang", op=f"cli {command}")
             return
