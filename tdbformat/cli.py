@@ -127,9 +127,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    # strings decoded with surrogateescape (bytes that are not UTF-8) must print, not raise
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         return args.func(args)
-    except FormatError as e:
+    except (FormatError, OSError) as e:  # bad input or a path that cannot be read: one line, no traceback
         print(f"tdbformat: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `tdbformat inspect ... | head`

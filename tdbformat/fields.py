@@ -32,7 +32,7 @@ from .versions import format_version
 
 __all__ = [
     "Struct", "Section", "Bounded", "Raw", "Counted", "StrictEnum", "switch", "Text", "text_field",
-    "remaining", "built_size", "RepeatToEnd",
+    "remaining", "built_size", "RepeatToEnd", "Valid",
 ]
 
 
@@ -283,6 +283,25 @@ class StrictEnum(construct.Adapter):
             return int(self.enum_cls(obj))
         except (KeyError, ValueError):
             raise FormatError(f"{obj!r} is not a known {self.enum_cls.__name__}", path=path) from None
+
+
+class Valid(construct.Renamed):
+    """``subcon`` whose parsed value must satisfy ``check(value, context)``: a rule of the format that its
+    readers rely on (an allocation, a reshape) and that the layout alone does not enforce. A rule adds no
+    bytes, so the spec tables peel it like a name and show ``subcon``."""
+
+    def __init__(self, subcon, check, reason: str):
+        super().__init__(subcon)
+        self.check, self.reason = check, reason
+
+    def _parse(self, stream, context, path):
+        obj = self.subcon._parsereport(stream, context, path)
+        if not self.check(obj, context):
+            raise FormatError(f"{self.reason} (found {obj if isinstance(obj, int) else len(obj)})", path=path)
+        return obj
+
+    def _build(self, obj, stream, context, path):
+        return self.subcon._build(obj, stream, context, path)
 
 
 class _Reject(Construct):

@@ -252,6 +252,52 @@ def test_corrupt_schema_raises_format_error():
         ArraySchema.parse(bytes(data[:-3]))
 
 
+@pytest.mark.parametrize("change,reason", [
+    (dict(cell_val_num=0), "at least one value per cell"),
+    (dict(cell_val_num=2), "fill value is one cell"),  # a 4-byte fill for 2 INT32 values
+    (dict(datatype=Datatype.INT64), "fill value is one cell"),
+], ids=["no values per cell", "fill shorter than a cell", "fill of another datatype"])
+def test_attribute_whose_cells_cannot_be_read_is_refused(change, reason):
+    """Found by the fuzzer: such schemas parsed, then reads failed with numpy's TypeError or ValueError."""
+    path = next(p for _, p, k in SCHEMA_FILES if k is None and "v22_" in str(p) and "dense_2d_multiattr" in str(p))
+    schema = ArraySchema.parse(path.read_bytes())
+    assert schema.attributes[0].datatype == Datatype.INT32 and len(schema.attributes[0].fill_value) == 4
+    schema.attributes[0].update(change)
+    with pytest.raises(FormatError, match=reason):
+        ArraySchema.parse(ArraySchema.build(schema))
+
+
+def test_dimension_with_several_values_per_coordinate_is_refused():
+    """Found by the fuzzer: cell_val_num 2**31-1 on a dimension parsed, then a read allocated without bound."""
+    path = next(p for _, p, k in SCHEMA_FILES if k is None and "v22_" in str(p) and "dense_2d_multiattr" in str(p))
+    schema = ArraySchema.parse(path.read_bytes())
+    schema.domain.dimensions[0].cell_val_num = 2**31 - 1
+    with pytest.raises(FormatError, match="one value per coordinate"):
+        ArraySchema.parse(ArraySchema.build(schema))
+
+
+def _enumeration(var: bool):
+    """The v22 corpus enumeration that is (or is not) var-sized, parsed."""
+    folder = next(CORPUS.glob("v22_tiledb-py-0.36.1*/enumerations/array/__schema/__enumerations"))
+    return next(e for e in (Enumeration.parse(p.read_bytes()) for p in sorted(folder.iterdir()))
+                if (e.cell_val_num == VAR_NUM) == var)
+
+
+@pytest.mark.parametrize("var,change,reason", [
+    (False, dict(cell_val_num=164), "whole entries"),  # 24 bytes of INT32: not whole entries of 164 values
+    (False, dict(cell_val_num=0), "at least one value per entry"),
+    (False, dict(datatype=Datatype.INT64, data=b"\1" * 12), "whole entries"),
+    (True, dict(offsets=np.array([0, 9, 4], "<u8")), "offsets rise"),
+    (True, dict(offsets=np.array([0, 4, 99], "<u8")), "offsets rise"),
+], ids=["entries too long", "no values per entry", "part of an entry", "offsets fall", "offset past the data"])
+def test_enumeration_whose_values_cannot_be_read_is_refused(var, change, reason):
+    """Found by the fuzzer: enumeration_values() failed with numpy's ValueError, or sliced nonsense."""
+    enum = _enumeration(var)
+    enum.update(change)
+    with pytest.raises(FormatError, match=reason):
+        Enumeration.parse(Enumeration.build(enum))
+
+
 # --- version gates ---------------------------------------------------------------------------------
 
 def _attribute(version, **extra):

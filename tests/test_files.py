@@ -1,6 +1,8 @@
 """parse_file on every file of every corpus array and group, and the inspect command."""
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -83,3 +85,29 @@ def test_inspect_reports_a_format_error_without_a_traceback(tmp_path, capsys):
     bad.write_bytes(b"\x17\x00\x00\x00" + b"\xff" * 40)
     assert main(["inspect", str(bad)]) == 2
     assert "Array schema" in capsys.readouterr().err
+
+
+def test_cat_prints_a_string_cell_that_is_not_utf8(tmp_path):
+    """A UTF-8 attribute cell holding a byte that is not UTF-8 prints escaped (it raised UnicodeEncodeError)."""
+    case = next(c for c in cases() if c.name == "sparse_2d_rtree" and c.parent.name.startswith("v12"))
+    copy = tmp_path / "array"
+    shutil.copytree(root(case), copy)
+    var = next(copy.rglob("a1_var.tdb"))  # unfiltered: its last byte is the last byte of a string cell
+    var.write_bytes(var.read_bytes()[:-1] + b"\xff")
+    out = subprocess.run([sys.executable, "-m", "tdbformat.cli", "cat", str(copy)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+    assert out.returncode == 0, out.stderr
+    assert "\\udcff" in out.stdout and "Traceback" not in out.stderr
+
+
+def test_cat_reports_a_folder_in_place_of_a_data_file_in_one_line(tmp_path, capsys):
+    """An unreadable file of the array is bad input: exit code 2 and one line (it was a traceback)."""
+    case = next(c for c in cases() if c.name == "sparse_2d_rtree" and c.parent.name.startswith("v12"))
+    copy = tmp_path / "array"
+    shutil.copytree(root(case), copy)
+    var = next(copy.rglob("a1_var.tdb"))
+    var.unlink()
+    var.mkdir()
+    assert main(["cat", str(copy)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tdbformat: ") and err.count("\n") == 1

@@ -13,10 +13,12 @@ import pytest
 from construct import Container
 
 from corpus import case_id, cases, key, root, truth
+from tdbformat import open_array
 from tdbformat.enums import Datatype, FilterType
 from tdbformat.errors import ChecksumError, EncryptionError, FormatError
 from tdbformat.filters import filter_tile, skips_offsets, unfilter, unfilter_strings
 from tdbformat.filters.coords import coords_zipped, unzip_coords
+from tdbformat.filters.encryption import normalize_key
 from tdbformat.structs.array_schema import ArraySchema, attributes, dimensions
 from tdbformat.structs.names import parse_timestamped_name
 from tdbformat.structs.tile import DataFile, Tile
@@ -304,6 +306,16 @@ def test_tampered_tag_and_wrong_key_raise_encryption_error():
         unfilter(tile, info.filters, key=key(case), **kw)
     with pytest.raises(EncryptionError, match="pass key="):
         unfilter(tile, info.filters, **kw)
+
+
+@pytest.mark.parametrize("bad", ["zz" * 32, "\udc80" * 64, "\u20ac" * 32, "\udc80" * 32, 32, [1] * 32])
+def test_key_of_a_wrong_shape_raises_encryption_error(bad):
+    """A 64-character key that is not hex, characters above U+00FF, a key that is neither bytes nor str (found
+    by the fuzzer: they escaped as ValueError or UnicodeEncodeError, and 32 became an all-zero key)."""
+    with pytest.raises(EncryptionError, match="key"):
+        normalize_key(bad)
+    with pytest.raises(EncryptionError, match="key"):
+        open_array(root(next(c for c in CASES if c.name == "encrypted_dense")), key=bad)
 
 
 @pytest.mark.parametrize("case_name", ["filter_zstd", "filter_gzip", "filter_lz4", "filter_bzip2", "filter_rle_int",

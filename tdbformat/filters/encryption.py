@@ -44,11 +44,26 @@ def normalize_key(key) -> bytes | None:
     if key is None:
         return None
     if isinstance(key, str):
-        key = bytes.fromhex(key) if len(key) == 64 else key.encode("latin-1")
+        key = _key_from_str(key)
+    elif not isinstance(key, (bytes, bytearray, memoryview)):  # bytes(32) would be a silent all-zero key
+        raise EncryptionError(f"a key is bytes or a string, not {type(key).__name__}")
     key = bytes(key)
     if len(key) != 32:
         raise EncryptionError(f"an AES-256-GCM key has 32 bytes, this one has {len(key)}")
     return key
+
+
+def _key_from_str(key: str) -> bytes:
+    if len(key) == 64:
+        try:
+            return bytes.fromhex(key)
+        except ValueError:
+            raise EncryptionError("a 64-character key is 64 hex digits, this one is not") from None
+    try:
+        return key.encode("latin-1")  # one byte per character, as TileDB-Py passes a str key
+    except UnicodeEncodeError as e:
+        raise EncryptionError(f"a key string has one byte per character (U+0000 to U+00FF), this one has "
+                              f"U+{ord(key[e.start]):04X} at position {e.start}") from None
 
 
 @register(FilterType.AES_256_GCM)

@@ -21,7 +21,7 @@ from ..enums import (
     ArrayTypeEnum, CurrentDomainType, CurrentDomainTypeEnum, DataOrderEnum, Datatype, DatatypeEnum, LayoutEnum,
 )
 from ..errors import FormatError
-from ..fields import Bounded, Counted, Raw, Section, Struct, Text, switch, text_field
+from ..fields import Bounded, Counted, Raw, Section, Struct, Text, Valid, switch, text_field
 from ..versions import KNOWN_VERSIONS, FormatVersion, since, until
 from .filter_pipeline import FilterPipeline
 from .generic_tile import generic_tile
@@ -104,7 +104,9 @@ def _typed_nbytes(ctx):
 Dimension = Struct(
     *text_field("name", Int32ul, "dimension name"),
     "datatype" / since(5, DatatypeEnum) * "datatype of the coordinates (before v5: the domain_type)",
-    "cell_val_num" / since(5, Int32ul) * "values per coordinate: 1, or 2**32-1 for var-sized (string) dims",
+    "cell_val_num" / since(5, Valid(Int32ul, lambda n, ctx: n in (1, VAR_NUM),
+                                    "a dimension has one value per coordinate, or is var-sized"))
+    * "values per coordinate: 1, or 2**32-1 for var-sized (string) dims",
     "filters" / since(5, FilterPipeline) * "coordinate filters; empty = the schema's coords_filters apply",
     "domain_size" / since(5, Rebuild(Int64ul, _typed_nbytes)) * "bytes of domain: 2 values, 0 for var dims",
     "domain" / Bounded(lambda ctx: ctx.domain_size if ctx.domain_size is not None
@@ -124,14 +126,20 @@ Domain = Struct(
     "dimensions" / Counted(this.dim_num, Dimension, min_size=6) * "the dimensions, in order",
 )
 
+def _one_cell(fill, ctx) -> bool:
+    return ctx.cell_val_num == VAR_NUM or len(fill) == ctx.cell_val_num * Datatype(ctx.datatype).size
+
+
 # Attribute (array_schema.md; REFERENCE.md §8.3)
 Attribute = Struct(
     *text_field("name", Int32ul, "attribute name"),
     "datatype" / DatatypeEnum * "datatype of the values",
-    "cell_val_num" / Int32ul * "values per cell, 2**32-1 = var-sized",
+    "cell_val_num" / Valid(Int32ul, lambda n, ctx: n > 0, "an attribute has at least one value per cell")
+    * "values per cell, 2**32-1 = var-sized",
     "filters" / FilterPipeline * "filter pipeline of the attribute's tiles",
     "fill_value_size" / since(6, Rebuild(Int64ul, lambda ctx: len(ctx.fill_value))) * "bytes of fill_value",
-    "fill_value" / since(6, Raw(this.fill_value_size, "fill value"))
+    "fill_value" / since(6, Valid(Raw(this.fill_value_size, "fill value"), _one_cell,
+                                  "a fixed-size attribute's fill value is one cell: cell_val_num values"))
     * "stored bytes of the fill value (one cell; see fill_value())",
     "nullable" / since(7, Flag) * "1 = the attribute has a validity vector",
     "fill_value_validity" / since(7, Flag) * "validity of the fill value",

@@ -10,12 +10,20 @@ import numpy as np
 from construct import Flag, If, Int32ul, Int64ul, Rebuild, this
 
 from ..enums import Datatype, DatatypeEnum
-from ..fields import Bounded, Raw, Section, Struct, text_field
+from ..fields import Bounded, Raw, Section, Struct, Valid, text_field
 from ..numpy_array import NumpyArray
 from .array_schema import VAR_NUM, VersionZero
 from .generic_tile import generic_tile
 
 __all__ = ["Enumeration", "EnumerationPayload", "enumeration_values"]
+
+def _whole_entries(data, ctx) -> bool:
+    return ctx.cell_val_num == VAR_NUM or len(data) % (ctx.cell_val_num * Datatype(ctx.datatype).size) == 0
+
+
+def _in_order(offsets, ctx) -> bool:
+    return bool(np.all(offsets[1:] >= offsets[:-1])) and (not len(offsets) or int(offsets[-1]) <= len(ctx.data))
+
 
 # Enumeration payload (enumeration.md; REFERENCE.md §9)
 EnumerationPayload = Struct(
@@ -23,14 +31,17 @@ EnumerationPayload = Struct(
     *text_field("name", Int32ul, "enumeration name (what attributes refer to)"),
     *text_field("path_name", Int32ul, "the file's own name, __<uuid>_0"),
     "datatype" / DatatypeEnum * "datatype of the values",
-    "cell_val_num" / Int32ul * "values per entry, 2**32-1 = var-sized",
+    "cell_val_num" / Valid(Int32ul, lambda n, ctx: n > 0, "an enumeration has at least one value per entry")
+    * "values per entry, 2**32-1 = var-sized",
     "ordered" / Flag * "1 = the values are ordered",
     "data_size" / Rebuild(Int64ul, lambda ctx: len(ctx.data)) * "bytes of data",
-    "data" / Raw(this.data_size, "enumeration data") * "the values, back to back",
+    "data" / Valid(Raw(this.data_size, "enumeration data"), _whole_entries,
+                   "fixed-size enumeration data is whole entries of cell_val_num values") * "the values, back to back",
     "offsets_size" / If(this.cell_val_num == VAR_NUM, Rebuild(Int64ul, lambda ctx: 8 * len(ctx.offsets)))
     * "bytes of offsets (var-sized only)",
-    "offsets" / If(this.cell_val_num == VAR_NUM, Bounded(this.offsets_size, NumpyArray(
-        this.offsets_size // 8, "<u8"), "enumeration offsets")) * "u64 start of each value in data (var-sized only)",
+    "offsets" / If(this.cell_val_num == VAR_NUM, Bounded(this.offsets_size, Valid(
+        NumpyArray(this.offsets_size // 8, "<u8"), _in_order, "enumeration offsets rise within data"),
+        "enumeration offsets")) * "u64 start of each value in data (var-sized only)",
 )
 
 #: A whole enumeration file (a generic tile).

@@ -1,0 +1,221 @@
+"""The campaign: long-lived worker processes under a memory limit, a watchdog for hangs, and the report.
+
+Each worker runs cases one at a time under ``RLIMIT_AS`` (its baseline plus a margin); the parent hands
+out case numbers, kills a worker that overruns the timeout (a "hang") and restarts one that dies (a
+"memory" blowup: killed by the limit). The corpus is hashed before and after the campaign.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing as mp
+import os
+import resource
+import shutil
+import signal
+import tempfile
+import time
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from pathlib import Path
+
+from .mutate import CORPUS
+from .targets import run_case
+
+__all__ = ["Options", "campaign", "run_one", "report", "BAD"]
+
+#: outcomes that fail a campaign
+BAD = ("escape", "hang", "memory", "modified_input", "harness_error")
+
+
+@dataclass
+class Options:
+    seed: int = 0
+    cases: int | None = None
+    seconds: float | None = None
+    workers: int = 2
+    timeout: float = 10.0
+    memory_mib: int = 512
+    cli_fraction: float = 0.03
+    tmp: Path = field(default_factory=lambda: Path("/dev/shm") if os.access("/dev/shm", os.W_OK)
+                      else Path(tempfile.gettempdir()))
+
+
+def corpus_hash() -> str:
+    h = hashlib.sha256()
+    for p in sorted(CORPUS.rglob("*")):
+        h.update(str(p.relative_to(CORPUS)).encode())
+        if p.is_file():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _limit_memory(margin_mib: int):
+    """Cap the address space at what the process maps now plus ``margin_mib``."""
+    with open("/proc/self/statm") as f:
+        baseline = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    resource.setrlimit(resource.RLIMIT_AS, (baseline + (margin_mib << 20), resource.RLIM_INFINITY))
+
+
+def _case_in(workdir: Path, opts: Options, number: int, verbose: bool = False, notify=None) -> dict:
+    where = workdir / str(number)
+    where.mkdir()
+    try:
+        return run_case(opts.seed, number, where, opts.cli_fraction, opts.timeout, verbose, notify)
+    except MemoryError:
+        return dict(case=number, outcome="memory", op="harness")
+    except Exception as e:  # a bug of the harness itself, reported apart from escapes
+        return dict(case=number, outcome="harness_error", exc=type(e).__name__, place="harness",
+                    message=traceback.format_exc()[-600:])
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def _worker(conn, opts: Options, workdir: Path):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    _limit_memory(opts.memory_mib)
+    workdir.mkdir(parents=True, exist_ok=True)
+    conn.send("ready")
+    while (number := conn.recv()) is not None:
+        conn.send(_case_in(workdir, opts, number, notify=lambda: conn.send("cli")))
+
+
+class _Slot:
+    """One worker process and the case it is running."""
+
+    def __init__(self, ctx, opts: Options, top: Path, index: int):
+        self.ctx, self.opts, self.top, self.index, self.generation = ctx, opts, top, index, 0
+        self.case = self.deadline = None
+        self.start()
+
+    def start(self):
+        self.generation += 1
+        self.conn, child = self.ctx.Pipe()
+        workdir = self.top / f"w{self.index}-{self.generation}"
+        self.proc = self.ctx.Process(target=_worker, args=(child, self.opts, workdir), daemon=True)
+        self.proc.start()
+        child.close()
+        # the start-up (imports) must not count against the first case's time
+        if not self.conn.poll(120) or self.conn.recv() != "ready":
+            raise RuntimeError(f"fuzz worker {self.index} did not start")
+
+    def give(self, number: int):
+        self.case, self.deadline = number, time.monotonic() + self.opts.timeout
+        self.conn.send(number)
+
+    def restart(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join()
+        self.conn.close()
+        self.case = None
+        self.start()
+
+    def stop(self):
+        try:
+            self.conn.send(None)
+        except OSError:
+            pass
+        self.proc.join(5)
+        if self.proc.is_alive():
+            self.proc.kill()
+
+
+def _dead(slot: _Slot, results: list, outcome: str, what: str):
+    results.append(dict(case=slot.case, outcome=outcome, op=what))
+    slot.restart()
+
+
+def _collect(slots, results: list, opts: Options):
+    """Wait for the next answer, death or overrun of any busy worker."""
+    busy = [s for s in slots if s.case is not None]
+    if not busy:
+        return
+    soonest = min(s.deadline for s in busy)
+    ready = wait([s.conn for s in busy] + [s.proc.sentinel for s in busy], max(0.0, soonest - time.monotonic()))
+    for s in busy:
+        if s.conn in ready:
+            try:
+                msg = s.conn.recv()
+            except EOFError:
+                _dead(s, results, "memory", f"worker died (exit code {s.proc.exitcode})")
+                continue
+            if msg == "cli":  # the case goes on to the command line: give it the subprocesses' time too
+                s.deadline += 2 * opts.timeout
+                continue
+            results.append(msg)
+            s.case = None
+        elif s.proc.sentinel in ready:
+            s.proc.join()
+            _dead(s, results, "memory", f"worker died (exit code {s.proc.exitcode})")
+        elif time.monotonic() >= s.deadline:
+            _dead(s, results, "hang", f"killed after {opts.timeout:g} s")
+
+
+def campaign(opts: Options, progress=None) -> dict:
+    """Run cases 0, 1, 2... until ``opts.cases`` or ``opts.seconds``; the report as a dict."""
+    before = corpus_hash()
+    top = Path(tempfile.mkdtemp(prefix="tdbfuzz-", dir=opts.tmp))
+    ctx = mp.get_context("spawn")
+    slots = [_Slot(ctx, opts, top, i) for i in range(opts.workers)]
+    results, number, started = [], 0, time.monotonic()
+
+    def more():
+        if opts.cases is not None and number >= opts.cases:
+            return False
+        return opts.seconds is None or time.monotonic() - started < opts.seconds
+
+    try:
+        while True:
+            for s in slots:
+                if s.case is None and more():
+                    s.give(number)
+                    number += 1
+            if all(s.case is None for s in slots):
+                break
+            _collect(slots, results, opts)
+            if progress:
+                progress(results)
+    finally:
+        for s in slots:
+            s.stop()
+        shutil.rmtree(top, ignore_errors=True)
+    elapsed = time.monotonic() - started
+    if corpus_hash() != before:
+        results.append(dict(case=None, outcome="modified_input", op="the original corpus changed"))
+    return report(opts, sorted(results, key=lambda r: (r["case"] is None, r["case"] or 0)), elapsed)
+
+
+def report(opts: Options, results: list, elapsed: float) -> dict:
+    """Outcome counts, and each distinct escape place with its count and first reproducing case."""
+    places = {}
+    for r in results:
+        if r["outcome"] == "escape":
+            p = places.setdefault((r["exc"], r["place"]), dict(exc=r["exc"], place=r["place"], count=0,
+                                                                case=r["case"], op=r["op"], what=r["what"],
+                                                                message=r["message"]))
+            p["count"] += 1
+    return dict(seed=opts.seed, cases=len(results), seconds=round(elapsed, 1),
+                cases_per_second=round(len(results) / elapsed, 2) if elapsed else None,
+                outcomes=dict(Counter(r["outcome"] for r in results)),
+                escapes=sorted(places.values(), key=lambda p: -p["count"]),
+                other_bad=[r for r in results if r["outcome"] in BAD and r["outcome"] != "escape"])
+
+
+def run_one(opts: Options, number: int) -> dict:
+    """Case ``number`` in this process, with its traceback printed (the memory limit applies here too)."""
+    _limit_memory(opts.memory_mib)
+    top = Path(tempfile.mkdtemp(prefix="tdbfuzz-", dir=opts.tmp))
+    signal.signal(signal.SIGALRM, _overrun)
+    signal.alarm(int(opts.timeout * 3) + 1)
+    try:
+        return _case_in(top, opts, number, verbose=True)
+    finally:
+        signal.alarm(0)
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def _overrun(signum, frame):
+    raise TimeoutError("the case overran its time (a hang)")

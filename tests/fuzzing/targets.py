@@ -1,0 +1,135 @@
+"""One fuzz case, run in the worker: mutate a copy, call every reader on it, classify what happens.
+
+A ``FormatError`` is the expected answer and the next reader still runs; anything else is an escape,
+named by its exception type and the innermost frame inside tdbformat (the "place").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import traceback
+from collections import Counter
+from pathlib import Path
+
+import tdbformat
+from tdbformat import FormatError, open_array, parse_file
+from tdbformat.files import inspect_path
+
+from .mutate import mutate
+
+__all__ = ["run_case", "PACKAGE"]
+
+PACKAGE = Path(tdbformat.__file__).resolve().parent
+ORDERS = "CFGU"
+
+
+def _place(err: BaseException) -> str:
+    frames = traceback.extract_tb(err.__traceback__)
+    ours = [f for f in frames if Path(f.filename).resolve().is_relative_to(PACKAGE)] or frames
+    places = [f"{_short(f.filename)}:{f.lineno} ({f.name})" for f in ours]
+    if isinstance(err, RecursionError):  # where it overflowed says little: name the frame that recurses
+        return Counter(places).most_common(1)[0][0]
+    return places[-1]
+
+
+def _short(filename: str) -> str:
+    p = Path(filename).resolve()
+    return str(p.relative_to(PACKAGE.parent)) if p.is_relative_to(PACKAGE.parent) else p.name
+
+
+def _tree_hash(root: Path) -> dict:
+    return {str(p.relative_to(root)): hashlib.sha1(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+            for p in sorted(root.rglob("*"))}
+
+
+def _ops(case: dict):
+    """(name, callable) for every reader; array readers share the array opened first."""
+    key, root = case["key"], case["root"]
+    for p in case["touched"]:
+        if p.is_file():
+            yield f"parse_file {p.relative_to(root.parent)}", lambda p=p: parse_file(p, key=key)
+    if case["group"]:
+        yield "inspect_path", lambda: inspect_path(root, key=key)
+    opened = {}
+    yield "open_array", lambda: opened.setdefault("a", open_array(root, key=key))
+    if case["group"]:
+        return
+    for order in ORDERS:
+        yield f"read order={order}", lambda order=order: opened["a"].read(order=order, threads=1)
+    yield "metadata", lambda: opened["a"].metadata
+    yield "enumerations", lambda: opened["a"].enumerations
+    yield "fragments", lambda: list(opened["a"].fragments)
+
+
+def _run_ops(case: dict, out: dict, verbose: bool):
+    for name, op in _ops(case):
+        try:
+            op()
+        except FormatError as e:
+            out["outcome"] = "format_error"
+            if verbose:
+                print(f"  {name}: FormatError: {e}")
+            if name == "open_array":
+                return
+        except Exception as e:  # the point of the fuzzer: whatever escapes is recorded
+            memory = isinstance(e, MemoryError)
+            out.update(outcome="memory" if memory else "escape", op=name, exc=type(e).__name__,
+                       place=_place(e), message=str(e)[:200])
+            if verbose:
+                traceback.print_exc()
+            return
+        else:
+            if verbose:
+                print(f"  {name}: ok")
+
+
+# the output of a UTF-8 terminal, which (unlike the C locale's) refuses strings holding undecodable bytes
+_STRICT_UTF8 = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+_FRAME = re.compile(r'File "([^"]*tdbformat/[^"]*)", line (\d+), in (\S+)')
+
+
+def _run_cli(case: dict, out: dict, timeout: float, verbose: bool):
+    """``python3 -m tdbformat.cli inspect|cat`` on the copy: a traceback or an odd exit code escapes."""
+    key = case["key"]
+    extra = ["--key", key] if isinstance(key, str) and "\x00" not in key else []
+    for command in ("inspect", "cat"):
+        argv = [sys.executable, "-m", "tdbformat.cli", command, str(case["root"]), *extra]
+        try:
+            done = subprocess.run(argv, capture_output=True, timeout=timeout, text=True, errors="replace",
+                                  env=_STRICT_UTF8)
+        except subprocess.TimeoutExpired:
+            out.update(outcome="hang", op=f"cli {command}")
+            return
+        if verbose:
+            print(f"  cli {command}: rc {done.returncode}\n{done.stderr[-3000:]}")
+        if "Traceback (most recent call last)" in done.stderr or done.returncode not in (0, 1, 2):
+            frames = _FRAME.findall(done.stderr)
+            last = (done.stderr.strip().splitlines() or ["rc"])[-1]
+            place = f"{_short(frames[-1][0])}:{frames[-1][1]} ({frames[-1][2]})" if frames else "cli"
+            memory = "MemoryError" in last or done.returncode < 0
+            out.update(outcome="memory" if memory else "escape", op=f"cli {command}", exc=last.split(":")[0][:80],
+                       place=place, message=f"rc {done.returncode}: {last[:200]}")
+            return
+
+
+def run_case(seed: int, number: int, workdir: Path, cli_fraction: float, cli_timeout: float,
+             verbose: bool = False, notify=None) -> dict:
+    """Run case ``number`` of campaign ``seed`` in ``workdir`` (emptied by the caller); ``notify()`` is
+    called before the command line runs, so that a watchdog can allow for it."""
+    case = mutate(seed, number, workdir)
+    out = dict(case=number, input=case["input"], what=case["what"], outcome="ok")
+    if verbose:
+        print(f"case {number}: {case['input']}: {case['what']}")
+    before = _tree_hash(case["root"])
+    _run_ops(case, out, verbose)
+    if out["outcome"] in ("ok", "format_error") and case["cli"] < cli_fraction:
+        if notify:
+            notify()
+        _run_cli(case, out, cli_timeout, verbose)
+    if _tree_hash(case["root"]) != before:
+        out.update(outcome="modified_input", op=out.get("op"))
+    return out

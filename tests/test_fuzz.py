@@ -1,0 +1,46 @@
+"""The CI slice of the fuzzer (scripts/fuzz.py): a bounded campaign whose seed is the commit.
+
+Off unless ``TDBFORMAT_FUZZ=1`` (about 60 s) or ``TDBFORMAT_FUZZ_SECONDS=N`` is set, until the array read
+path raises FormatError for every escape the fuzzer finds (issue #13 §5). A failure lists each escape,
+hang, memory blowup or modified input with the command that reproduces it.
+"""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fuzzing.runner import BAD, Options, campaign
+
+FIXED_SEED = 20260513
+
+
+def _seed() -> int:
+    """The commit under test as a number, so each commit fuzzes other cases; a fixed one outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=Path(__file__).parent).stdout.strip()
+        return int(head[:8], 16)
+    except (OSError, subprocess.CalledProcessError, ValueError):
+        return FIXED_SEED
+
+
+def _seconds() -> float | None:
+    if os.environ.get("TDBFORMAT_FUZZ_SECONDS"):
+        return float(os.environ["TDBFORMAT_FUZZ_SECONDS"])
+    return 60.0 if os.environ.get("TDBFORMAT_FUZZ") else None
+
+
+@pytest.mark.skipif(_seconds() is None, reason="fuzzing is on with TDBFORMAT_FUZZ=1 or TDBFORMAT_FUZZ_SECONDS=N")
+def test_fuzz_slice():
+    seed = _seed()
+    print(f"fuzz seed {seed}")
+    rep = campaign(Options(seed=seed, seconds=_seconds()))
+    print(f"{rep['cases']} cases, {rep['outcomes']}")
+    bad = [f"{e['count']} x {e['exc']} at {e['place']} ({e['op']}): case {e['case']}: {e['what']}"
+           for e in rep["escapes"]]
+    bad += [f"{r['outcome']} ({r.get('op')}): case {r['case']}" for r in rep["other_bad"]]
+    assert rep["cases"] > 0
+    assert not bad, (f"reproduce with: python3 scripts/fuzz.py --seed {seed} --case N\n" + "\n".join(bad))
+    assert not any(rep["outcomes"].get(k) for k in BAD)
