@@ -97,8 +97,10 @@ def _expr(x) -> str:
     if isinstance(x, construct.expr.ExprMixin):
         text = re.sub(r"this\['([^']+)'\]", r"\1", repr(x)).replace("this._.", "_.")
         return re.sub(r"<\w+\.(\w+): -?\d+>", r"\1", text)  # enum members by name
+    if getattr(x, "rule", None):  # a function that says what it computes (fields.rule)
+        return x.rule
     name = getattr(x, "__name__", "")
-    return name if name and name != "<lambda>" else "computed"
+    return name if name and name != "<lambda>" and not name.startswith("_") else "computed"
 
 
 def _case(key) -> str:
@@ -127,12 +129,12 @@ def _leaf(con):
     if isinstance(con, Text):
         return "char[]", _leaf(con.subcon)[1]
     if isinstance(con, NumpyArray):
-        dtype = "by context" if callable(con.dtype) else _numpy_type(con.dtype)
-        itemsize = "var" if callable(con.dtype) else con.dtype.itemsize
-        n = con.count
-        if isinstance(n, int) and isinstance(itemsize, int):
+        if callable(con.dtype):  # a dtype the schema decides: its rule says which
+            return f"numpy array of {_expr(con.dtype)}", f"{_group(_expr(con.count))} × the element size"
+        n, dtype, itemsize = con.count, _numpy_type(con.dtype), con.dtype.itemsize
+        if isinstance(n, int):
             return f"numpy {dtype}[{n}]", n * itemsize
-        return f"numpy {dtype}[]", f"{_expr(n)} × {itemsize}"
+        return f"numpy {dtype}[]", f"{_group(_expr(n))} × {itemsize}"
     if isinstance(con, StrictEnum):
         return f"{con.enum_cls.__name__} ({_leaf(con.subcon)[0]})", _leaf(con.subcon)[1]
     if isinstance(con, construct.Enum):
@@ -198,6 +200,8 @@ class _Walker:
 
         if isinstance(con, _NO_BYTES):
             return [], 0
+        if isinstance(getattr(con, "spec_type", None), str):  # a construct of ours that describes itself
+            return node(con.spec_type, getattr(con, "spec_size", None) or _opaque_size(con, self.version))
         leaf = _leaf(con)
         if leaf is not None:
             return node(*leaf)
@@ -222,14 +226,15 @@ class _Walker:
             rows, size = sub(con.subcon, path + "[]")
             count = _expr(con.count) if hasattr(con, "count") else "until the end"
             each = "var" if size is None else size
-            total = int(count) * size if count.isdigit() and isinstance(size, int) else f"{count} × {each}"
+            total = int(count) * size if count.isdigit() and isinstance(size, int) \
+                else f"{_group(count)} × {_group(each)}"
             return node(f"{rows[0].type}[]" if rows else "[]", total, rows[1:])
         if isinstance(con, construct.Switch):
             return node(f"switch on {_expr(con.keyfunc)}", None, self._cases(con, path, gate, case, stack))
         if isinstance(con, construct.IfThenElse):  # its branches' rows stand for it, each with its condition
             cond = _expr(con.condfunc)
             rows = self.rows(con.thensubcon, path, gate, _and(case, cond), doc, stack)[0]
-            rows += self.rows(con.elsesubcon, path, gate, _and(case, f"not {cond}"), doc, stack)[0]
+            rows += self.rows(con.elsesubcon, path, gate, _and(case, f"not {_group(cond)}"), doc, stack)[0]
             return rows, (None if rows else 0)
         payload = getattr(con, "payload", None)
         if isinstance(payload, construct.Construct):  # generic_tile(payload): a tile whose bytes are payload
@@ -251,11 +256,22 @@ class _Walker:
         keyname = _expr(con.keyfunc)
         rows = []
         for sc, keys in groups.values():
-            cond = f"{keyname} == {keys[0]}" if len(keys) == 1 else f"{keyname} in ({', '.join(keys)})"
+            cond = f"{keyname} in ({', '.join(keys)})" if len(keys) > 1 else _is(keyname, keys[0])
             rows += self.rows(sc, path, gate, _and(case, cond), "", stack)[0]
         if not isinstance(con.default, _Reject):
             rows += self.rows(con.default, path, gate, _and(case, f"{keyname} is another value"), "", stack)[0]
         return rows
+
+
+def _is(keyname: str, key: str) -> str:
+    """A switch case as a condition; a yes/no key (a rule that holds or not) reads as the rule or its negation."""
+    return {"True": keyname, "False": f"not {_group(keyname)}"}.get(key, f"{_group(keyname)} == {key}")
+
+
+def _group(text) -> str:
+    """A rule in words, bracketed where an operator follows or precedes it."""
+    text = str(text)
+    return f"({text})" if " " in text and not text.startswith("(") else text
 
 
 def _and(a: str, b: str) -> str:

@@ -23,7 +23,7 @@ from construct import Container, Float64l, IfThenElse, Int32ul, Int64sl, Int64ul
 
 from ..enums import DatatypeEnum, OptionalSectionId
 from ..errors import FormatError
-from ..fields import Bounded, Counted, Raw, Section, Struct, switch, text_field
+from ..fields import Bounded, Counted, Raw, Section, Struct, rule, switch, text_field
 from ..numpy_array import CountedNumpy, NumpyArray
 from ..versions import FEATURES, FormatVersion, until
 from .array_schema import FieldInfo, attributes, dimensions, value_dtype
@@ -44,12 +44,13 @@ __all__ = [
 # Sections (each a generic tile; §12.2, §12.4-§12.8, §12.10)
 
 
+@rule("MBRs: per dimension, [lo, hi] in the dimension's datatype")
 def _mbr_dtype(ctx) -> np.dtype:
     """One fixed-dimension MBR: ``[lo, hi]`` per dimension, as a structured dtype named by dimension."""
     return np.dtype([(d.name, value_dtype(d.datatype), (2,)) for d in _dims(ctx)])
 
 
-_mbrs = IfThenElse(lambda ctx: any(d.var for d in _dims(ctx)),
+_mbrs = IfThenElse(rule("a dimension is var-sized")(lambda ctx: any(d.var for d in _dims(ctx))),
                    Counted(this.mbr_num, NDRectangle(), min_size=0),
                    NumpyArray(this.mbr_num, _mbr_dtype))
 
@@ -73,6 +74,7 @@ def _field(ctx) -> FieldInfo:
     return ctx._params.field
 
 
+@rule("the field's datatype (u64 offsets into var for var-sized fields)")
 def _bound_dtype(ctx) -> np.dtype:
     """Mins/maxes (and global-order bounds) are values of the field; var fields store u64 offsets."""
     field = _field(ctx)
@@ -83,7 +85,7 @@ def _bound_dtype(ctx) -> np.dtype:
 TileMinMax = Struct(
     "fixed_size" / Rebuild(Int64ul, lambda ctx: np.asarray(ctx.fixed).nbytes) * "bytes of fixed (not a count)",
     "var_size" / Rebuild(Int64ul, lambda ctx: len(ctx.var)) * "bytes of var",
-    "fixed" / Bounded(this.fixed_size, NumpyArray(lambda ctx: ctx.fixed_size // _bound_dtype(ctx).itemsize,
+    "fixed" / Bounded(this.fixed_size, NumpyArray(rule("fixed_size / the element size")(lambda ctx: ctx.fixed_size // _bound_dtype(ctx).itemsize),
                                                   _bound_dtype), "fixed values")
     * "one value per tile (var fields: u64 offsets into var)",
     "var" / Raw(this.var_size, "var values") * "the var-sized values, concatenated",
@@ -96,16 +98,18 @@ def _sum_dtype(field: FieldInfo) -> np.dtype:
     return np.dtype({"f": "<f8", "u": "<u8", "b": "<u8"}.get(kind, "<i8"))
 
 
-TileSums = CountedNumpy(lambda ctx: _sum_dtype(_field(ctx)), doc="one 8-byte sum per tile")
+_SUM_RULE = "int64 (signed, datetime and time fields), uint64 (unsigned, bool) or f64 (floats)"
+TileSums = CountedNumpy(rule(_SUM_RULE)(lambda ctx: _sum_dtype(_field(ctx))), doc="one 8-byte sum per tile")
 
 #: The fragment-wide min, max, sum and null count of every field (§12.7, v12+).
 FragmentSummary = Struct(
-    "fields" / Counted(lambda ctx: len(ctx._params.fields), Struct(
+    "fields" / Counted(rule("N (one per field of the index space)")(lambda ctx: len(ctx._params.fields)), Struct(
         "min_size" / Rebuild(Int64ul, lambda ctx: len(ctx.min)) * "bytes of min",
         "min" / Raw(this.min_size, "min") * "fragment minimum (empty if none)",
         "max_size" / Rebuild(Int64ul, lambda ctx: len(ctx.max)) * "bytes of max",
         "max" / Raw(this.max_size, "max") * "fragment maximum (empty if none)",
-        "sum" / switch(lambda ctx: _sum_dtype(ctx._params.fields[ctx._index]).kind,
+        "sum" / switch(rule("the sum's kind by the field's datatype (i: int64, u: uint64, f: f64)")(
+                       lambda ctx: _sum_dtype(ctx._params.fields[ctx._index]).kind),
                        {"i": Int64sl, "u": Int64ul, "f": Float64l}, "unreachable")
         * "fragment sum (int64, uint64 or f64 as the tile sums)",
         "null_count" / Int64ul * "fragment null count",
@@ -137,10 +141,12 @@ ProcessedConditionsTile = Section("Processed conditions", "fragment.md", generic
 # Legacy metadata, v1-2 (§12.9)
 
 
+@rule("the domain's datatype")
 def _domain_dtype(ctx) -> np.dtype:
     return value_dtype(_dims(ctx)[0].datatype)
 
 
+@rule("first and last coordinate: D values each, of the domain's datatype")
 def _coords_dtype(ctx) -> np.dtype:
     """First and last coordinate of a tile (v1-2 bounding coords)."""
     d = len(_dims(ctx))
@@ -151,11 +157,15 @@ def _nbytes(key):
     return lambda ctx: np.asarray(ctx[key]).nbytes
 
 
+_attributes_and_coords = rule("one per attribute, plus one for the coordinates")(lambda ctx: len(_attrs(ctx)) + 1)
+_per_attribute = rule("one per attribute")(lambda ctx: len(_attrs(ctx)))
+
 LegacyFragmentMetadata = Struct(
     "version" / FormatVersion * "1 or 2",
     "non_empty_domain_size" / Rebuild(Int64ul, _nbytes("non_empty_domain")) * "bytes of the domain (0 = null)",
     "non_empty_domain" / Bounded(this.non_empty_domain_size,
-                                 NumpyArray(lambda ctx: ctx.non_empty_domain_size // _domain_dtype(ctx).itemsize,
+                                 NumpyArray(rule("non_empty_domain_size / the datatype's size")(
+                                     lambda ctx: ctx.non_empty_domain_size // _domain_dtype(ctx).itemsize),
                                             _domain_dtype), "non-empty domain")
     * "lo, hi per dimension, of the domain type",
     "mbr_num" / Rebuild(Int64ul, lambda ctx: len(ctx.mbrs)) * "number of MBRs (one per sparse tile)",
@@ -163,15 +173,15 @@ LegacyFragmentMetadata = Struct(
     "bounding_coords_num" / Rebuild(Int64ul, lambda ctx: len(ctx.bounding_coords)) * "number of bounding coords",
     "bounding_coords" / NumpyArray(this.bounding_coords_num, _coords_dtype)
     * "first and last coordinate of each tile (ignored by TileDB)",
-    "tile_offsets" / Counted(lambda ctx: len(_attrs(ctx)) + 1, TileOffsets, min_size=8)
+    "tile_offsets" / Counted(_attributes_and_coords, TileOffsets, min_size=8)
     * "per attribute, then coords: offset of each tile in its file",
-    "tile_var_offsets" / Counted(lambda ctx: len(_attrs(ctx)), TileOffsets, min_size=8)
+    "tile_var_offsets" / Counted(_per_attribute, TileOffsets, min_size=8)
     * "per attribute: offset of each tile in its _var file",
-    "tile_var_sizes" / Counted(lambda ctx: len(_attrs(ctx)), TileOffsets, min_size=8)
+    "tile_var_sizes" / Counted(_per_attribute, TileOffsets, min_size=8)
     * "per attribute: unfiltered size of each var tile",
     "last_tile_cell_num" / Int64ul * "cells in the last tile",
-    "file_sizes" / NumpyArray(lambda ctx: len(_attrs(ctx)) + 1, "<u8") * "per attribute, then coords",
-    "file_var_sizes" / NumpyArray(lambda ctx: len(_attrs(ctx)), "<u8") * "per attribute",
+    "file_sizes" / NumpyArray(_attributes_and_coords, "<u8") * "per attribute, then coords",
+    "file_var_sizes" / NumpyArray(_per_attribute, "<u8") * "per attribute",
 )
 
 #: The whole ``__fragment_metadata.tdb`` of format versions 1 and 2.
