@@ -28,7 +28,8 @@ from .fields import Bounded, Counted, Raw, RepeatToEnd, Section, StrictEnum, Tex
 from .numpy_array import NumpyArray
 from .versions import FEATURES, KNOWN_VERSIONS, Feature, Versioned
 
-__all__ = ["Field", "Structure", "Change", "fields", "structures", "structure", "aligned", "diff"]
+__all__ = ["Field", "Structure", "Change", "Part", "fields", "structures", "structure", "aligned", "diff",
+           "metadata_file_layout", "footer_lookup"]
 
 
 @dataclass(frozen=True)
@@ -298,6 +299,68 @@ def _fields(con, version: int) -> list[Field]:
     if len(rows) == 1:  # a structure that is one run of elements (a data file): its one row
         return [replace(rows[0], path="[]")]
     return rows[1:]  # the structure's own row is its title
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The fragment metadata file
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a file, in file order."""
+
+    name: str
+    what: str  #: the structure it holds
+    count: str  #: how many there are
+    where: str  #: how a reader finds it
+    offsets_in: str = ""  #: the footer field with its offset(s), if the footer has one
+
+
+def footer_lookup(version: int) -> tuple[str, list[Field]]:
+    """How a reader finds the footer of a v3+ fragment metadata file at ``version`` (REFERENCE §12.1), and,
+    where its size is computed rather than stored, the footer fields whose sizes add up to it."""
+    from .structs.footer import Footer
+
+    # TileDB: FragmentMetadata::get_footer_offset_and_size, footer_size_v3_v4/_v5_v6/_v7_v9
+    stored = ("the file's last 8 bytes are the footer length L (u64); the footer is the L bytes before them, "
+              "at file size - 8 - L")
+    if FEATURES["footer_length"](version):
+        return f"Always: {stored}.", []
+    computed = ("no footer length is stored: the footer is the last S bytes of the file, S computed from the "
+                "array schema for the version in the fragment's name (a name without one: v4) as the sum of "
+                "the footer's field sizes below, each dimension's non-empty domain being two values of its type")
+    if FEATURES["footer_length_with_var_dimensions"](version):
+        return f"When a dimension is var-sized: {stored}. When all dimensions are fixed-sized: {computed}.", \
+            fields(Footer, version)
+    return f"Always: {computed}.", fields(Footer, version)
+
+
+def metadata_file_layout(version: int) -> list[Part]:
+    """The parts of a v3+ ``__fragment_metadata.tdb`` at ``version``, in file order: the sections (generic
+    tiles) in the writer's order (§12.1), the footer, then its length where one is stored; [] before v3."""
+    from .structs.footer import Footer
+    from .structs.fragment import SECTIONS
+
+    if not Footer.exists(version):
+        return []
+    present = {f.path for f in fields(Footer, version)}
+    out = []
+    for s in SECTIONS:
+        key = f"optional_sections[].data.{s.key}" if s.sub else s.key
+        what, count = f"generic tile: {s.construct.title}", _expr(s.fields) if s.fields else "1"
+        if key in present:
+            where = f"at the offset(s) in footer `{key}`"
+            if s.sub:  # written only with the optional section that records them
+                where += " (only if the footer has that optional section)"
+            out.append(Part(s.name, what, count, where, key))
+        elif s.written_since is not None and version >= s.written_since:
+            out.append(Part(s.name, what, count, "after the last tile the footer points to: TileDB writes it, "
+                            "but the footer of this version has no field for its offset (readers skip it)"))
+    out.append(Part("footer", Footer.title, "1", "the footer lookup below"))
+    if FEATURES["footer_length"](version) or FEATURES["footer_length_with_var_dimensions"](version):
+        only = "" if FEATURES["footer_length"](version) else " (only when a dimension is var-sized)"
+        out.append(Part("footer length", "u64: the footer's size in bytes" + only, "1", "the last 8 bytes"))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------

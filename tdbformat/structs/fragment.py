@@ -37,7 +37,7 @@ __all__ = [
     "FragmentSummary", "ProcessedConditions", "LegacyFragmentMetadata", "ConsolidatedFragmentMetadata",
     "RTreeTile", "TileOffsetsTile", "TileMinMaxTile", "TileSumsTile", "FragmentSummaryTile",
     "ProcessedConditionsTile", "LegacyFragmentMetadataFile", "TileGlobalOrderOffsets", "OptionalSection",
-    "FragmentMetadata", "index_fields", "find_footer", "pick_schema", "data_file_stem", "data_files",
+    "FragmentMetadata", "SECTIONS", "index_fields", "find_footer", "pick_schema", "data_file_stem", "data_files",
 ]
 
 # ---------------------------------------------------------------------------------------------------------
@@ -210,10 +210,12 @@ def _global_order(footer):
 
 
 class _Slot:
-    """One kind of section: where the footer says it is, its payload, and its value for readers."""
+    """One kind of section: where the footer says it is (``key``, inside the tile global-order optional section
+    if ``sub``), its generic tile (``construct``), how many there are (``fields``: None for one) and its value."""
 
-    def __init__(self, name, key, construct, fields=None, value=None, wrap=None, sub=None):
+    def __init__(self, name, key, construct, fields=None, value=None, wrap=None, sub=None, written_since=None):
         self.name, self.key, self.construct, self.sub = name, key, construct, sub
+        self.written_since = written_since  # TileDB writes it from this version, before the footer points to it
         self.fields = fields  # fm -> the field of each tile (None: one tile)
         self.value = value or (lambda p: p)
         self.wrap = wrap or (lambda v: v)
@@ -237,12 +239,19 @@ class _Slot:
         footer.optional_sections = sections
 
 
+@rule("N, one per field of the index space")
 def _index(fm):
     return fm.index_fields
 
 
+@rule("N_var, one per field with a var offsets slot")
 def _var_index(fm):
     return fm.index_fields[:len(fm.footer.tile_var_offsets_offsets)]
+
+
+@rule("D, one per dimension")
+def _dimensions(fm):
+    return fm.dimensions
 
 
 def _data(p):
@@ -253,7 +262,8 @@ def _as_counted(v):
     return Container(data=v)
 
 
-_SLOTS = [  # in the writer's order (§12.1)
+#: The sections of a v3+ metadata file, in the writer's order (§12.1); the footer and its length follow.
+SECTIONS = [
     _Slot("rtree", "rtree_offset", RTreeTile),
     _Slot("tile_offsets", "tile_offsets_offsets", TileOffsetsTile, _index, _data, _as_counted),
     _Slot("tile_var_offsets", "tile_var_offsets_offsets", TileOffsetsTile, _var_index, _data, _as_counted),
@@ -261,17 +271,18 @@ _SLOTS = [  # in the writer's order (§12.1)
     _Slot("tile_validity_offsets", "tile_validity_offsets_offsets", TileOffsetsTile, _index, _data, _as_counted),
     _Slot("tile_mins", "tile_min_offsets", TileMinMaxTile, _index),
     _Slot("tile_maxes", "tile_max_offsets", TileMinMaxTile, _index),
-    _Slot("tile_global_order_mins", "min_offsets", TileMinMaxTile, lambda fm: fm.dimensions, sub=True),
-    _Slot("tile_global_order_maxes", "max_offsets", TileMinMaxTile, lambda fm: fm.dimensions, sub=True),
+    _Slot("tile_global_order_mins", "min_offsets", TileMinMaxTile, _dimensions, sub=True),
+    _Slot("tile_global_order_maxes", "max_offsets", TileMinMaxTile, _dimensions, sub=True),
     _Slot("tile_sums", "tile_sum_offsets", TileSumsTile, _index, _data, _as_counted),
     _Slot("tile_null_counts", "tile_null_count_offsets", TileOffsetsTile, _index, _data, _as_counted),
     _Slot("fragment_summary", "fragment_min_max_sum_null_count_offset", FragmentSummaryTile,
           value=lambda p: p.fields, wrap=lambda v: Container(fields=v)),
     _Slot("processed_conditions", "processed_conditions_offset", ProcessedConditionsTile,
           value=lambda p: [c.marker for c in p.conditions],
-          wrap=lambda v: Container(conditions=ListContainer(Container(marker=m) for m in v))),
+          wrap=lambda v: Container(conditions=ListContainer(Container(marker=m) for m in v)),
+          written_since=15),  # REFERENCE §17 #7: store_v15_or_higher writes it, unreferenced, at v15
 ]
-_SLOT = {s.name: s for s in _SLOTS}
+_SLOT = {s.name: s for s in SECTIONS}
 
 
 class _Lazy(Sequence):
@@ -429,7 +440,7 @@ def _parse_file(cls, data, schema, key, name, version, filename):
     offset, size, _ = find_footer(data, schema, version, name)
     footer = Footer.parse(data[offset:offset + size], schema=schema, filename=filename)
     schema = pick_schema(schema, footer.get("array_schema_name"))
-    end = _tile_end(data, max((o for slot in _SLOTS for o in slot.offsets(footer) or ()), default=0))
+    end = _tile_end(data, max((o for slot in SECTIONS for o in slot.offsets(footer) or ()), default=0))
     if end > offset:
         raise FormatError(f"the last section ends at {end}, past the footer at {offset}", file=filename, offset=end)
     return cls(footer, schema=schema, key=key, data=data, unreferenced=data[end:offset])
@@ -456,7 +467,7 @@ def _summary(fm) -> dict:
                 has_timestamps=bool(fm.footer and fm.footer.get("has_timestamps")),
                 has_delete_meta=bool(fm.footer and fm.footer.get("has_delete_meta")),
                 fields=[f for f in fields if len(f) > 1],
-                sections=[s.name for s in _SLOTS if fm.footer and s.offsets(fm.footer) is not None])
+                sections=[s.name for s in SECTIONS if fm.footer and s.offsets(fm.footer) is not None])
 
 
 def _build_file(fm) -> bytes:
@@ -464,7 +475,7 @@ def _build_file(fm) -> bytes:
         return LegacyFragmentMetadataFile.build(fm.legacy, schema=fm.schema, key=fm.key)
     out = bytearray()
     footer = Container(fm.footer)
-    for slot in _SLOTS:
+    for slot in SECTIONS:
         if slot.offsets(footer) is None:
             continue
         offsets = []
