@@ -32,8 +32,17 @@ from .versions import format_version
 
 __all__ = [
     "Struct", "Section", "Bounded", "Raw", "Counted", "StrictEnum", "switch", "Text", "text_field",
-    "remaining", "built_size", "RepeatToEnd", "Valid",
+    "remaining", "built_size", "RepeatToEnd", "Valid", "rule",
 ]
+
+
+def rule(text: str):
+    """Say in words what a function of the context computes (a length, count, condition, switch key or
+    dtype), for the spec pages, which print this text in place of the function: ``rule("...")(fn)``."""
+    def mark(fn):
+        fn.rule = text
+        return fn
+    return mark
 
 
 def remaining(stream) -> int:

@@ -28,7 +28,8 @@ from .fields import Bounded, Counted, Raw, RepeatToEnd, Section, StrictEnum, Tex
 from .numpy_array import NumpyArray
 from .versions import FEATURES, KNOWN_VERSIONS, Feature, Versioned
 
-__all__ = ["Field", "Structure", "Change", "fields", "structures", "structure", "aligned", "diff"]
+__all__ = ["Field", "Structure", "Change", "Part", "fields", "structures", "structure", "aligned", "diff",
+           "metadata_file_layout", "footer_lookup"]
 
 
 @dataclass(frozen=True)
@@ -97,8 +98,10 @@ def _expr(x) -> str:
     if isinstance(x, construct.expr.ExprMixin):
         text = re.sub(r"this\['([^']+)'\]", r"\1", repr(x)).replace("this._.", "_.")
         return re.sub(r"<\w+\.(\w+): -?\d+>", r"\1", text)  # enum members by name
+    if getattr(x, "rule", None):  # a function that says what it computes (fields.rule)
+        return x.rule
     name = getattr(x, "__name__", "")
-    return name if name and name != "<lambda>" else "computed"
+    return name if name and name != "<lambda>" and not name.startswith("_") else "computed"
 
 
 def _case(key) -> str:
@@ -127,12 +130,12 @@ def _leaf(con):
     if isinstance(con, Text):
         return "char[]", _leaf(con.subcon)[1]
     if isinstance(con, NumpyArray):
-        dtype = "by context" if callable(con.dtype) else _numpy_type(con.dtype)
-        itemsize = "var" if callable(con.dtype) else con.dtype.itemsize
-        n = con.count
-        if isinstance(n, int) and isinstance(itemsize, int):
+        if callable(con.dtype):  # a dtype the schema decides: its rule says which
+            return f"numpy array of {_expr(con.dtype)}", f"{_group(_expr(con.count))} × the element size"
+        n, dtype, itemsize = con.count, _numpy_type(con.dtype), con.dtype.itemsize
+        if isinstance(n, int):
             return f"numpy {dtype}[{n}]", n * itemsize
-        return f"numpy {dtype}[]", f"{_expr(n)} × {itemsize}"
+        return f"numpy {dtype}[]", f"{_group(_expr(n))} × {itemsize}"
     if isinstance(con, StrictEnum):
         return f"{con.enum_cls.__name__} ({_leaf(con.subcon)[0]})", _leaf(con.subcon)[1]
     if isinstance(con, construct.Enum):
@@ -198,6 +201,8 @@ class _Walker:
 
         if isinstance(con, _NO_BYTES):
             return [], 0
+        if isinstance(getattr(con, "spec_type", None), str):  # a construct of ours that describes itself
+            return node(con.spec_type, getattr(con, "spec_size", None) or _opaque_size(con, self.version))
         leaf = _leaf(con)
         if leaf is not None:
             return node(*leaf)
@@ -222,14 +227,15 @@ class _Walker:
             rows, size = sub(con.subcon, path + "[]")
             count = _expr(con.count) if hasattr(con, "count") else "until the end"
             each = "var" if size is None else size
-            total = int(count) * size if count.isdigit() and isinstance(size, int) else f"{count} × {each}"
+            total = int(count) * size if count.isdigit() and isinstance(size, int) \
+                else f"{_group(count)} × {_group(each)}"
             return node(f"{rows[0].type}[]" if rows else "[]", total, rows[1:])
         if isinstance(con, construct.Switch):
             return node(f"switch on {_expr(con.keyfunc)}", None, self._cases(con, path, gate, case, stack))
         if isinstance(con, construct.IfThenElse):  # its branches' rows stand for it, each with its condition
             cond = _expr(con.condfunc)
             rows = self.rows(con.thensubcon, path, gate, _and(case, cond), doc, stack)[0]
-            rows += self.rows(con.elsesubcon, path, gate, _and(case, f"not {cond}"), doc, stack)[0]
+            rows += self.rows(con.elsesubcon, path, gate, _and(case, f"not {_group(cond)}"), doc, stack)[0]
             return rows, (None if rows else 0)
         payload = getattr(con, "payload", None)
         if isinstance(payload, construct.Construct):  # generic_tile(payload): a tile whose bytes are payload
@@ -251,11 +257,22 @@ class _Walker:
         keyname = _expr(con.keyfunc)
         rows = []
         for sc, keys in groups.values():
-            cond = f"{keyname} == {keys[0]}" if len(keys) == 1 else f"{keyname} in ({', '.join(keys)})"
+            cond = f"{keyname} in ({', '.join(keys)})" if len(keys) > 1 else _is(keyname, keys[0])
             rows += self.rows(sc, path, gate, _and(case, cond), "", stack)[0]
         if not isinstance(con.default, _Reject):
             rows += self.rows(con.default, path, gate, _and(case, f"{keyname} is another value"), "", stack)[0]
         return rows
+
+
+def _is(keyname: str, key: str) -> str:
+    """A switch case as a condition; a yes/no key (a rule that holds or not) reads as the rule or its negation."""
+    return {"True": keyname, "False": f"not {_group(keyname)}"}.get(key, f"{_group(keyname)} == {key}")
+
+
+def _group(text) -> str:
+    """A rule in words, bracketed where an operator follows or precedes it."""
+    text = str(text)
+    return f"({text})" if " " in text and not text.startswith("(") else text
 
 
 def _and(a: str, b: str) -> str:
@@ -282,6 +299,68 @@ def _fields(con, version: int) -> list[Field]:
     if len(rows) == 1:  # a structure that is one run of elements (a data file): its one row
         return [replace(rows[0], path="[]")]
     return rows[1:]  # the structure's own row is its title
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The fragment metadata file
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a file, in file order."""
+
+    name: str
+    what: str  #: the structure it holds
+    count: str  #: how many there are
+    where: str  #: how a reader finds it
+    offsets_in: str = ""  #: the footer field with its offset(s), if the footer has one
+
+
+def footer_lookup(version: int) -> tuple[str, list[Field]]:
+    """How a reader finds the footer of a v3+ fragment metadata file at ``version`` (REFERENCE §12.1), and,
+    where its size is computed rather than stored, the footer fields whose sizes add up to it."""
+    from .structs.footer import Footer
+
+    # TileDB: FragmentMetadata::get_footer_offset_and_size, footer_size_v3_v4/_v5_v6/_v7_v9
+    stored = ("the file's last 8 bytes are the footer length L (u64); the footer is the L bytes before them, "
+              "at file size - 8 - L")
+    if FEATURES["footer_length"](version):
+        return f"Always: {stored}.", []
+    computed = ("no footer length is stored: the footer is the last S bytes of the file, S computed from the "
+                "array schema for the version in the fragment's name (a name without one: v4) as the sum of "
+                "the footer's field sizes below, each dimension's non-empty domain being two values of its type")
+    if FEATURES["footer_length_with_var_dimensions"](version):
+        return f"When a dimension is var-sized: {stored}. When all dimensions are fixed-sized: {computed}.", \
+            fields(Footer, version)
+    return f"Always: {computed}.", fields(Footer, version)
+
+
+def metadata_file_layout(version: int) -> list[Part]:
+    """The parts of a v3+ ``__fragment_metadata.tdb`` at ``version``, in file order: the sections (generic
+    tiles) in the writer's order (§12.1), the footer, then its length where one is stored; [] before v3."""
+    from .structs.footer import Footer
+    from .structs.fragment import SECTIONS
+
+    if not Footer.exists(version):
+        return []
+    present = {f.path for f in fields(Footer, version)}
+    out = []
+    for s in SECTIONS:
+        key = f"optional_sections[].data.{s.key}" if s.sub else s.key
+        what, count = f"generic tile: {s.construct.title}", _expr(s.fields) if s.fields else "1"
+        if key in present:
+            where = f"at the offset(s) in footer `{key}`"
+            if s.sub:  # written only with the optional section that records them
+                where += " (only if the footer has that optional section)"
+            out.append(Part(s.name, what, count, where, key))
+        elif s.written_since is not None and version >= s.written_since:
+            out.append(Part(s.name, what, count, "after the last tile the footer points to: TileDB writes it, "
+                            "but the footer of this version has no field for its offset (readers skip it)"))
+    out.append(Part("footer", Footer.title, "1", "the footer lookup below"))
+    if FEATURES["footer_length"](version) or FEATURES["footer_length_with_var_dimensions"](version):
+        only = "" if FEATURES["footer_length"](version) else " (only when a dimension is var-sized)"
+        out.append(Part("footer length", "u64: the footer's size in bytes" + only, "1", "the last 8 bytes"))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------

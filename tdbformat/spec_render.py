@@ -15,7 +15,8 @@ import numpy as np
 from .errors import FormatError
 from .fields import Section
 from .render import _scalar
-from .spec import KNOWN_VERSIONS, aligned, diff, feature_changes, features, fields, structure, structures
+from .spec import (KNOWN_VERSIONS, aligned, diff, feature_changes, features, fields, footer_lookup,
+                   metadata_file_layout, structure, structures)
 from .storage import LocalStorage
 
 __all__ = ["spec_markdown", "spec_json", "side_by_side", "render_diff", "changes_markdown",
@@ -50,6 +51,7 @@ def spec_markdown(version: int) -> str:
            "Sizes are in bytes; a name in the size column is the field that holds the length or count. "
            "`[]` marks the element of a repeated field. Conditions name the version gate (`v`) or the "
            "field a layout depends on.", ""]
+    out += _metadata_file_markdown(version)
     absent = []
     for title, s in structures().items():
         rows = fields(s, version)
@@ -68,6 +70,24 @@ def spec_markdown(version: int) -> str:
     out += ["## Behaviour in force", "", "Rules that no field declares (`tdbformat.versions.FEATURES`).", ""]
     out += _table(["Behaviour", "Versions", "What"], [(f"`{f.name}`", f.span(), f.doc) for f in features(version)])
     return "\n".join(out) + "\n"
+
+
+def _metadata_file_markdown(version: int) -> list[str]:
+    """The fragment metadata file's layout and footer lookup (v3+), ahead of the structures' tables."""
+    parts = metadata_file_layout(version)
+    if not parts:
+        return []
+    out = ["## Fragment metadata file layout", "",
+           f"`__fragment_metadata.tdb` at v{version}, from its first byte to its last (TileDB writes the sections "
+           "in this order; a reader finds each by its offset in the footer).", ""]
+    out += _table(["#", "Part", "Holds", "How many", "Where"],
+                  [(i, f"`{p.name}`", p.what, p.count, p.where) for i, p in enumerate(parts, 1)])
+    rule, summed = footer_lookup(version)
+    out += ["", "### Footer length and footer lookup", "", rule, ""]
+    if summed:
+        out += _table(["Footer field", "Bytes", "Condition"], [(f"`{f.path}`", f.size, f.condition) for f in summed])
+        out.append("")
+    return out
 
 
 def spec_json(version: int) -> str:

@@ -19,9 +19,9 @@ from construct import Int8ul, Int32ul, this
 
 from ..enums import Datatype, FilterType
 from ..errors import FormatError
-from ..versions import FEATURES
-from ..fields import Counted, Struct
+from ..fields import Counted, Struct, rule
 from ..numpy_array import NumpyArray
+from ..versions import FEATURES
 from .pipeline import Codec, Header, register
 
 __all__ = ["BitWidthHeader", "PositiveDeltaHeader", "window_sizes"]
@@ -109,9 +109,12 @@ def _bits_needed(mins, maxs, dtype) -> np.ndarray:
     return np.where(span >= top, 8 * dtype.itemsize, bits).astype(np.uint8)
 
 
+_value_dtype = rule("the integer type the filter works in")(lambda ctx: ctx._params.value_dtype)
+
+
 def _window(with_bits: bool, what: str):
     return Struct(
-        "offset" / NumpyArray(1, lambda ctx: ctx._params.value_dtype) * what,
+        "offset" / NumpyArray(1, _value_dtype) * what,
         *(["bits" / Int8ul * "bits per stored value: 8, 16, 32 or 64"] if with_bits else []),
         "nbytes" / Int32ul * "input bytes of the window",
     )

@@ -21,7 +21,7 @@ from ..enums import (
     ArrayTypeEnum, CurrentDomainType, CurrentDomainTypeEnum, DataOrderEnum, Datatype, DatatypeEnum, LayoutEnum,
 )
 from ..errors import FormatError
-from ..fields import Bounded, Counted, Raw, Section, Struct, Text, Valid, switch, text_field
+from ..fields import Bounded, Counted, Raw, Section, Struct, Text, Valid, rule, switch, text_field
 from ..versions import KNOWN_VERSIONS, FormatVersion, since, until
 from .filter_pipeline import FilterPipeline
 from .generic_tile import generic_tile
@@ -52,6 +52,9 @@ class TypedValues(Construct):
     def __init__(self, datatype, count=None):
         super().__init__()
         self.datatype, self.count = datatype, count
+        what = getattr(datatype, "rule", datatype)
+        self.spec_type = f"one value of {what}" if count == 1 else f"values of {what}, filling the bound"
+        self.spec_size = "the datatype's size" if count == 1 else None
 
     def _dtype(self, context):
         return value_dtype(Datatype(evaluate(self.datatype, context)))
@@ -91,6 +94,7 @@ class TypedValue(TypedValues):
         return obj
 
 
+@rule("the dimension's datatype (v1-4: the domain_type)")
 def dimension_datatype(ctx) -> Datatype:
     """A dimension's datatype: its own from v5, the domain-wide ``domain_type`` before."""
     return ctx.datatype if ctx.get("datatype") is not None else ctx._.domain_type
@@ -109,12 +113,13 @@ Dimension = Struct(
     * "values per coordinate: 1, or 2**32-1 for var-sized (string) dims",
     "filters" / since(5, FilterPipeline) * "coordinate filters; empty = the schema's coords_filters apply",
     "domain_size" / since(5, Rebuild(Int64ul, _typed_nbytes)) * "bytes of domain: 2 values, 0 for var dims",
-    "domain" / Bounded(lambda ctx: ctx.domain_size if ctx.domain_size is not None
-                       else 2 * value_dtype(ctx._.domain_type).itemsize,
+    "domain" / Bounded(rule("domain_size (v1-4: 2 × the domain_type's size)")(
+                       lambda ctx: ctx.domain_size if ctx.domain_size is not None
+                       else 2 * value_dtype(ctx._.domain_type).itemsize),
                        TypedValues(dimension_datatype), "dimension domain")
     * "[low, high] (inclusive), [] for var-sized dims",
     "null_tile_extent" / Rebuild(Flag, lambda ctx: ctx.tile_extent is None) * "1 = no tile extent follows",
-    "tile_extent" / If(lambda ctx: not ctx.null_tile_extent, TypedValue(dimension_datatype)
+    "tile_extent" / If(rule("null_tile_extent is 0")(lambda ctx: not ctx.null_tile_extent), TypedValue(dimension_datatype)
                        ) * "extent in the dimension's datatype, or None",
 )
 
@@ -174,9 +179,11 @@ def _range_dimension(ctx):
     return ctx._.domain.dimensions[ctx._index]
 
 
+_range_datatype = rule("the dimension's datatype")(lambda ctx: _range_dimension(ctx._).datatype)
+
 _fixed_range = Struct(
-    "start" / TypedValue(lambda ctx: _range_dimension(ctx._).datatype) * "low bound",
-    "end" / TypedValue(lambda ctx: _range_dimension(ctx._).datatype) * "high bound",
+    "start" / TypedValue(_range_datatype) * "low bound",
+    "end" / TypedValue(_range_datatype) * "high bound",
 )
 
 _var_range = Struct(
@@ -186,12 +193,14 @@ _var_range = Struct(
     "end" / Raw(this.range_size - this.start_size, "range end") * "high bound (bytes)",
 )
 
-NDRange = switch(lambda ctx: _range_dimension(ctx).cell_val_num == VAR_NUM,
+NDRange = switch(rule("the dimension is var-sized")(lambda ctx: _range_dimension(ctx).cell_val_num == VAR_NUM),
                  {False: _fixed_range, True: _var_range}, "unreachable")
 
 
 class VersionZero(Construct):
     """A u32 version that must be 0, the only one TileDB writes and reads (current domain, enumeration)."""
+
+    spec_type = "u32 = 0"
 
     def __init__(self, what: str):
         super().__init__()
@@ -212,13 +221,16 @@ class VersionZero(Construct):
         return 4
 
 
+_not_empty = rule("empty is 0")(lambda ctx: not ctx.empty)
+
 # Current domain (current_domain.md; REFERENCE.md §8.5, §17 #4: version is 0)
 CurrentDomain = Struct(
     "version" / VersionZero("current domain") * "current domain version (0)",
     "empty" / Flag * "1 = no current domain is set",
-    "type" / If(lambda ctx: not ctx.empty, CurrentDomainTypeEnum) * "kind of current domain",
-    "ndrectangle" / If(lambda ctx: not ctx.empty, switch(this.type, {
-        CurrentDomainType.NDRECTANGLE: Counted(lambda ctx: len(ctx._.domain.dimensions), NDRange, min_size=0),
+    "type" / If(_not_empty, CurrentDomainTypeEnum) * "kind of current domain",
+    "ndrectangle" / If(_not_empty, switch(this.type, {
+        CurrentDomainType.NDRECTANGLE: Counted(rule("D (one per dimension)")(lambda ctx: len(ctx._.domain.dimensions)),
+                                               NDRange, min_size=0),
     }, "unknown current domain type")) * "one range (start, end) per dimension",
 )
 

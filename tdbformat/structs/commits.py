@@ -17,7 +17,7 @@ from construct import Construct, Container, If, Int32ul, Int64ul, LazyBound, Lis
 
 from ..enums import CombinationOp, CombinationOpEnum, NodeType, NodeTypeEnum, QueryConditionOp, QueryConditionOpEnum
 from ..errors import FormatError
-from ..fields import Bounded, Counted, Raw, RepeatToEnd, Section, Struct, built_size, text_field
+from ..fields import Bounded, Counted, Raw, RepeatToEnd, Section, Struct, built_size, rule, text_field
 from ..numpy_array import NumpyArray
 from .generic_tile import generic_tile
 
@@ -31,6 +31,9 @@ CommitMarker = Section("Commit marker (.ok / .wrt)", "array_file_hierarchy.md", 
 
 class Line(Construct):
     """One line of text ending in ``\\n`` (the newline is not part of the value)."""
+
+    spec_type = "text line: UTF-8 up to a newline (\\n, not part of the value)"
+    spec_size = "to the newline"
 
     def _parse(self, stream, context, path):
         out = bytearray()
@@ -54,6 +57,8 @@ VacuumFile = Section("Vacuum file (.vac)", "vacuum_file.md", _uri_list, since=5)
 IgnoreFile = Section("Ignore file (.ign)", "ignore_file.md", _uri_list, since=12)
 
 _IN_OPS = (QueryConditionOp.IN, QueryConditionOp.NOT_IN)
+_in_op = rule("op is IN or NOT_IN")(lambda ctx: ctx.op in _IN_OPS)
+_embeds_delete = rule("uri ends with .del")(lambda ctx: ctx.uri.endswith(".del"))
 
 _Expression = Struct(
     "combination_op" / CombinationOpEnum * "AND, OR or NOT",
@@ -66,9 +71,9 @@ _Comparison = Struct(
     *text_field("field_name", Int32ul, "attribute or dimension compared"),
     "value_size" / Rebuild(Int64ul, lambda ctx: len(ctx.value)) * "bytes of value",
     "value" / Raw(this.value_size, "condition value") * "raw value bytes; for IN/NOT_IN every member concatenated",
-    "offsets_size" / If(lambda ctx: ctx.op in _IN_OPS, Rebuild(Int64ul, lambda ctx: 8 * len(ctx.offsets)))
+    "offsets_size" / If(_in_op, Rebuild(Int64ul, lambda ctx: 8 * len(ctx.offsets)))
     * "bytes of offsets (IN/NOT_IN only)",
-    "offsets" / If(lambda ctx: ctx.op in _IN_OPS,
+    "offsets" / If(_in_op,
                    Bounded(this.offsets_size, NumpyArray(this.offsets_size // 8, "<u8"), "set member offsets"))
     * "byte offset of each set member in value (IN/NOT_IN only)",
 )
@@ -101,10 +106,10 @@ UpdateCommit = Section("Update commit (.upd)", "update_commit_file.md", generic_
 ConsolidatedCommits = Section("Consolidated commits (.con)", "consolidated_commits_file.md", Struct(
     "entries" / RepeatToEnd(Struct(
         "uri" / Line() * "commit file relative to the array, e.g. __commits/__t1_t2_uuid_v.wrt",
-        "delete_size" / If(lambda ctx: ctx.uri.endswith(".del"),
+        "delete_size" / If(_embeds_delete,
                            Rebuild(Int64ul, built_size("delete", DeleteCommit.subcon)))
         * "bytes of the embedded .del file (.del entries only)",
-        "delete" / If(lambda ctx: ctx.uri.endswith(".del"),
+        "delete" / If(_embeds_delete,
                       Bounded(this.delete_size, DeleteCommit.subcon, "embedded delete commit"))
         * "the whole .del file, generic tile included (.del entries only)",
     )) * "one entry per consolidated commit",

@@ -29,6 +29,10 @@ def _footer_offset(ctx):
 class _Footers(Construct):
     """The footers, back to back, each at the offset its table entry gives."""
 
+    spec_type = ("Fragment metadata footer[]: one per fragment, each at its footer_offset, each following "
+                 "its own version, with no footer length")
+    spec_size = "to the end"
+
     def _parse(self, stream, context, path):
         out = ListContainer()
         for entry in context.fragments:

@@ -19,7 +19,7 @@ from construct import (
 
 from ..enums import Datatype, OptionalSectionId, OptionalSectionIdEnum
 from ..errors import FormatError
-from ..fields import Bounded, Counted, Raw, Section, Struct, built_size, remaining, text_field
+from ..fields import Bounded, Counted, Raw, Section, Struct, built_size, remaining, rule, text_field
 from ..numpy_array import NumpyArray
 from ..versions import FEATURES, LATEST, FormatVersion, between, format_version, since
 from .array_schema import FieldInfo, attributes, dimensions, value_dtype
@@ -89,12 +89,15 @@ def index_fields(schema, version: int, has_timestamps=False, has_delete_meta=Fal
     return attrs + [coords] + (dims + extra if FEATURES["coordinates_per_dimension"](version) else [])
 
 
+@rule("N: attributes + 1 for the coordinates; from v5 also + dimensions, + 1 if has_timestamps, "
+      "+ 2 if has_delete_meta")
 def _n(ctx) -> int:
     """Per-field count of the fixed/validity arrays (§11): A+1 before v5, N = A+1+D+ts+2*dm from v5."""
     return len(index_fields(_schema(ctx), format_version(ctx), _flag(ctx, "has_timestamps"),
                             _flag(ctx, "has_delete_meta")))
 
 
+@rule("N_var: attributes before v5; from v5 the same N as the fixed-sized arrays")
 def _n_var(ctx) -> int:
     """Per-field count of the var arrays (§11): A before v5 (no __coords slot), N from v5."""
     return _n(ctx) - (0 if FEATURES["coordinates_per_dimension"](format_version(ctx)) else 1)
@@ -107,6 +110,10 @@ def _n_var(ctx) -> int:
 class NDRectangle(Construct):
     """One range per dimension: a fixed dimension's ``[lo, hi]`` as a numpy array of its type; a var
     dimension's as ``r_size u64, start_size u64, start, end`` (parsed to a Container(start, end))."""
+
+    spec_type = ("NDRectangle: per dimension, in order, a fixed-sized dimension's lo and hi (two values of its "
+                 "datatype), a var-sized one's range_size u64, start_size u64, then start and end (range_size bytes)")
+    spec_size = "per dimension: 2 × the datatype's size (fixed), 16 + range_size (var)"
 
     def _parse(self, stream, context, path):
         out = ListContainer()
@@ -147,9 +154,11 @@ _offsets = NumpyArray(_n, "<u8")
 _var_offsets = NumpyArray(_n_var, "<u8")
 
 #: The identifier-0 optional section: the offsets of the tile global-order bound tiles (§12.10).
+_per_dimension = rule("D (one per dimension)")(lambda ctx: len(_dims(ctx)))
+
 TileGlobalOrderOffsets = Struct(
-    "min_offsets" / NumpyArray(lambda ctx: len(_dims(ctx)), "<u8") * "offset of each dimension's mins tile",
-    "max_offsets" / NumpyArray(lambda ctx: len(_dims(ctx)), "<u8") * "offset of each dimension's maxes tile",
+    "min_offsets" / NumpyArray(_per_dimension, "<u8") * "offset of each dimension's mins tile",
+    "max_offsets" / NumpyArray(_per_dimension, "<u8") * "offset of each dimension's maxes tile",
 )
 
 _section_data = Switch(this.identifier, {OptionalSectionId.TILE_GLOBAL_ORDER_OFFSETS: TileGlobalOrderOffsets},

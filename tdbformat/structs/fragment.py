@@ -23,7 +23,7 @@ from construct import Container, Float64l, IfThenElse, Int32ul, Int64sl, Int64ul
 
 from ..enums import DatatypeEnum, OptionalSectionId
 from ..errors import FormatError
-from ..fields import Bounded, Counted, Raw, Section, Struct, switch, text_field
+from ..fields import Bounded, Counted, Raw, Section, Struct, rule, switch, text_field
 from ..numpy_array import CountedNumpy, NumpyArray
 from ..versions import FEATURES, FormatVersion, until
 from .array_schema import FieldInfo, attributes, dimensions, value_dtype
@@ -37,19 +37,20 @@ __all__ = [
     "FragmentSummary", "ProcessedConditions", "LegacyFragmentMetadata", "ConsolidatedFragmentMetadata",
     "RTreeTile", "TileOffsetsTile", "TileMinMaxTile", "TileSumsTile", "FragmentSummaryTile",
     "ProcessedConditionsTile", "LegacyFragmentMetadataFile", "TileGlobalOrderOffsets", "OptionalSection",
-    "FragmentMetadata", "index_fields", "find_footer", "pick_schema", "data_file_stem", "data_files",
+    "FragmentMetadata", "SECTIONS", "index_fields", "find_footer", "pick_schema", "data_file_stem", "data_files",
 ]
 
 # ---------------------------------------------------------------------------------------------------------
 # Sections (each a generic tile; §12.2, §12.4-§12.8, §12.10)
 
 
+@rule("MBRs: per dimension, [lo, hi] in the dimension's datatype")
 def _mbr_dtype(ctx) -> np.dtype:
     """One fixed-dimension MBR: ``[lo, hi]`` per dimension, as a structured dtype named by dimension."""
     return np.dtype([(d.name, value_dtype(d.datatype), (2,)) for d in _dims(ctx)])
 
 
-_mbrs = IfThenElse(lambda ctx: any(d.var for d in _dims(ctx)),
+_mbrs = IfThenElse(rule("a dimension is var-sized")(lambda ctx: any(d.var for d in _dims(ctx))),
                    Counted(this.mbr_num, NDRectangle(), min_size=0),
                    NumpyArray(this.mbr_num, _mbr_dtype))
 
@@ -73,6 +74,7 @@ def _field(ctx) -> FieldInfo:
     return ctx._params.field
 
 
+@rule("the field's datatype (u64 offsets into var for var-sized fields)")
 def _bound_dtype(ctx) -> np.dtype:
     """Mins/maxes (and global-order bounds) are values of the field; var fields store u64 offsets."""
     field = _field(ctx)
@@ -83,7 +85,7 @@ def _bound_dtype(ctx) -> np.dtype:
 TileMinMax = Struct(
     "fixed_size" / Rebuild(Int64ul, lambda ctx: np.asarray(ctx.fixed).nbytes) * "bytes of fixed (not a count)",
     "var_size" / Rebuild(Int64ul, lambda ctx: len(ctx.var)) * "bytes of var",
-    "fixed" / Bounded(this.fixed_size, NumpyArray(lambda ctx: ctx.fixed_size // _bound_dtype(ctx).itemsize,
+    "fixed" / Bounded(this.fixed_size, NumpyArray(rule("fixed_size / the element size")(lambda ctx: ctx.fixed_size // _bound_dtype(ctx).itemsize),
                                                   _bound_dtype), "fixed values")
     * "one value per tile (var fields: u64 offsets into var)",
     "var" / Raw(this.var_size, "var values") * "the var-sized values, concatenated",
@@ -96,16 +98,18 @@ def _sum_dtype(field: FieldInfo) -> np.dtype:
     return np.dtype({"f": "<f8", "u": "<u8", "b": "<u8"}.get(kind, "<i8"))
 
 
-TileSums = CountedNumpy(lambda ctx: _sum_dtype(_field(ctx)), doc="one 8-byte sum per tile")
+_SUM_RULE = "int64 (signed, datetime and time fields), uint64 (unsigned, bool) or f64 (floats)"
+TileSums = CountedNumpy(rule(_SUM_RULE)(lambda ctx: _sum_dtype(_field(ctx))), doc="one 8-byte sum per tile")
 
 #: The fragment-wide min, max, sum and null count of every field (§12.7, v12+).
 FragmentSummary = Struct(
-    "fields" / Counted(lambda ctx: len(ctx._params.fields), Struct(
+    "fields" / Counted(rule("N (one per field of the index space)")(lambda ctx: len(ctx._params.fields)), Struct(
         "min_size" / Rebuild(Int64ul, lambda ctx: len(ctx.min)) * "bytes of min",
         "min" / Raw(this.min_size, "min") * "fragment minimum (empty if none)",
         "max_size" / Rebuild(Int64ul, lambda ctx: len(ctx.max)) * "bytes of max",
         "max" / Raw(this.max_size, "max") * "fragment maximum (empty if none)",
-        "sum" / switch(lambda ctx: _sum_dtype(ctx._params.fields[ctx._index]).kind,
+        "sum" / switch(rule("the sum's kind by the field's datatype (i: int64, u: uint64, f: f64)")(
+                       lambda ctx: _sum_dtype(ctx._params.fields[ctx._index]).kind),
                        {"i": Int64sl, "u": Int64ul, "f": Float64l}, "unreachable")
         * "fragment sum (int64, uint64 or f64 as the tile sums)",
         "null_count" / Int64ul * "fragment null count",
@@ -137,10 +141,12 @@ ProcessedConditionsTile = Section("Processed conditions", "fragment.md", generic
 # Legacy metadata, v1-2 (§12.9)
 
 
+@rule("the domain's datatype")
 def _domain_dtype(ctx) -> np.dtype:
     return value_dtype(_dims(ctx)[0].datatype)
 
 
+@rule("first and last coordinate: D values each, of the domain's datatype")
 def _coords_dtype(ctx) -> np.dtype:
     """First and last coordinate of a tile (v1-2 bounding coords)."""
     d = len(_dims(ctx))
@@ -151,11 +157,15 @@ def _nbytes(key):
     return lambda ctx: np.asarray(ctx[key]).nbytes
 
 
+_attributes_and_coords = rule("one per attribute, plus one for the coordinates")(lambda ctx: len(_attrs(ctx)) + 1)
+_per_attribute = rule("one per attribute")(lambda ctx: len(_attrs(ctx)))
+
 LegacyFragmentMetadata = Struct(
     "version" / FormatVersion * "1 or 2",
     "non_empty_domain_size" / Rebuild(Int64ul, _nbytes("non_empty_domain")) * "bytes of the domain (0 = null)",
     "non_empty_domain" / Bounded(this.non_empty_domain_size,
-                                 NumpyArray(lambda ctx: ctx.non_empty_domain_size // _domain_dtype(ctx).itemsize,
+                                 NumpyArray(rule("non_empty_domain_size / the datatype's size")(
+                                     lambda ctx: ctx.non_empty_domain_size // _domain_dtype(ctx).itemsize),
                                             _domain_dtype), "non-empty domain")
     * "lo, hi per dimension, of the domain type",
     "mbr_num" / Rebuild(Int64ul, lambda ctx: len(ctx.mbrs)) * "number of MBRs (one per sparse tile)",
@@ -163,15 +173,15 @@ LegacyFragmentMetadata = Struct(
     "bounding_coords_num" / Rebuild(Int64ul, lambda ctx: len(ctx.bounding_coords)) * "number of bounding coords",
     "bounding_coords" / NumpyArray(this.bounding_coords_num, _coords_dtype)
     * "first and last coordinate of each tile (ignored by TileDB)",
-    "tile_offsets" / Counted(lambda ctx: len(_attrs(ctx)) + 1, TileOffsets, min_size=8)
+    "tile_offsets" / Counted(_attributes_and_coords, TileOffsets, min_size=8)
     * "per attribute, then coords: offset of each tile in its file",
-    "tile_var_offsets" / Counted(lambda ctx: len(_attrs(ctx)), TileOffsets, min_size=8)
+    "tile_var_offsets" / Counted(_per_attribute, TileOffsets, min_size=8)
     * "per attribute: offset of each tile in its _var file",
-    "tile_var_sizes" / Counted(lambda ctx: len(_attrs(ctx)), TileOffsets, min_size=8)
+    "tile_var_sizes" / Counted(_per_attribute, TileOffsets, min_size=8)
     * "per attribute: unfiltered size of each var tile",
     "last_tile_cell_num" / Int64ul * "cells in the last tile",
-    "file_sizes" / NumpyArray(lambda ctx: len(_attrs(ctx)) + 1, "<u8") * "per attribute, then coords",
-    "file_var_sizes" / NumpyArray(lambda ctx: len(_attrs(ctx)), "<u8") * "per attribute",
+    "file_sizes" / NumpyArray(_attributes_and_coords, "<u8") * "per attribute, then coords",
+    "file_var_sizes" / NumpyArray(_per_attribute, "<u8") * "per attribute",
 )
 
 #: The whole ``__fragment_metadata.tdb`` of format versions 1 and 2.
@@ -200,10 +210,12 @@ def _global_order(footer):
 
 
 class _Slot:
-    """One kind of section: where the footer says it is, its payload, and its value for readers."""
+    """One kind of section: where the footer says it is (``key``, inside the tile global-order optional section
+    if ``sub``), its generic tile (``construct``), how many there are (``fields``: None for one) and its value."""
 
-    def __init__(self, name, key, construct, fields=None, value=None, wrap=None, sub=None):
+    def __init__(self, name, key, construct, fields=None, value=None, wrap=None, sub=None, written_since=None):
         self.name, self.key, self.construct, self.sub = name, key, construct, sub
+        self.written_since = written_since  # TileDB writes it from this version, before the footer points to it
         self.fields = fields  # fm -> the field of each tile (None: one tile)
         self.value = value or (lambda p: p)
         self.wrap = wrap or (lambda v: v)
@@ -227,12 +239,19 @@ class _Slot:
         footer.optional_sections = sections
 
 
+@rule("N, one per field of the index space")
 def _index(fm):
     return fm.index_fields
 
 
+@rule("N_var, one per field with a var offsets slot")
 def _var_index(fm):
     return fm.index_fields[:len(fm.footer.tile_var_offsets_offsets)]
+
+
+@rule("D, one per dimension")
+def _dimensions(fm):
+    return fm.dimensions
 
 
 def _data(p):
@@ -243,7 +262,8 @@ def _as_counted(v):
     return Container(data=v)
 
 
-_SLOTS = [  # in the writer's order (§12.1)
+#: The sections of a v3+ metadata file, in the writer's order (§12.1); the footer and its length follow.
+SECTIONS = [
     _Slot("rtree", "rtree_offset", RTreeTile),
     _Slot("tile_offsets", "tile_offsets_offsets", TileOffsetsTile, _index, _data, _as_counted),
     _Slot("tile_var_offsets", "tile_var_offsets_offsets", TileOffsetsTile, _var_index, _data, _as_counted),
@@ -251,17 +271,18 @@ _SLOTS = [  # in the writer's order (§12.1)
     _Slot("tile_validity_offsets", "tile_validity_offsets_offsets", TileOffsetsTile, _index, _data, _as_counted),
     _Slot("tile_mins", "tile_min_offsets", TileMinMaxTile, _index),
     _Slot("tile_maxes", "tile_max_offsets", TileMinMaxTile, _index),
-    _Slot("tile_global_order_mins", "min_offsets", TileMinMaxTile, lambda fm: fm.dimensions, sub=True),
-    _Slot("tile_global_order_maxes", "max_offsets", TileMinMaxTile, lambda fm: fm.dimensions, sub=True),
+    _Slot("tile_global_order_mins", "min_offsets", TileMinMaxTile, _dimensions, sub=True),
+    _Slot("tile_global_order_maxes", "max_offsets", TileMinMaxTile, _dimensions, sub=True),
     _Slot("tile_sums", "tile_sum_offsets", TileSumsTile, _index, _data, _as_counted),
     _Slot("tile_null_counts", "tile_null_count_offsets", TileOffsetsTile, _index, _data, _as_counted),
     _Slot("fragment_summary", "fragment_min_max_sum_null_count_offset", FragmentSummaryTile,
           value=lambda p: p.fields, wrap=lambda v: Container(fields=v)),
     _Slot("processed_conditions", "processed_conditions_offset", ProcessedConditionsTile,
           value=lambda p: [c.marker for c in p.conditions],
-          wrap=lambda v: Container(conditions=ListContainer(Container(marker=m) for m in v))),
+          wrap=lambda v: Container(conditions=ListContainer(Container(marker=m) for m in v)),
+          written_since=15),  # REFERENCE §17 #7: store_v15_or_higher writes it, unreferenced, at v15
 ]
-_SLOT = {s.name: s for s in _SLOTS}
+_SLOT = {s.name: s for s in SECTIONS}
 
 
 class _Lazy(Sequence):
@@ -419,7 +440,7 @@ def _parse_file(cls, data, schema, key, name, version, filename):
     offset, size, _ = find_footer(data, schema, version, name)
     footer = Footer.parse(data[offset:offset + size], schema=schema, filename=filename)
     schema = pick_schema(schema, footer.get("array_schema_name"))
-    end = _tile_end(data, max((o for slot in _SLOTS for o in slot.offsets(footer) or ()), default=0))
+    end = _tile_end(data, max((o for slot in SECTIONS for o in slot.offsets(footer) or ()), default=0))
     if end > offset:
         raise FormatError(f"the last section ends at {end}, past the footer at {offset}", file=filename, offset=end)
     return cls(footer, schema=schema, key=key, data=data, unreferenced=data[end:offset])
@@ -446,7 +467,7 @@ def _summary(fm) -> dict:
                 has_timestamps=bool(fm.footer and fm.footer.get("has_timestamps")),
                 has_delete_meta=bool(fm.footer and fm.footer.get("has_delete_meta")),
                 fields=[f for f in fields if len(f) > 1],
-                sections=[s.name for s in _SLOTS if fm.footer and s.offsets(fm.footer) is not None])
+                sections=[s.name for s in SECTIONS if fm.footer and s.offsets(fm.footer) is not None])
 
 
 def _build_file(fm) -> bytes:
@@ -454,7 +475,7 @@ def _build_file(fm) -> bytes:
         return LegacyFragmentMetadataFile.build(fm.legacy, schema=fm.schema, key=fm.key)
     out = bytearray()
     footer = Container(fm.footer)
-    for slot in _SLOTS:
+    for slot in SECTIONS:
         if slot.offsets(footer) is None:
             continue
         offsets = []

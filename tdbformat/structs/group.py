@@ -26,6 +26,8 @@ __all__ = ["GroupDetails", "GroupMember", "merge_members"]
 class _GroupVersion(Adapter):
     """A group details or member version: 1 or 2, the only ones TileDB reads (group_details.cc)."""
 
+    spec_type = "u32 (1 or 2)"
+
     def __init__(self):
         super().__init__(Int32ul)
 

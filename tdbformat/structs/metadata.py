@@ -13,20 +13,23 @@ from __future__ import annotations
 from construct import Flag, If, Int32ul, Rebuild, this
 
 from ..enums import Datatype, DatatypeEnum
-from ..fields import RepeatToEnd, Section, Struct, text_field
+from ..fields import RepeatToEnd, Section, Struct, rule, text_field
 from ..numpy_array import NumpyArray
 from .generic_tile import generic_tile
 
 __all__ = ["ArrayMetadata", "MetadataEntry", "fold_metadata"]
 
+_put = rule("deleted is 0")(lambda ctx: not ctx.deleted)
+
 # Metadata entry (metadata.md; REFERENCE.md §10)
 MetadataEntry = Struct(
     *text_field("key", Int32ul, "metadata key"),
     "deleted" / Flag * "the spec's `del`: 1 = this entry deletes the key",
-    "datatype" / If(lambda ctx: not ctx.deleted, DatatypeEnum) * "datatype of the values (puts only)",
-    "value_num" / If(lambda ctx: not ctx.deleted, Rebuild(Int32ul, lambda ctx: len(ctx.value)))
+    "datatype" / If(_put, DatatypeEnum) * "datatype of the values (puts only)",
+    "value_num" / If(_put, Rebuild(Int32ul, lambda ctx: len(ctx.value)))
     * "number of values (not bytes; puts only)",
-    "value" / If(lambda ctx: not ctx.deleted, NumpyArray(this.value_num, lambda ctx: Datatype(ctx.datatype).numpy_dtype))
+    "value" / If(_put, NumpyArray(this.value_num, rule("the entry's datatype")(
+        lambda ctx: Datatype(ctx.datatype).numpy_dtype)))
     * "the values as a numpy array of the datatype (puts only)",
 )
 

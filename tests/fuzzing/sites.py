@@ -16,7 +16,7 @@ from construct import Container
 from tdbformat import GenericTile, filter_tile
 from tdbformat.files import ParsedFile
 from tdbformat.filters.encryption import normalize_key
-from tdbformat.structs.fragment import _SLOTS, FragmentMetadata, _tile_end, find_footer
+from tdbformat.structs.fragment import SECTIONS, FragmentMetadata, _tile_end, find_footer
 
 __all__ = ["Site", "find_sites", "write_site"]
 
@@ -129,7 +129,7 @@ def _fragment_metadata(fm: FragmentMetadata, frame: _Frame, pf: ParsedFile):
         return
     offset, size, _ = find_footer(frame.data, pf.context["schema"], None, pf.path.parent.name)
     _walk(fm.footer, _Frame(frame.data, offset, None, frame.sites, frame.payloads), "footer", size)
-    for slot in _SLOTS:
+    for slot in SECTIONS:
         for i, at in enumerate(slot.offsets(fm.footer) or ()):
             payload = fm._payload(slot, i)
             _walk(payload, _Frame(frame.data, at, None, frame.sites, frame.payloads), f"{slot.name}[{i}]", None)
