@@ -62,7 +62,7 @@ def _tile_jobs(arr, frag, lo, hi):
     tile of a dense fragment that meets the box ``lo..hi``. Only the tiles inside the box are enumerated:
     the fragment's tile count comes from its whole non-empty domain, which must lie in the array's domain."""
     dom = arr.schema.domain.dimensions
-    dom_lo, extents = [d.domain[0] for d in dom], [d.tile_extent for d in dom]
+    dom_lo, extents = order.tile_grid(dom)
     ned = frag.non_empty_domain
     for d, (a, b) in zip(dom, ned):
         if not int(d.domain[0]) <= int(a) <= int(b) <= int(d.domain[1]):
@@ -86,8 +86,7 @@ def _tile_jobs(arr, frag, lo, hi):
 
 
 def read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
-    dom = arr.schema.domain.dimensions
-    extents = [d.tile_extent for d in dom]
+    _, extents = order.tile_grid(arr.schema.domain.dimensions)
     cell_num, cell_order = int(np.prod(extents)), arr.schema.cell_order
     lo, hi = read_box(arr, schema, ranges)
     shape = tuple(int(b) - int(a) + 1 for a, b in zip(lo, hi))

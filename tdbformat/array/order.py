@@ -15,7 +15,21 @@ import numpy as np
 from ..enums import Layout
 from ..errors import FormatError
 
-__all__ = ["tile_range", "tiles_in_order", "tile_position", "tile_box", "as_tile", "ranks", "hilbert_values", "order_cells"]
+__all__ = ["tile_grid", "tile_range", "tiles_in_order", "tile_position", "tile_box", "as_tile", "ranks", "hilbert_values", "order_cells"]
+
+
+def tile_grid(dimensions) -> tuple[list, list]:
+    """(domain lows, tile extents) of a schema's dimensions, the grid tiles are laid on; an extent that is
+    not positive (TileDB never writes one) is a FormatError, not a division by zero. Dimensions without an
+    extent (var-sized, or sparse without one) give None."""
+    dom_lo, extents = [], []
+    for d in dimensions:
+        e = d.tile_extent
+        if e is not None and not e > 0:
+            raise FormatError(f"dimension {d.name} has tile extent {e}: a tile extent must be positive")
+        dom_lo.append(d.domain[0] if d.domain else None)
+        extents.append(e)
+    return dom_lo, extents
 
 
 def tile_range(dom_lo, extents, lo, hi):

@@ -132,7 +132,7 @@ def _sort(arr, coords, layout):
     dom = arr.schema.domain.dimensions
     hilbert = (order.hilbert_values(coords, [d.domain or None for d in dom])
                if layout == Layout.GLOBAL_ORDER and arr.schema.cell_order == Layout.HILBERT else None)
+    dom_lo, extents = order.tile_grid(dom)
     return order.order_cells(
-        coords, layout, dom_lo=[d.domain[0] if d.domain else None for d in dom],
-        extents=[d.tile_extent for d in dom],
+        coords, layout, dom_lo=dom_lo, extents=extents,
         tile_order=arr.schema.tile_order, cell_order=arr.schema.cell_order, hilbert=hilbert)
