@@ -452,18 +452,29 @@ def _arrival(struct, key, a: int, b: int) -> int:
     return lo + max(i for i in range(1, len(states)) if states[i] != states[i - 1])
 
 
+#: the name ``diff`` gives the behaviour gates (:data:`~tdbformat.versions.FEATURES`) that switch
+BEHAVIOUR = "Behaviour gates"
+
+
 def diff(a: int, b: int, struct: str | None = None) -> list[Change]:
-    """Fields added, removed or changed from version ``a`` to ``b``, per structure (or one), in order."""
+    """Fields added, removed or changed from version ``a`` to ``b``, per structure (or one), in order; then
+    the behaviour gates that switch on or off, as changes of :data:`BEHAVIOUR`."""
     for v in (a, b):
         if v not in KNOWN_VERSIONS:
             raise FormatError(f"format version {v} is not one of the known versions 1 to {KNOWN_VERSIONS[-1]}")
-    chosen = [structure(struct)] if struct else structures().values()
+    chosen = [] if struct == BEHAVIOUR else [structure(struct)] if struct else structures().values()
     out = []
     for s in chosen:
         for old, new in aligned(s, a, b):
             if old is None or new is None or old.layout != new.layout:
                 kind = "added" if old is None else "removed" if new is None else "changed"
                 out.append(Change(s.title, kind, old, new, _arrival(s, (old or new).key, a, b)))
+    if struct in (None, BEHAVIOUR):
+        for on, f in feature_changes(a, b):
+            row = Field(f.name, "behaviour", "", f.span(), "", f.doc)
+            switch = f.since if (on == "on") == (a < b) else f.until
+            out.append(Change(BEHAVIOUR, "added" if on == "on" else "removed", None if on == "on" else row,
+                              row if on == "on" else None, switch))
     return out
 
 

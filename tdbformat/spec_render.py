@@ -15,7 +15,7 @@ import numpy as np
 from .errors import FormatError
 from .fields import Section
 from .render import _scalar
-from .spec import (KNOWN_VERSIONS, aligned, diff, feature_changes, features, fields, footer_lookup,
+from .spec import (BEHAVIOUR, KNOWN_VERSIONS, aligned, diff, feature_changes, features, fields, footer_lookup,
                    metadata_file_layout, structure, structures)
 from .storage import LocalStorage
 
@@ -109,6 +109,9 @@ def side_by_side(a: int, b: int, struct: str | None = None):
         changed.setdefault(c.structure, {})[(c.old or c.new).key] = c
     out = []
     for title in changed:
+        if title == BEHAVIOUR:  # gates, not fields of a structure: one row each
+            out.append((title, [(c.kind, c.old, c.new, c.version) for c in changed[title].values()]))
+            continue
         rows = []
         for left, right in aligned(structure(title), a, b):
             c = changed[title].get((left or right).key)
@@ -210,7 +213,7 @@ def changes_markdown() -> str:
     out = ["# Layout changes between adjacent format versions", "", _GENERATED, ""]
     for a, b in zip(KNOWN_VERSIONS, KNOWN_VERSIONS[1:]):
         out += [f"## v{a} → v{b}", ""]
-        changes = diff(a, b)
+        changes = [c for c in diff(a, b) if c.structure != BEHAVIOUR]
         switched = feature_changes(a, b)
         if not changes:
             out += ["No layout change in the declared structures.", ""]

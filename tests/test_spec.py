@@ -387,3 +387,17 @@ def test_whole_structures_exist_in_the_versions_of_the_corpus_files():
                 assert section.exists(version), (section.title, version, p)
                 seen.add(section.title)
     assert len(seen) == 10  # every gated structure but .upd and .ign, which no corpus writer left
+
+
+def test_diff_lists_behaviour_gates_where_they_switch():
+    """Each Feature shows up in diff() between the versions around its bounds, and nowhere else."""
+    from tdbformat.versions import FEATURES
+    for f in FEATURES.values():
+        for bound, kind in ((f.since, "added"), (f.until, "removed")):
+            if bound is None:
+                continue
+            got = [c for c in spec.diff(bound - 1, bound) if c.structure == spec.BEHAVIOUR
+                   and (c.new or c.old).path == f.name]
+            assert [(c.kind, c.version) for c in got] == [(kind, bound)], f.name
+    quiet = [v for v in range(1, 23) if not any(v + 1 in (f.since, f.until) for f in FEATURES.values())]
+    assert all(not any(c.structure == spec.BEHAVIOUR for c in spec.diff(v, v + 1)) for v in quiet)
