@@ -105,7 +105,10 @@ def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, poo
         alives.append(alive[keep])
         order_in.append(np.full(int(keep.sum()), fi))
     sel = np.concatenate(alives) if alives else np.empty(0, bool)
-    if not arr.schema.allows_dups and len(sel):
+    # a fragment is written in global order without duplicates (unless consolidated with cell timestamps,
+    # which keeps every version): one fragment needs neither a dedup nor a global sort
+    one = len(frags) == 1
+    if not arr.schema.allows_dups and len(sel) and not (one and not frags[0].has_timestamps):
         # coordinates are the same cell only if their bytes are: TileDB keeps -0.0 and 0.0 apart
         keys = [c.view(f"u{c.itemsize}") if c.dtype.kind == "f" else order.ranks(c)
                 for c in (np.concatenate(columns[x]) for x in names)]
@@ -114,7 +117,7 @@ def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, poo
            for f, (k, v) in zip(fields, columns.items())}
     valid = {k: np.concatenate(v)[sel] if v else np.empty(0, bool) for k, v in validity.items()}
     coords = [cat[x] for x in names]
-    if layout != Layout.UNORDERED:
+    if layout != Layout.UNORDERED and not (one and layout == Layout.GLOBAL_ORDER):
         # TileDB's global-order merge gives equal coordinates newest fragment first
         first = (np.argsort(-np.concatenate(order_in)[sel], kind="stable") if layout == Layout.GLOBAL_ORDER
                  and order_in else np.arange(len(coords[0])))
