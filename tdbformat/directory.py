@@ -155,6 +155,7 @@ class Listing:
     vacuums: list = field(default_factory=list)  # (TimestampedName of the .vac, {fragment names})
     deletes: list = field(default_factory=list)  # Delete, by timestamp
     consolidated_metadata: list = field(default_factory=list)  # .meta files, oldest first
+    ignored: set = field(default_factory=set)  # names of commit files listed in .ign files
 
     @classmethod
     def of(cls, storage: Storage, root, key=None) -> "Listing":
@@ -192,6 +193,7 @@ class Listing:
                         committed.add(entry_name[:-4])
                     elif entry_name.endswith(".del"):
                         deletes.setdefault(entry_name, entry.delete.condition)
+        self.ignored = ignored
         self.deletes = sorted((Delete(f"{COMMITS_DIR}/{n}", parse_timestamped_name(n).t1, c) for n, c in deletes.items()),
                               key=lambda d: d.timestamp)
         self._load_fragments(committed)
