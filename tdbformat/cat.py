@@ -12,6 +12,7 @@ import json
 
 import numpy as np
 
+from .array import check_ranges
 from .array.cells import from_ordinal, tiledb_py_metadata
 from .array.dense import read_box
 from .directory import group_members, is_group, read_metadata
@@ -179,7 +180,7 @@ def write_cells(arr, out, fmt="tsv", attrs=None, order=None, ranges=(), limit=No
     "csv", or "json" (JSON Lines, one object per cell). ``ranges``: ``--range`` strings."""
     if limit is not None and limit < 0:
         raise ValueError(f"--limit: expected a number of cells >= 0, not {limit}")
-    ranges = arr._ranges(dict(parse_range(arr, r) for r in ranges or ()))
+    ranges = check_ranges(arr.dims, dict(parse_range(arr, r) for r in ranges or ()))
     order = order or ("C" if arr.schema.array_type == ArrayType.DENSE else None)
     header = None
     writer = csv.writer(out) if fmt == "csv" else None

@@ -30,7 +30,7 @@ from .fragment import Fragment, load_fragments
 from .sparse import read_sparse
 from .tiles import Tiles
 
-__all__ = ["open_array", "Array", "Fragment", "read_window", "MEMORY_BUDGET", "MemoryBudgetError"]
+__all__ = ["open_array", "Array", "Fragment", "read_window", "check_ranges", "MEMORY_BUDGET", "MemoryBudgetError"]
 
 _ORDERS = {"C": Layout.ROW_MAJOR, "F": Layout.COL_MAJOR, "G": Layout.GLOBAL_ORDER, "U": Layout.UNORDERED}
 #: the newest timestamp (ms) TileDB accepts; opening "at" it opens at the current time
@@ -155,34 +155,15 @@ class Array:
         layout = _ORDERS[order or ("U" if sparse else "C")]
         if sparse and layout == Layout.UNORDERED and not self.schema.allows_dups:
             layout = Layout.GLOBAL_ORDER  # TileDB answers an unordered query without duplicates in global order
-        ranges = self._ranges(ranges)
-        budget = MEMORY_BUDGET if memory_budget is None else memory_budget
-        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 0:
-            raise TypeError(f"memory_budget: expected a number of bytes (an int >= 0), not {memory_budget!r}")
+        ranges = check_ranges(self.dims, ranges)
         frags = self.live_fragments(window)
         # one thread per core: more only contend for the GIL between the codecs' GIL-free stretches
         with ThreadPoolExecutor(threads or os.cpu_count()) as pool:
             if not sparse:
-                check_budget(self, schema, wanted, ranges, budget)
+                check_budget(self, schema, wanted, ranges, memory_budget)
                 return read_dense(self, schema, frags, wanted, ranges, layout, pool)
             return read_sparse(self, schema, frags, wanted, ranges, layout, window,
                                self._listing.live_deletes(window), pool)
-
-    def _ranges(self, ranges) -> dict:
-        """``ranges=`` checked and normalised: ``{dimension: (lo, hi)}`` with bounds as the read compares them."""
-        if ranges is None:
-            return {}
-        if not isinstance(ranges, dict):
-            raise TypeError(f"ranges: expected a dict {{dimension: (lo, hi)}}, not {type(ranges).__name__}")
-        dims = {d.name: d for d in self.dims}
-        out = {}
-        for name, r in ranges.items():
-            if name not in dims:
-                raise ValueError(f"ranges: {name!r} is not a dimension ({', '.join(dims)})")
-            if not isinstance(r, (tuple, list)) or len(r) != 2:
-                raise TypeError(f"ranges[{name!r}]: expected a (lo, hi) pair, not {r!r}")
-            out[name] = tuple(range_bound(dims[name], v, name) for v in r)
-        return out
 
     @property
     def metadata(self) -> dict:
@@ -205,6 +186,23 @@ class Array:
             out[r.name] = enumeration_mod.enumeration_values(enumeration_mod.Enumeration.parse(
                 self.storage.read(p, what="enumeration file"), key=self.key, filename=str(p)))
         return out
+
+
+def check_ranges(dims, ranges) -> dict:
+    """``ranges=`` of an array with dimensions ``dims`` checked and normalised: ``{dimension: (lo, hi)}`` with bounds as the read compares them."""
+    if ranges is None:
+        return {}
+    if not isinstance(ranges, dict):
+        raise TypeError(f"ranges: expected a dict {{dimension: (lo, hi)}}, not {type(ranges).__name__}")
+    dims = {d.name: d for d in dims}
+    out = {}
+    for name, r in ranges.items():
+        if name not in dims:
+            raise ValueError(f"ranges: {name!r} is not a dimension ({', '.join(dims)})")
+        if not isinstance(r, (tuple, list)) or len(r) != 2:
+            raise TypeError(f"ranges[{name!r}]: expected a (lo, hi) pair, not {r!r}")
+        out[name] = tuple(range_bound(dims[name], v, name) for v in r)
+    return out
 
 
 def open_array(path, key=None, timestamp=None) -> Array:

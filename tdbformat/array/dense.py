@@ -33,9 +33,14 @@ def read_box(arr, schema, ranges) -> tuple[list, list]:
     return lo, hi
 
 
-def check_budget(arr, schema, wanted, ranges, budget: int):
+def check_budget(arr, schema, wanted, ranges, budget):
     """Raise :class:`MemoryBudgetError` if the result of a dense read of ``ranges`` would exceed ``budget``
-    bytes (checked before anything is allocated: a domain of 2**31 cells per dimension is common)."""
+    bytes (default: ``tdbformat.array.MEMORY_BUDGET``), checked before anything is allocated: applications
+    create domains of 2**31 cells per dimension and write a corner of them."""
+    if budget is None:
+        from . import MEMORY_BUDGET as budget  # read at call time: the module-level default may be changed
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 0:
+        raise TypeError(f"memory_budget: expected a number of bytes (an int >= 0), not {budget!r}")
     lo, hi = read_box(arr, schema, ranges)
     cells = 1
     for a, b in zip(lo, hi):
