@@ -119,12 +119,15 @@ NP_FLAT, NP_SHAPE = "__np_flat_", "__np_shape_"
 def tiledb_py_metadata(entries: dict) -> dict:
     """Folded metadata ``{key: entry}`` as TileDB-Py's ``A.meta`` decodes it, in TileDB's key order: a
     numpy array under its own key (values from ``__np_flat_<key>``, shape from ``__np_shape_<key>``),
-    one integer or float as a numpy scalar, several as a tuple of Python numbers, text as str, blobs as bytes."""
+    one integer or float as a numpy scalar, several as a tuple of Python numbers, UTF-8 text as str, CHAR text
+    and blobs as bytes."""
     out = {}
     for k in sorted(entries):
         if k.startswith(NP_SHAPE):
             continue
         value = metadata_value(entries[k])
+        if Datatype(entries[k].datatype) == Datatype.CHAR:  # TileDB-Py reads CHAR as numpy "S": bytes
+            value = value.encode("utf-8", "surrogateescape")
         if k.startswith(NP_FLAT):
             value = np.atleast_1d(value)
             shape = entries.get(NP_SHAPE + k[len(NP_FLAT):])
