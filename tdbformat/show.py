@@ -66,7 +66,9 @@ def _domain(dim) -> list | None:
 
 
 def schema_json(schema, enumerations: dict) -> dict:
-    """An array schema's content as the ``schema`` command prints it (docs/json-schema/schema.v1.json)."""
+    """An array schema's content as the ``schema`` command prints it (docs/json-schema/schema.v1.json). A
+    dimension's filters are those its tiles are filtered with: the coordinate filters where its own list is
+    empty (libtiledb 2.17+ and TileDB-Py report them so too)."""
     attrs = {a.name: a for a in schema.attributes}
     current = schema.get("current_domain")
     return {

@@ -80,7 +80,7 @@ def test_every_case_prints(command):
     for case, (rc, out) in zip(CASES, _run_all(command, False)):
         assert rc == 0 and out, corpus.case_id(case)
         if case in GROUPS:
-            assert "is a TileDB group" in out, corpus.case_id(case)
+            assert ("group metadata" if command == "meta" else "is a TileDB group") in out, corpus.case_id(case)
 
 
 def test_a_real_process_per_command():
@@ -88,7 +88,7 @@ def test_a_real_process_per_command():
     group, enc = GROUPS[-1], next(c for c in ARRAYS if corpus.key(c))
     for argv, rc, text in [(["cat", str(corpus.root(group))], 0, "is a TileDB group"),
                            (["schema", str(corpus.root(enc))], 2, "pass --key KEY"),
-                           (["cat", str(corpus.root(enc)), "--range", "nope=1:2"], 2, "--range"),
+                           (["cat", str(corpus.root(ARRAYS[0])), "--range", "nope=1:2"], 2, "--range"),
                            (["cat", str(ROOT)], 2, "not a TileDB array")]:
         r = subprocess.run([sys.executable, "-m", "tdbformat.cli", *argv], capture_output=True, text=True, cwd=ROOT,
                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
@@ -107,14 +107,17 @@ def test_schema_matches_truth(case):
     assert got["allows_duplicates"] == want["allows_duplicates"]
     if want["array_type"] == "sparse":
         assert got["capacity"] == want["capacity"]
-    if "version" in want:
+    if want.get("version") is not None:
         assert got["format_version"] == want["version"]
     assert [(d["name"], d["type"], d["var"]) for d in got["dimensions"]] == [
         (d["name"], d["tiledb_datatype"], d["var"]) for d in want["domain"]["dims"]]
     for d, w in zip(got["dimensions"], want["domain"]["dims"]):
         if not w["var"]:
             assert (d["domain"], d["tile"]) == (jsonable(w["domain"]), jsonable(w["tile"])), d["name"]
-        assert [f["type"] for f in d["filters"]] == [f["filter_type"] for f in w["filters"]["filters"]]
+        if w.get("filters") is not None:  # v1-v4 truth files record no dimension filters
+            # libtiledb before 2.17 reported an empty list where the coordinate filters apply
+            filters = w["filters"]["filters"] or want["coords_filters"]["filters"]
+            assert [f["type"] for f in d["filters"]] == [f["filter_type"] for f in filters]
     assert [(a["name"], a["type"], a["nullable"]) for a in got["attributes"]] == [
         (a["name"], a["tiledb_datatype"], a["nullable"]) for a in want["attrs"]]
     for a, w in zip(got["attributes"], want["attrs"]):
@@ -128,13 +131,15 @@ def test_fragments_match_truth(case):
     t = corpus.truth(case)
     rc, out = _run_all("fragments", True)[CASES.index(case)]
     rows = json.loads(out)["fragments"]
-    committed = [r for r in rows if r["state"] == "committed"]
+    # without a fragment info API (libtiledb < 2.2) the truth lists every fragment folder, consolidated or not
+    folders_only = all("cell_num" not in f for f in t["fragments"])
+    committed = [r for r in rows if folders_only or r["state"] == "committed"]
     assert [r["name"] for r in committed] == [f["uri"].rstrip("/").rsplit("/", 1)[-1] for f in t["fragments"]]
-    for r, f in zip(committed, t["fragments"]):
-        assert r["timestamp_range"] == f["timestamp_range"] and r["cell_num"] == f["cell_num"], r["name"]
-        assert r["type"] == ("sparse" if f["sparse"] else "dense")
-        assert r["non_empty_domain"] == jsonable(f["nonempty_domain"]), r["name"]
-        assert r["format_version"] == f["version"]
+    for r, f in zip(committed, t["fragments"]):  # older truth files record fewer fields
+        want = {"timestamp_range": f.get("timestamp_range"), "cell_num": f.get("cell_num"),
+                "type": None if f.get("sparse") is None else ("sparse" if f["sparse"] else "dense"),
+                "non_empty_domain": jsonable(f.get("nonempty_domain")), "format_version": f.get("version")}
+        assert {k: r[k] for k, v in want.items() if v is not None} == {k: v for k, v in want.items() if v is not None}
     to_vacuum = {u.rstrip("/").rsplit("/", 1)[-1] for u in t.get("to_vacuum") or []}
     assert {r["name"] for r in rows if r["state"] == "consolidated"} <= to_vacuum
 
