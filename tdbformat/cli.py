@@ -19,19 +19,204 @@ def cmd_inspect(args) -> int:
     return 0
 
 
-def cmd_cat(args) -> int:
-    import numpy as np
+# --- people: schema, fragments, meta, ls, cat (tdbformat.show, tdbformat.cat) ---
 
+def _doc(command: str, path: str, **body) -> dict:
+    """The envelope of every --json document: its shape is docs/json-schema/<command>.v<N>.json."""
+    from .show import JSON_VERSION
+
+    return {"json_schema": f"{command}.v{JSON_VERSION}", "path": path, **body}
+
+
+def _print_json(doc) -> None:
+    import json
+
+    print(json.dumps(doc, ensure_ascii=False, allow_nan=False))
+
+
+def _console():
+    from rich.console import Console
+
+    # piped output keeps whole names and values: a wide page rather than the 80 columns rich assumes
+    console = Console(highlight=False)
+    return console if console.is_terminal else Console(highlight=False, width=240)
+
+
+def _table(title: str, columns: list, rows: list):
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left")
+    for c in columns:
+        t.add_column(c)
+    for r in rows:
+        t.add_row(*(("" if v is None else str(v)) for v in r))
+    return t
+
+
+def _group_or_array(args):
+    """("group", storage, root) when PATH is a group, else ("array", Array)."""
+    from .directory import is_group
+    from .storage import storage_for
+
+    storage, root = storage_for(args.path)
+    if is_group(storage, root):
+        return "group", storage, root
     from .array import open_array
 
-    cells = open_array(args.path, key=args.key).read(attrs=args.attrs)
-    names = list(cells)
-    columns = [np.ma.ravel(cells[n])[:args.limit] if args.limit is not None else np.ma.ravel(cells[n])
-               for n in names]
-    print("\t".join(names))
-    for row in zip(*columns):
-        print("\t".join("null" if v is np.ma.masked else str(v) for v in row))
+    return "array", open_array(args.path, key=args.key, timestamp=_timestamp(getattr(args, "timestamp", None)))
+
+
+def _timestamp(value):
+    """``--timestamp T`` or ``T1:T2`` (ms) as ``open_array(timestamp=)`` takes it."""
+    if value is None:
+        return None
+    try:
+        parts = [int(p) if p else None for p in value.split(":")]
+    except ValueError:
+        raise ValueError(f"--timestamp: expected T or T1:T2 in ms, not {value!r}") from None
+    if len(parts) > 2:
+        raise ValueError(f"--timestamp: expected T or T1:T2 in ms, not {value!r}")
+    return parts[0] if len(parts) == 1 else tuple(parts)
+
+
+def _group_doc(storage, root, key, command: str, path: str) -> dict:
+    from .cat import group_tree
+
+    return _doc(command, path, kind="group", **group_tree(storage, root, key))
+
+
+def _show_group(args, storage, root, command: str) -> int:
+    """``schema``, ``fragments``, ``cat`` and ``ls`` on a group: the group, named as one, and its members."""
+    doc = _group_doc(storage, root, args.key, command, args.path)
+    if args.json:
+        _print_json(doc)
+        return 0
+    console = _console()
+    console.print(f"{args.path} is a TileDB group" + ("" if command == "ls" else f", not an array ({command} "
+                                                      "shows arrays); its members:"))
+    rows = []
+
+    def walk(members, depth):
+        for m in members:
+            rows.append(("  " * depth + m["name"], m["type"], m["uri"]))
+            walk(m.get("members", []), depth + 1)
+    walk(doc["members"], 0)
+    console.print(_table("members", ["name", "type", "uri"], rows))
+    if doc["metadata"]:
+        console.print(_meta_table(doc["metadata"], "group metadata"))
     return 0
+
+
+def _meta_table(meta: dict, title: str):
+    return _table(title, ["key", "type", "value"], [(k, e["type"], e["value"]) for k, e in meta.items()])
+
+
+def cmd_schema(args) -> int:
+    from .show import schema_json
+
+    found = _group_or_array(args)
+    if found[0] == "group":
+        return _show_group(args, *found[1:], "schema")
+    arr = found[1]
+    schemas = arr.schemas if args.all else arr.schemas[-1:]
+    enums = arr.enumerations
+    docs = [dict(name=name, **schema_json(s, enums if s is arr.schema else {})) for name, s in schemas]
+    if args.json:
+        _print_json(_doc("schema", args.path, kind="array", schemas=docs))
+        return 0
+    console = _console()
+    for d in docs:
+        _print_schema(console, d)
+    return 0
+
+
+def _print_schema(console, d: dict) -> None:
+    from .show import jsonable
+
+    console.print(f"[bold]{d['array_type']} array[/bold], schema {d['name']} (format version {d['format_version']})")
+    console.print(f"cell order {d['cell_order']}, tile order {d['tile_order']}, capacity {d['capacity']}, "
+                  f"duplicates {'allowed' if d['allows_duplicates'] else 'not allowed'}"
+                  + (f", current domain {d['current_domain']}" if d["current_domain"] else ""))
+
+    def filters(fs):
+        return " → ".join(f["type"] + (f"({', '.join(f'{k}={v}' for k, v in f['options'].items())})"
+                                       if f["options"] else "") for f in fs)
+    console.print(_table("dimensions", ["name", "type", "domain", "tile", "filters"],
+                         [(x["name"], x["type"] + (" (var)" if x["var"] else ""), x["domain"], x["tile"],
+                           filters(x["filters"])) for x in d["dimensions"]]))
+    console.print(_table("attributes", ["name", "type", "cells", "nullable", "fill", "enumeration", "filters"],
+                         [(x["name"], x["type"], x["cell_val_num"], x["nullable"], x["fill"], x["enumeration"],
+                           filters(x["filters"])) for x in d["attributes"]]))
+    for e in d["enumerations"]:
+        console.print(f"enumeration {e['name']}: {jsonable(e['values'])}")
+    if d["dimension_labels"]:
+        console.print(_table("dimension labels", ["name", "dimension", "type", "order", "uri"],
+                             [(x["name"], x["dimension"], x["type"], x["order"], x["uri"])
+                              for x in d["dimension_labels"]]))
+    console.print(f"coords {filters(d['coords_filters']) or '-'}; offsets {filters(d['offsets_filters']) or '-'}; "
+                  f"validity {filters(d['validity_filters']) or '-'}\n")
+
+
+def cmd_fragments(args) -> int:
+    from .show import fragment_rows
+
+    found = _group_or_array(args)
+    if found[0] == "group":
+        return _show_group(args, *found[1:], "fragments")
+    rows = fragment_rows(found[1])
+    if args.json:
+        _print_json(_doc("fragments", args.path, kind="array", fragments=rows))
+        return 0
+    columns = ["name", "format_version", "timestamp_range", "type", "cell_num", "non_empty_domain", "bytes", "state"]
+    _console().print(_table(f"{len(rows)} fragments", columns, [[r[c] for c in columns] for r in rows]))
+    return 0
+
+
+def cmd_meta(args) -> int:
+    from .array.cells import metadata_value, tiledb_py_metadata
+    from .directory import read_metadata
+    from .show import meta_json
+
+    found = _group_or_array(args)
+    if found[0] == "group":
+        entries, kind = read_metadata(found[2], key=args.key, storage=found[1]), "group"
+    else:
+        arr = found[1]
+        entries, kind = read_metadata(arr.path, arr.key, arr.window, arr.storage), "array"
+    meta = ({k: metadata_value(e) for k, e in sorted(entries.items())} if args.raw else tiledb_py_metadata(entries))
+    doc = meta_json(meta)
+    if args.json:
+        _print_json(_doc("meta", args.path, kind=kind, raw=args.raw, metadata=doc))
+    else:
+        _console().print(_meta_table(doc, f"{kind} metadata" + (" (stored keys)" if args.raw else "")))
+    return 0
+
+
+def cmd_ls(args) -> int:
+    found = _group_or_array(args)
+    if found[0] == "group":
+        return _show_group(args, *found[1:], "ls")
+    arr = found[1]
+    kind = "dense" if arr.schema.array_type == 0 else "sparse"
+    if args.json:
+        _print_json(_doc("ls", args.path, kind="array", array_type=kind, fragments=len(arr.fragments)))
+    else:
+        _console().print(f"{args.path}: a {kind} TileDB array, {len(arr.fragments)} fragments")
+    return 0
+
+
+def cmd_cat(args) -> int:
+    from .cat import write_cells
+
+    found = _group_or_array(args)
+    if found[0] == "group":
+        return _show_group(args, *found[1:], "cat")
+    fmt = "json" if args.json else "csv" if args.csv else "tsv"
+    write_cells(found[1], sys.stdout, fmt=fmt, attrs=args.attrs, order=args.order, ranges=args.range,
+                limit=args.limit, labels=not args.codes, progress=sys.stdout.isatty() and sys.stderr.isatty())
+    return 0
+
+# --- end people ---
 
 
 # --- format versions and spec (tdbformat.spec) ---
@@ -87,12 +272,35 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--key", help="AES-256-GCM key of an encrypted array (32 characters or 64 hex digits)")
     s.set_defaults(func=cmd_inspect)
 
-    s = sub.add_parser("cat", help="print an array's cells as a table (dense: row-major over the domain)")
-    s.add_argument("path")
+    key_help = "AES-256-GCM key of an encrypted array (32 characters or 64 hex digits)"
+    json_help = "print JSON (its shape: docs/json-schema/%s.v1.json)"
+    for name, func, help_ in (("schema", cmd_schema, "an array's dimensions, attributes, filters, orders, "
+                               "enumerations and labels"),
+                              ("fragments", cmd_fragments, "one row per fragment: timestamps, cells, non-empty "
+                               "domain, bytes, state"),
+                              ("meta", cmd_meta, "array or group metadata, decoded as TileDB-Py decodes it"),
+                              ("ls", cmd_ls, "a group's members (recursively) and metadata"),
+                              ("cat", cmd_cat, "an array's cells, one row per cell, coordinates first")):
+        s = sub.add_parser(name, help=help_)
+        s.add_argument("path")
+        s.add_argument("--json", action="store_true", help=json_help % name + (" Lines, one object per cell"
+                                                                                if name == "cat" else ""))
+        s.add_argument("--key", help=key_help)
+        s.set_defaults(func=func)
+        if name in ("meta", "cat"):
+            s.add_argument("--timestamp", metavar="T|T1:T2", help="read as of this time (ms), or a window")
+        if name == "schema":
+            s.add_argument("--all", action="store_true", help="every schema of the array's history")
+        if name == "meta":
+            s.add_argument("--raw", action="store_true", help="the stored keys and values (__np_flat_... too)")
+    s.add_argument("--csv", action="store_true", help="print CSV")
     s.add_argument("--attrs", nargs="+", help="attributes to print (default: all)")
-    s.add_argument("--limit", type=int, help="print at most this many cells")
-    s.add_argument("--key", help="AES-256-GCM key of an encrypted array (32 characters or 64 hex digits)")
-    s.set_defaults(func=cmd_cat)
+    s.add_argument("--limit", type=int, help="print at most this many cells (dense arrays read only what they need)")
+    s.add_argument("--order", choices=["C", "F", "G", "U"], help="C row-major, F column-major, G global, "
+                   "U unordered (default: C for dense arrays, TileDB-Py's A[:] order for sparse ones)")
+    s.add_argument("--range", action="append", metavar="DIM=LO:HI", help="only cells with LO <= DIM <= HI "
+                   "(inclusive; repeatable; DIM=LO,HI when the bounds hold colons)")
+    s.add_argument("--codes", action="store_true", help="enumerated attributes as codes, not labels")
 
     # --- format versions and spec (tdbformat.spec) ---
     from .versions import KNOWN_VERSIONS, LATEST
@@ -126,18 +334,23 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Exit codes: 0 success, 1 findings (validation), 2 usage or format error (argparse exits 2 too)."""
     args = parser().parse_args(argv)
-    # strings decoded with surrogateescape (bytes that are not UTF-8) must print, not raise
+    # a cell that is not valid UTF-8, or a terminal that is not UTF-8, must never end the output
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     try:
         return args.func(args)
-    except (FormatError, OSError) as e:  # bad input or a path that cannot be read: one line, no traceback
-        print(f"tdbformat: {e}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # `tdbformat inspect ... | head`
         return 0
+    except FormatError as e:
+        # the API's "pass key=" is the CLI's --key
+        print(f"tdbformat: {str(e).replace('pass key=', 'pass --key KEY')}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError, TypeError) as e:  # an unwritable output, or arguments the API refused
+        print(f"tdbformat: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

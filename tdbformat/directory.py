@@ -37,7 +37,7 @@ META_DIR, FRAGMENT_META_DIR, GROUP_DIR, LABELS_DIR = "__meta", "__fragment_meta"
 ENUMERATIONS_DIR = "__enumerations"
 GROUP_MARKER, LOCK = "__tiledb_group.tdb", "__lock.tdb"
 #: folders of an array or group that are not fragments
-_SPECIAL_DIRS = {SCHEMA_DIR, META_DIR, FRAGMENT_META_DIR, COMMITS_DIR, GROUP_DIR, LABELS_DIR, FRAGMENTS_DIR,
+SPECIAL_DIRS = {SCHEMA_DIR, META_DIR, FRAGMENT_META_DIR, COMMITS_DIR, GROUP_DIR, LABELS_DIR, FRAGMENTS_DIR,
                  ENUMERATIONS_DIR}
 
 # (kind, test on (name, parent folder name, suffix)); most specific first.
@@ -56,7 +56,7 @@ _KINDS = [
     ("group_details", lambda n, d, s: d == GROUP_DIR),
     ("fragment_metadata", lambda n, d, s: n == FRAGMENT_METADATA),
     ("consolidated_fragment_metadata", lambda n, d, s: s == ".meta"),
-    ("data", lambda n, d, s: s == ".tdb" and d.startswith("__") and d not in _SPECIAL_DIRS),
+    ("data", lambda n, d, s: s == ".tdb" and d.startswith("__") and d not in SPECIAL_DIRS),
 ]
 
 
@@ -155,6 +155,7 @@ class Listing:
     vacuums: list = field(default_factory=list)  # (TimestampedName of the .vac, {fragment names})
     deletes: list = field(default_factory=list)  # Delete, by timestamp
     consolidated_metadata: list = field(default_factory=list)  # .meta files, oldest first
+    ignored: set = field(default_factory=set)  # names of commit files listed in .ign files
 
     @classmethod
     def of(cls, storage: Storage, root, key=None) -> "Listing":
@@ -192,6 +193,7 @@ class Listing:
                         committed.add(entry_name[:-4])
                     elif entry_name.endswith(".del"):
                         deletes.setdefault(entry_name, entry.delete.condition)
+        self.ignored = ignored
         self.deletes = sorted((Delete(f"{COMMITS_DIR}/{n}", parse_timestamped_name(n).t1, c) for n, c in deletes.items()),
                               key=lambda d: d.timestamp)
         self._load_fragments(committed)
@@ -200,7 +202,7 @@ class Listing:
         self.consolidated_metadata = [p for n, p in sorted(meta, key=lambda e: (parse_timestamped_name(e[0]).t1, e[0]))]
 
     def _load_fragments(self, committed):
-        folders = [(n, p) for n, p in self._files(self.root) if n not in _SPECIAL_DIRS and self.storage.is_dir(p)]
+        folders = [(n, p) for n, p in self._files(self.root) if n not in SPECIAL_DIRS and self.storage.is_dir(p)]
         folders += [(n, p) for n, p in self._files(self.storage.join(self.root, FRAGMENTS_DIR))
                     if self.storage.is_dir(p)]
         for name, folder in folders:

@@ -21,9 +21,10 @@ LAYERS = [
     ["structs", "strategies"],
     ["storage"],
     ["directory"],
+    ["show"],
     ["files", "array"],
     ["spec"],
-    ["ksy", "spec_render"],
+    ["ksy", "spec_render", "cat"],
     ["cli"],
     [""],  # the package's __init__: the public API
 ]

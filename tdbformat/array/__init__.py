@@ -17,24 +17,38 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .. import directory
+from .. import directory, show
 from ..enums import ArrayType, EncryptionType, Layout
 from ..filters.encryption import normalize_key
 from ..structs import array_schema as schema_mod
 from ..structs import enumeration as enumeration_mod
 from ..structs.names import parse_timestamped_name
 from ..storage import storage_for
-from .cells import metadata_value, range_bound
-from .dense import read_dense
+from .cells import metadata_value, nonempty_bound, range_bound, tiledb_py_metadata
+from .dense import MemoryBudgetError, check_budget, read_dense
 from .fragment import Fragment, load_fragments
 from .sparse import read_sparse
 from .tiles import Tiles
 
-__all__ = ["open_array", "Array", "Fragment", "read_window"]
+__all__ = ["open_array", "Array", "Fragment", "read_window", "check_ranges", "MEMORY_BUDGET", "MemoryBudgetError"]
 
 _ORDERS = {"C": Layout.ROW_MAJOR, "F": Layout.COL_MAJOR, "G": Layout.GLOBAL_ORDER, "U": Layout.UNORDERED}
 #: the newest timestamp (ms) TileDB accepts; opening "at" it opens at the current time
 _MAX_TS = 2**64 - 1
+
+
+def _default_budget() -> int:
+    """A quarter of physical memory (4 GiB where the OS will not say): a dense result is allocated whole,
+    then masking or a column-major copy can double it, and other processes need the rest."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 4
+    except (ValueError, OSError, AttributeError):
+        return 4 << 30
+
+
+#: bytes a read may allocate for its result unless ``read(memory_budget=)`` says otherwise (TileDB's
+#: ``sm.memory_budget`` plays this part); change it here to change every read's default
+MEMORY_BUDGET = _default_budget()
 
 
 def read_window(timestamp) -> tuple[int, int]:
@@ -92,7 +106,30 @@ class Array:
                  if name != directory.LEGACY_SCHEMA and parse_timestamped_name(name).t2 <= timestamp]
         return older[-1] if older else self.schemas[0][1]
 
-    def read(self, attrs=None, timestamp=None, order=None, ranges=None, threads=None) -> dict:
+    def __repr__(self) -> str:
+        kind = "DenseArray" if self.schema.array_type == ArrayType.DENSE else "SparseArray"
+        return f"{kind}(uri={str(self.path)!r}, ndim={len(self.dims)}, fragments={len(self.fragments)})"
+
+    def __str__(self) -> str:
+        """The schema, laid out as TileDB-Py prints ``A.schema``."""
+        return show.schema_repr(show.schema_json(self.schema, self.enumerations))
+
+    def nonempty_domain(self, timestamp=None, raw: bool = False):
+        """Per dimension, the inclusive (lo, hi) holding every written cell, as TileDB-Py's
+        ``nonempty_domain()``: the union of the non-empty domains of the fragments a read of ``timestamp``
+        (default: the opening window) sees; numpy scalars, datetime64 for datetime dimensions, bytes for
+        string dimensions (``raw``: the values as stored, datetimes as ints). None if no fragment is live."""
+        window = self.window if timestamp is None else read_window(timestamp)
+        frags = self.live_fragments(window)
+        if not frags:
+            return None
+        out = []
+        for j, d in enumerate(self.dims):
+            bounds = (min(f.non_empty_domain[j][0] for f in frags), max(f.non_empty_domain[j][1] for f in frags))
+            out.append(bounds if raw else tuple(nonempty_bound(d, v) for v in bounds))
+        return tuple(out)
+
+    def read(self, attrs=None, timestamp=None, order=None, ranges=None, threads=None, memory_budget=None) -> dict:
         """The array's cells as ``{name: numpy array}`` (TileDB-Py conventions).
 
         ``attrs``: attribute names (default all). ``timestamp``: read as of this time (ms), or a
@@ -101,55 +138,38 @@ class Array:
         ``query(order="U")`` give, global order without duplicates, else each fragment's cells in its own
         order, oldest fragment first (the default of sparse reads; dense reads default to "C" N-D arrays).
         ``ranges``: ``{dim: (lo, hi)}`` inclusive subarray (datetime64 bounds for datetime dimensions).
-        ``threads``: tile-decoding threads (default: one per core).
+        ``threads``: tile-decoding threads (default: one per core). ``memory_budget``: the bytes a dense
+        result may take (default :data:`MEMORY_BUDGET`); a larger one raises :class:`MemoryBudgetError`
+        before anything is allocated.
 
         The attributes are those of the schema in force at the end of the timestamp range (TileDB opens
         an array with it); fragments written with another schema lack some (read as fill values).
         """
         window = self.window if timestamp is None else read_window(timestamp)
         schema = self.schema_at(window[1])
-        if isinstance(attrs, str) or (attrs is not None and not all(isinstance(a, str) for a in attrs)):
-            raise TypeError(f"attrs: expected a list of attribute names, not {attrs!r}")
-        wanted = [a for a in schema_mod.attributes(schema) if attrs is None or a.name in attrs]
-        if attrs is not None and len(wanted) != len(set(attrs)):
-            raise ValueError(f"attrs: no attribute(s) {sorted(set(attrs) - {a.name for a in wanted})} "
-                             f"(attributes: {', '.join(a.name for a in schema_mod.attributes(schema))})")
-        if order not in (None, *_ORDERS):
-            raise ValueError(f"order: expected one of {', '.join(map(repr, _ORDERS))}, not {order!r}")
+        wanted, layout = _wanted(schema, attrs), _layout(self.schema, order)
         sparse = self.schema.array_type != ArrayType.DENSE
-        layout = _ORDERS[order or ("U" if sparse else "C")]
-        if sparse and layout == Layout.UNORDERED and not self.schema.allows_dups:
-            layout = Layout.GLOBAL_ORDER  # TileDB answers an unordered query without duplicates in global order
-        ranges = self._ranges(ranges)
+        ranges = check_ranges(self.dims, ranges)
         frags = self.live_fragments(window)
         # one thread per core: more only contend for the GIL between the codecs' GIL-free stretches
         with ThreadPoolExecutor(threads or os.cpu_count()) as pool:
             if not sparse:
+                check_budget(self, schema, wanted, ranges, memory_budget)
                 return read_dense(self, schema, frags, wanted, ranges, layout, pool)
             return read_sparse(self, schema, frags, wanted, ranges, layout, window,
                                self._listing.live_deletes(window), pool)
 
-    def _ranges(self, ranges) -> dict:
-        """``ranges=`` checked and normalised: ``{dimension: (lo, hi)}`` with bounds as the read compares them."""
-        if ranges is None:
-            return {}
-        if not isinstance(ranges, dict):
-            raise TypeError(f"ranges: expected a dict {{dimension: (lo, hi)}}, not {type(ranges).__name__}")
-        dims = {d.name: d for d in self.dims}
-        out = {}
-        for name, r in ranges.items():
-            if name not in dims:
-                raise ValueError(f"ranges: {name!r} is not a dimension ({', '.join(dims)})")
-            if not isinstance(r, (tuple, list)) or len(r) != 2:
-                raise TypeError(f"ranges[{name!r}]: expected a (lo, hi) pair, not {r!r}")
-            out[name] = tuple(range_bound(dims[name], v, name) for v in r)
-        return out
-
     @property
     def metadata(self) -> dict:
-        """Array metadata folded over its files: ``{key: value}`` (numpy values; str for strings)."""
+        """Array metadata folded over its files, as stored: ``{key: value}`` (numpy values; str for strings)."""
         entries = directory.read_metadata(self.path, self.key, self.window, self.storage)
         return {k: metadata_value(e) for k, e in entries.items()}
+
+    @property
+    def meta(self) -> dict:
+        """Array metadata as TileDB-Py's ``A.meta`` gives it: numpy arrays stored under ``__np_flat_`` keys
+        back under their own names and shapes, tuples as tuples, single numbers as numpy scalars."""
+        return tiledb_py_metadata(directory.read_metadata(self.path, self.key, self.window, self.storage))
 
     @property
     def enumerations(self) -> dict:
@@ -160,6 +180,45 @@ class Array:
             out[r.name] = enumeration_mod.enumeration_values(enumeration_mod.Enumeration.parse(
                 self.storage.read(p, what="enumeration file"), key=self.key, filename=str(p)))
         return out
+
+
+def _wanted(schema, attrs) -> list:
+    """The attributes ``attrs=`` names (all if None), checked against ``schema``."""
+    if isinstance(attrs, str) or (attrs is not None and not all(isinstance(a, str) for a in attrs)):
+        raise TypeError(f"attrs: expected a list of attribute names, not {attrs!r}")
+    wanted = [a for a in schema_mod.attributes(schema) if attrs is None or a.name in attrs]
+    if attrs is not None and len(wanted) != len(set(attrs)):
+        raise ValueError(f"attrs: no attribute(s) {sorted(set(attrs) - {a.name for a in wanted})} "
+                         f"(attributes: {', '.join(a.name for a in schema_mod.attributes(schema))})")
+    return wanted
+
+
+def _layout(schema, order) -> Layout:
+    """The cell order ``order=`` asks of an array: sparse reads default to "U", dense ones to "C"."""
+    if order not in (None, *_ORDERS):
+        raise ValueError(f"order: expected one of {', '.join(map(repr, _ORDERS))}, not {order!r}")
+    sparse = schema.array_type != ArrayType.DENSE
+    layout = _ORDERS[order or ("U" if sparse else "C")]
+    if sparse and layout == Layout.UNORDERED and not schema.allows_dups:
+        return Layout.GLOBAL_ORDER  # TileDB answers an unordered query without duplicates in global order
+    return layout
+
+
+def check_ranges(dims, ranges) -> dict:
+    """``ranges=`` of an array with dimensions ``dims`` checked and normalised: ``{dimension: (lo, hi)}`` with bounds as the read compares them."""
+    if ranges is None:
+        return {}
+    if not isinstance(ranges, dict):
+        raise TypeError(f"ranges: expected a dict {{dimension: (lo, hi)}}, not {type(ranges).__name__}")
+    dims = {d.name: d for d in dims}
+    out = {}
+    for name, r in ranges.items():
+        if name not in dims:
+            raise ValueError(f"ranges: {name!r} is not a dimension ({', '.join(dims)})")
+        if not isinstance(r, (tuple, list)) or len(r) != 2:
+            raise TypeError(f"ranges[{name!r}]: expected a (lo, hi) pair, not {r!r}")
+        out[name] = tuple(range_bound(dims[name], v, name) for v in r)
+    return out
 
 
 def open_array(path, key=None, timestamp=None) -> Array:

@@ -10,7 +10,7 @@ from ..errors import FormatError
 from ..structs import array_schema as schema_mod
 
 __all__ = ["cell_dtype", "result_dtype", "empty_column", "split_var", "filled", "masked", "metadata_value",
-           "like", "U64", "ordinal", "from_ordinal", "range_bound"]
+           "tiledb_py_metadata", "nonempty_bound", "like", "U64", "ordinal", "from_ordinal", "range_bound"]
 
 U64 = np.dtype("<u8")
 _STRINGS = {Datatype.STRING_ASCII, Datatype.STRING_UTF8, Datatype.CHAR, Datatype.BLOB}
@@ -110,6 +110,46 @@ def metadata_value(entry):
     if datatype in (Datatype.BLOB, Datatype.ANY):
         return raw.tobytes()
     return raw[0] if raw.size == 1 else raw
+
+
+#: the keys TileDB-Py stores a numpy array's values and shape under (tiledb/metadata.py)
+NP_FLAT, NP_SHAPE = "__np_flat_", "__np_shape_"
+
+
+def tiledb_py_metadata(entries: dict) -> dict:
+    """Folded metadata ``{key: entry}`` as TileDB-Py's ``A.meta`` decodes it, in TileDB's key order: a
+    numpy array under its own key (values from ``__np_flat_<key>``, shape from ``__np_shape_<key>``),
+    one integer or float as a numpy scalar, several as a tuple of Python numbers, UTF-8 text as str, CHAR text
+    and blobs as bytes."""
+    out = {}
+    for k in sorted(entries):
+        if k.startswith(NP_SHAPE):
+            continue
+        value = metadata_value(entries[k])
+        if Datatype(entries[k].datatype) == Datatype.CHAR:  # TileDB-Py reads CHAR as numpy "S": bytes
+            value = value.encode("utf-8", "surrogateescape")
+        if k.startswith(NP_FLAT):
+            value = np.atleast_1d(value)
+            shape = entries.get(NP_SHAPE + k[len(NP_FLAT):])
+            out[k[len(NP_FLAT):]] = value if shape is None else value.reshape(np.asarray(shape.value).tolist())
+        elif isinstance(value, np.ndarray):
+            out[k] = tuple(value.tolist())
+        elif isinstance(value, np.generic) and value.dtype.kind not in "if":
+            out[k] = value.item()
+        else:
+            out[k] = value
+    return out
+
+
+def nonempty_bound(info, value):
+    """A non-empty domain bound as TileDB-Py's ``nonempty_domain()`` gives it: bytes for string dimensions,
+    datetime64 for datetime ones, else a numpy scalar of the dimension's type."""
+    dtype = info.datatype.numpy_dtype
+    if info.var or dtype.kind == "S":
+        return value.encode() if isinstance(value, str) else bytes(value)
+    if dtype.kind in "mM":
+        return np.array(int(value), "<i8").view(dtype)[()]
+    return dtype.type(value)
 
 
 def ordinal(column: np.ndarray) -> np.ndarray:

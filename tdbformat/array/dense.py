@@ -9,10 +9,14 @@ import numpy as np
 from ..enums import Layout
 from ..errors import FormatError
 from . import order
-from .cells import filled, masked
+from .cells import filled, masked, result_dtype
 from .sparse import sparse_tiles
 
-__all__ = ["read_dense", "read_box"]
+__all__ = ["read_dense", "read_box", "check_budget", "MemoryBudgetError"]
+
+
+class MemoryBudgetError(ValueError):
+    """A read's result would not fit in its memory budget; nothing was allocated."""
 
 
 def read_box(arr, schema, ranges) -> tuple[list, list]:
@@ -27,6 +31,35 @@ def read_box(arr, schema, ranges) -> tuple[list, list]:
         lo.append(r[0])
         hi.append(r[1])
     return lo, hi
+
+
+def check_budget(arr, schema, wanted, ranges, budget):
+    """Raise :class:`MemoryBudgetError` if the result of a dense read of ``ranges`` would exceed ``budget``
+    bytes (default: ``tdbformat.array.MEMORY_BUDGET``), checked before anything is allocated: applications
+    create domains of 2**31 cells per dimension and write a corner of them."""
+    if budget is None:
+        from . import MEMORY_BUDGET as budget  # read at call time: the module-level default may be changed
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 0:
+        raise TypeError(f"memory_budget: expected a number of bytes (an int >= 0), not {budget!r}")
+    lo, hi = read_box(arr, schema, ranges)
+    cells = 1
+    for a, b in zip(lo, hi):
+        cells *= max(int(b) - int(a) + 1, 0)
+    # var cells are object pointers (their bytes come on top); nullable ones add a validity byte
+    per_cell = sum(result_dtype(a).itemsize + a.nullable for a in wanted)
+    if cells * per_cell > budget:
+        box = ", ".join(f"{d.name}=[{a}, {b}]" for d, a, b in zip(arr.dims, lo, hi))
+        raise MemoryBudgetError(
+            f"the result of this dense read would take {_size(cells * per_cell)} ({cells:,} cells over {box}), "
+            f"more than its memory budget of {_size(budget)}: read a smaller box with ranges= (the written "
+            "cells lie in nonempty_domain()), fewer attrs=, or pass a larger memory_budget=")
+
+
+def _size(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:,} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
+        n /= 1024
 
 
 def _covers(ned, lo, hi) -> bool:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import show
 from ..errors import FormatError
 from ..structs import consolidated as consolidated_mod
 from ..structs import fragment as fragment_mod
@@ -31,6 +32,9 @@ class Fragment:
     cell_num: int
     #: the parsed fragment metadata (``structs.fragment.FragmentMetadata``)
     metadata: object = field(repr=False)
+
+    def __repr__(self) -> str:
+        return show.fragment_repr(self)
 
     @property
     def dense(self) -> bool:
