@@ -41,8 +41,9 @@ class Tiles:
                 raise FormatError(f"the tile ends at {end}, before it starts")
             tile = read_tile(self.storage.read(path, start, end, what="data file"), start)
             out = None if cells is None else _claimed(tile, *cells)
+            # tiles already decode in the read's pool: one more pool per tile only fights it for the cores
             data, offsets = decode_tile(tile, pipeline, datatype=datatype, version=frag.version, cell_size=cell_size,
-                                        key=self.key, encrypted=self.encrypted, var=strings, out=out)
+                                        key=self.key, encrypted=self.encrypted, var=strings, out=out, threads=1)
         except FormatError as e:
             raise located(e, where=f"fragment {frag.name}, field {info.name}{kind}, tile {k} at byte offset "
                                    f"{start} of {self.storage.name(path)}", base=start if e.file is None else None,

@@ -81,13 +81,15 @@ def read_tile(data, offset: int = 0) -> Container:
     return Container(num_chunks=num, chunks=chunks)
 
 
-def decode_tile(tile, pipeline, *, datatype, version, cell_size, key=None, encrypted=False, var=False, out=None):
+def decode_tile(tile, pipeline, *, datatype, version, cell_size, key=None, encrypted=False, var=False, out=None,
+                threads=None):
     """A stored tile's unfiltered bytes (into ``out`` if given), and the offsets that string RLE and
-    dictionary carry for var strings (REFERENCE §4.2; None otherwise): ``(data, offsets)``."""
+    dictionary carry for var strings (REFERENCE §4.2; None otherwise): ``(data, offsets)``. ``threads``:
+    for its chunks (default: the filters' setting)."""
     if var and skips_offsets(pipeline, datatype, version):
         return unfilter_strings(tile, pipeline, datatype=datatype, version=version, key=key, encrypted=encrypted)
     return unfilter(tile, pipeline, datatype=datatype, version=version, cell_size=cell_size, key=key,
-                    encrypted=encrypted, out=out), None
+                    encrypted=encrypted, out=out, threads=threads), None
 
 
 def _settings(context):
