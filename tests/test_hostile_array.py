@@ -171,3 +171,23 @@ def test_truncated_footer_search_never_recurses():
                     pass
             return
     pytest.fail("no v5-9 fragment in the corpus")
+
+
+def test_cells_wider_than_memory_are_refused_by_the_budget(tmp_path):
+    """A v2 schema (no fill value to contradict it) whose attribute claims 2**31 values a cell: the read
+    refuses the 1.6 TiB result by name before any dtype or array that wide is built."""
+    from tdbformat.array import MemoryBudgetError
+    case = next(c for c in corpus.cases() if c.parent.name.startswith("v2_") and c.name == "filter_gzip")
+    dst = tmp_path / "a"
+    shutil.copytree(corpus.root(case), dst)
+    path = dst / "__array_schema.tdb"
+    schema = ArraySchema.parse(path.read_bytes())
+    schema.attributes[0].cell_val_num = 2**31
+    path.write_bytes(ArraySchema.build(schema))
+    tracemalloc.start()
+    try:
+        with pytest.raises(MemoryBudgetError, match="memory budget"):
+            open_array(dst).read()
+        assert tracemalloc.get_traced_memory()[1] < 64 << 20
+    finally:
+        tracemalloc.stop()

@@ -9,7 +9,7 @@ from ..enums import Datatype
 from ..errors import FormatError
 from ..structs import array_schema as schema_mod
 
-__all__ = ["cell_dtype", "result_dtype", "empty_column", "split_var", "filled", "masked", "metadata_value",
+__all__ = ["cell_dtype", "result_bytes", "result_dtype", "empty_column", "split_var", "filled", "masked", "metadata_value",
            "tiledb_py_metadata", "nonempty_bound", "like", "U64", "ordinal", "from_ordinal", "range_bound"]
 
 U64 = np.dtype("<u8")
@@ -24,6 +24,12 @@ def cell_dtype(info) -> np.dtype:
     if base.kind == "S":
         return np.dtype(f"S{info.cell_val_num}")
     return np.dtype(",".join([base.str] * info.cell_val_num))
+
+
+def result_bytes(info) -> int:
+    """Bytes of one result cell, without building its dtype (a schema's cell_val_num is unproven until data
+    backs it): an object pointer for var fields, else cell_val_num values."""
+    return np.dtype(object).itemsize if info.var else info.datatype.size * info.cell_val_num
 
 
 def result_dtype(info) -> np.dtype:

@@ -9,7 +9,7 @@ import numpy as np
 from ..enums import Layout
 from ..errors import FormatError
 from . import order
-from .cells import filled, masked, result_dtype
+from .cells import filled, masked, result_bytes
 from .sparse import sparse_tiles
 
 __all__ = ["read_dense", "read_box", "check_budget", "MemoryBudgetError"]
@@ -46,7 +46,7 @@ def check_budget(arr, schema, wanted, ranges, budget):
     for a, b in zip(lo, hi):
         cells *= max(int(b) - int(a) + 1, 0)
     # var cells are object pointers (their bytes come on top); nullable ones add a validity byte
-    per_cell = sum(result_dtype(a).itemsize + a.nullable for a in wanted)
+    per_cell = sum(result_bytes(a) + a.nullable for a in wanted)
     if cells * per_cell > budget:
         box = ", ".join(f"{d.name}=[{a}, {b}]" for d, a, b in zip(arr.dims, lo, hi))
         raise MemoryBudgetError(

@@ -1,7 +1,9 @@
 """One fuzz case, run in the worker: mutate a copy, call every reader on it, classify what happens.
 
-A ``FormatError`` is the expected answer and the next reader still runs; anything else is an escape,
-named by its exception type and the innermost frame inside tdbformat (the "place").
+A ``FormatError`` is the expected answer and the next reader still runs; so is a ``MemoryBudgetError``
+(outcome "budget"): a schema may legally describe cells whose result no memory holds, and the read refuses
+it by name before allocating. Anything else is an escape, named by its exception type and the innermost
+frame inside tdbformat (the "place").
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import tdbformat
 from tdbformat import FormatError, open_array, parse_file
+from tdbformat.array import MemoryBudgetError
 from tdbformat.files import inspect_path
 
 from .mutate import mutate
@@ -69,10 +72,11 @@ def _run_ops(case: dict, out: dict, verbose: bool):
     for name, op in _ops(case):
         try:
             op()
-        except FormatError as e:
-            out["outcome"] = "format_error"
+        except (FormatError, MemoryBudgetError) as e:
+            if out.get("outcome") != "format_error":
+                out["outcome"] = "format_error" if isinstance(e, FormatError) else "budget"
             if verbose:
-                print(f"  {name}: FormatError: {e}")
+                print(f"  {name}: {type(e).__name__}: {e}")
             if name == "open_array":
                 return
         except Exception as e:  # the point of the fuzzer: whatever escapes is recorded
@@ -126,7 +130,7 @@ def run_case(seed: int, number: int, workdir: Path, cli_fraction: float, cli_tim
         print(f"case {number}: {case['input']}: {case['what']}")
     before = _tree_hash(case["root"])
     _run_ops(case, out, verbose)
-    if out["outcome"] in ("ok", "format_error") and case["cli"] < cli_fraction:
+    if out["outcome"] in ("ok", "format_error", "budget") and case["cli"] < cli_fraction:
         if notify:
             notify()
         _run_cli(case, out, cli_timeout, verbose)
