@@ -191,3 +191,18 @@ def test_cells_wider_than_memory_are_refused_by_the_budget(tmp_path):
         assert tracemalloc.get_traced_memory()[1] < 64 << 20
     finally:
         tracemalloc.stop()
+
+
+def test_dense_dimension_retyped_as_float(arrays, tmp_path):
+    """An INT64 dimension whose datatype byte says FLOAT64 reads its extent as a tiny float: the dense tile
+    grid refuses it (int() of it was 0, then a ZeroDivisionError)."""
+    from tdbformat.enums import Datatype
+    dst = _copy(arrays, "dense", tmp_path)
+
+    def retype(schema):  # what the INT64 bytes of the extent 10 read as, once the datatype says FLOAT64
+        dim = schema.domain.dimensions[0]
+        dim.datatype, dim.domain = Datatype.FLOAT64, [1.0, 100.0]
+        dim.tile_extent = float(np.array([10], "<i8").view("<f8")[0])
+    _rewrite_schema(dst, retype)
+    with pytest.raises(FormatError, match="positive integer"):
+        open_array(dst).read()

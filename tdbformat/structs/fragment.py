@@ -449,9 +449,9 @@ def _parse_file(cls, data, schema, key, name, version, filename):
 def _dense_tile_num(schema, ned) -> int:
     """The tiles of a dense fragment: those its non-empty domain ``ned`` meets, in the schema's tile grid."""
     for d in schema.domain.dimensions:
-        if not d.tile_extent or d.tile_extent < 0:
+        if d.tile_extent is None or int(d.tile_extent) < 1:  # dense dimensions are integers (a float 1e-300 is 0)
             raise FormatError(f"dimension {d.name} has tile extent {d.tile_extent}: a dense tile grid needs a "
-                              "positive one")
+                              "positive integer one")
     return int(np.prod([(int(hi) - int(d.domain[0])) // int(d.tile_extent)
                         - (int(lo) - int(d.domain[0])) // int(d.tile_extent) + 1
                         for d, (lo, hi) in zip(schema.domain.dimensions, ned)]))
