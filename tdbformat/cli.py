@@ -14,7 +14,7 @@ def cmd_inspect(args) -> int:
     from .files import inspect_path
     from .render import files_json, to_tree
 
-    parsed = inspect_path(args.path, key=args.key)
+    parsed = inspect_path(args.path, key=args.key, progress=_progress_wanted())
     if args.json:
         _print_json(_doc("inspect", args.path, files=files_json(parsed)))
     else:
@@ -35,6 +35,11 @@ def _print_json(doc) -> None:
     import json
 
     print(json.dumps(doc, ensure_ascii=False, allow_nan=False))
+
+
+def _progress_wanted() -> bool:
+    """Progress bars go to stderr, and only when a person watches both streams (never into a pipe)."""
+    return sys.stdout.isatty() and sys.stderr.isatty()
 
 
 def _console():
@@ -216,7 +221,7 @@ def cmd_cat(args) -> int:
         return _show_group(args, *found[1:], "cat")
     fmt = "json" if args.json else "csv" if args.csv else "tsv"
     write_cells(found[1], sys.stdout, fmt=fmt, attrs=args.attrs, order=args.order, ranges=args.range,
-                limit=args.limit, labels=not args.codes, progress=sys.stdout.isatty() and sys.stderr.isatty())
+                limit=args.limit, labels=not args.codes, progress=_progress_wanted())
     return 0
 
 # --- end people ---

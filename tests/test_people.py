@@ -274,3 +274,40 @@ def test_format_commands_json_validates(tmp_path):
         _validator(command).validate(doc)
         if command == "export-ksy":
             assert doc["files"] and all(Path(f).is_file() for f in doc["files"])
+
+
+def _run_in_terminal(argv) -> tuple[bytes, bytes]:
+    """argv run with stdout and stderr on two pseudo-terminals, as a person at a terminal runs it."""
+    import os
+    import pty
+    import select
+
+    (out_m, out_s), (err_m, err_s) = pty.openpty(), pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "tdbformat.cli", *argv], stdout=out_s, stderr=err_s, cwd=ROOT,
+                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "TERM": "xterm"})
+    os.close(out_s), os.close(err_s)
+    got, open_fds = {out_m: b"", err_m: b""}, {out_m, err_m}
+    while open_fds:  # a pty master reads until the child's side is closed (then EIO or b"")
+        for fd in select.select(list(open_fds), [], [], 5)[0] or list(open_fds):
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                data = b""
+            if data:
+                got[fd] += data
+            else:
+                open_fds.discard(fd)
+                os.close(fd)
+    proc.wait(timeout=120)
+    return got[out_m], got[err_m]
+
+
+def test_progress_bars_only_at_a_terminal():
+    """inspect of a whole array shows a bar on stderr at a terminal, and nothing of it into a pipe."""
+    case = max(ARRAYS, key=lambda c: sum(1 for _ in corpus.root(c).rglob("*")))
+    argv = ["inspect", str(corpus.root(case)), *(["--key", corpus.key(case)] if corpus.key(case) else [])]
+    out, err = _run_in_terminal(argv)
+    assert b"parsing" in err and b"array_schema" in out
+    piped = subprocess.run([sys.executable, "-m", "tdbformat.cli", *argv], capture_output=True, cwd=ROOT,
+                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "TERM": "xterm"})
+    assert piped.returncode == 0 and b"parsing" not in piped.stderr and b"\x1b[" not in piped.stdout
