@@ -8,6 +8,12 @@ TileDB-Py (0.36: format v22), into tests/data/behaviours/<case>/ with a truth.js
 - fragment_newer_than_schema: a v5 array (copied from the corpus) written to by TileDB 2.30: a schema older
   than v7 gets fragments at the library's version (ArraySchema::write_version), so a v22 fragment names the
   v5 `__array_schema.tdb`;
+- back_compat_v11: a v11 array (copied from the corpus) written to by TileDB 2.30, which keeps writing v11
+  fragments (the schema is v7 or newer) with the 8 footer bytes of the fragment summary offset, then its
+  fragment metadata consolidated (`.meta`): the .meta's footer offsets are 8 bytes off, and TileDB 2.30 cannot
+  open the array any more; its truth is TileDB-Py's read before the consolidation;
+- escaped_names_v8: a v8 schema made here from the corpus's, with attribute names that v8 percent-encodes in
+  file names, written to by TileDB 2.30 (a v8 fragment, its files named as TileDB escapes them);
 - evolved_pre_v10_array: the same, then evolved (a v22 schema in `__schema/` adds an attribute). TileDB 2.30
   cannot open it any more ("Reading data past end of serialized data size"): its truth is TileDB-Py's read
   before the evolution, with the new attribute's fill value in every cell.
@@ -25,6 +31,8 @@ import tiledb
 
 ROOT = Path(__file__).resolve().parent.parent
 V5 = ROOT / "tests/data/corpus/v5_c-api_core-2.0.8/sparse_2d_rtree/array"
+V8 = ROOT / "tests/data/corpus/v8_c-api_core-2.2.9/sparse_2d_rtree/array"
+V11 = ROOT / "tests/data/corpus/v11_c-api_core-2.7.2/sparse_2d_rtree/array"
 
 
 def _sparse(uri: str) -> None:
@@ -68,6 +76,47 @@ def fragment_newer_than_schema(uri: str) -> dict:
     return {"source": str(V5.relative_to(ROOT))}
 
 
+def back_compat_v11(uri: str) -> dict:
+    shutil.copytree(V11, uri)
+    with tiledb.open(uri, "w") as A:
+        A[np.array([3, 4], np.int64), np.array([5.5, 6.5])] = {"a": np.array([1, 2], np.int32),
+                                                                "s": np.array(["p", "qq"], dtype=object)}
+    with tiledb.open(uri) as A:
+        before = A.query(order="G")[:]
+    tiledb.consolidate(uri, config=tiledb.Config({"sm.consolidation.mode": "fragment_meta"}))
+    return {"source": str(V11.relative_to(ROOT)), "consolidated": "fragment_meta",
+            "tiledb_error_after_consolidation": _open_error(uri),
+            "read_global_order": {k: _plain(v) for k, v in before.items()}}
+
+
+def _open_error(uri: str) -> str:
+    """TileDB's error opening ``uri``, which it is expected to fail on."""
+    try:
+        tiledb.open(uri).close()
+    except tiledb.TileDBError as e:
+        return str(e)
+    raise SystemExit(f"TileDB opens {uri} now: make its truth from TileDB's read instead")
+
+
+#: names with characters v8 percent-encodes in file names (fragment_metadata.cc encode_name)
+ESCAPED = {"a": "a<b>&c", "s": 's/x?|"\\'}
+
+
+def escaped_names_v8(uri: str) -> dict:
+    from tdbformat import ArraySchema
+
+    schema = ArraySchema.parse((V8 / "__array_schema.tdb").read_bytes())
+    for attr in schema.attributes:
+        attr.name = ESCAPED[attr.name]
+    Path(uri).mkdir()
+    (Path(uri) / "__array_schema.tdb").write_bytes(ArraySchema.build(schema))
+    (Path(uri) / "__lock.tdb").write_bytes(b"")
+    with tiledb.open(uri, "w") as A:
+        A[np.array([3, 4], np.int64), np.array([5.5, 6.5])] = {ESCAPED["a"]: np.array([1, 2], np.int32),
+                                                                ESCAPED["s"]: np.array(["p", "qq"], dtype=object)}
+    return {"source": str(V8.relative_to(ROOT)), "attribute_names": list(ESCAPED.values())}
+
+
 def evolved_pre_v10_array(uri: str) -> dict:
     fragment_newer_than_schema(uri)
     with tiledb.open(uri) as A:
@@ -75,11 +124,7 @@ def evolved_pre_v10_array(uri: str) -> dict:
     se = tiledb.ArraySchemaEvolution(tiledb.Ctx())
     se.add_attribute(tiledb.Attr("added", dtype=np.int32))
     se.array_evolve(uri)
-    try:
-        tiledb.open(uri).close()
-        raise SystemExit("TileDB opens the evolved array now: make its truth from TileDB's read instead")
-    except tiledb.TileDBError as e:
-        error = str(e)
+    error = _open_error(uri)
     fill = np.iinfo(np.int32).min  # TileDB's default fill value of an int32 attribute
     cells = {**before, "added": np.full(len(before["a"]), fill, np.int32)}
     return {"source": str(V5.relative_to(ROOT)), "evolved": "added attribute 'added' (int32)",
@@ -87,7 +132,7 @@ def evolved_pre_v10_array(uri: str) -> dict:
 
 
 CASES = {f.__name__: f for f in (delete_conditions, consolidated_commits_with_delete, fragment_newer_than_schema,
-                                 evolved_pre_v10_array)}
+                                 evolved_pre_v10_array, back_compat_v11, escaped_names_v8)}
 
 
 def _plain(v):

@@ -2,7 +2,7 @@
 
 from . import spec
 from .array import Array, Fragment, open_array
-from .errors import ChecksumError, EncryptionError, FormatError, UnsupportedError, VersionError
+from .errors import ChecksumError, EncryptionError, FormatError, FormatWarning, UnsupportedError, VersionError
 from .files import ParsedFile, parse_file
 from .filters import filter_tile, unfilter
 from .structs.tile import FilteredTile
@@ -22,7 +22,7 @@ from .structs.tile import DataFile, Tile, TileChunk
 from .versions import KNOWN_VERSIONS, LATEST
 
 __all__ = [
-    "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError",
+    "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError", "FormatWarning",
     "ParsedFile", "parse_file", "open_array", "Array", "Fragment",
     "ArraySchema", "FieldInfo", "VAR_NUM", "attributes", "dimensions", "fill_value", "schema_version",
     "check_not_pre_v1",
