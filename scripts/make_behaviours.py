@@ -1,7 +1,7 @@
 """Write the corpus arrays for behaviours that TileDB's code has and the shared corpus does not show, with
 TileDB-Py (0.36: format v22), into tests/data/behaviours/<case>/ with a truth.json of what TileDB-Py reads.
 
-    python3 scripts/make_behaviours.py [OUT]
+    python3 scripts/make_behaviours.py [OUT [CASE ...]]
 
 - delete_conditions: delete commits whose conditions hold IN, NOT_IN and AND/OR expression nodes;
 - consolidated_commits_with_delete: a `.con` file that embeds a whole `.del` file;
@@ -14,6 +14,9 @@ TileDB-Py (0.36: format v22), into tests/data/behaviours/<case>/ with a truth.js
   open the array any more; its truth is TileDB-Py's read before the consolidation;
 - escaped_names_v8: a v8 schema made here from the corpus's, with attribute names that v8 percent-encodes in
   file names, written to by TileDB 2.30 (a v8 fragment, its files named as TileDB escapes them);
+- update_commit: an update commit (`.upd`, "b = 9.5 where a < 3"), through TileDB's C API (TileDB-Py has no
+  update query; updates are experimental and `sm.allow_updates_experimental` enables them). TileDB's readers
+  do not apply updates yet, so the read is unchanged;
 - evolved_pre_v10_array: the same, then evolved (a v22 schema in `__schema/` adds an attribute). TileDB 2.30
   cannot open it any more ("Reading data past end of serialized data size"): its truth is TileDB-Py's read
   before the evolution, with the new attribute's fill value in every cell.
@@ -117,6 +120,44 @@ def escaped_names_v8(uri: str) -> dict:
     return {"source": str(V8.relative_to(ROOT)), "attribute_names": list(ESCAPED.values())}
 
 
+def _c_api():
+    """libtiledb as TileDB-Py ships it, through ctypes, with each call checked."""
+    import ctypes
+    import glob
+    import os
+
+    lib = ctypes.CDLL(glob.glob(os.path.join(os.path.dirname(tiledb.__file__), "..", "tiledb.libs",
+                                             "libtiledb-*.so*"))[0])
+
+    def call(name, *args):
+        rc = getattr(lib, name)(*args)
+        if rc != 0:
+            raise SystemExit(f"{name} returned {rc}")
+    return ctypes, call
+
+
+def update_commit(uri: str) -> dict:
+    _sparse(uri)
+    ctypes, call = _c_api()
+    p = ctypes.c_void_p
+    config, err, ctx, array, query, cond = p(), p(), p(), p(), p(), p()
+    call("tiledb_config_alloc", ctypes.byref(config), ctypes.byref(err))
+    call("tiledb_config_set", config, b"sm.allow_updates_experimental", b"true", ctypes.byref(err))
+    call("tiledb_ctx_alloc", config, ctypes.byref(ctx))
+    call("tiledb_array_alloc", ctx, uri.encode(), ctypes.byref(array))
+    call("tiledb_array_set_open_timestamp_end", ctx, array, ctypes.c_uint64(2))
+    call("tiledb_array_open", ctx, array, 3)  # TILEDB_UPDATE
+    call("tiledb_query_alloc", ctx, array, 3, ctypes.byref(query))
+    three, new = ctypes.c_int32(3), ctypes.c_double(9.5)
+    call("tiledb_query_condition_alloc", ctx, ctypes.byref(cond))
+    call("tiledb_query_condition_init", ctx, cond, b"a", ctypes.byref(three), ctypes.c_uint64(4), 0)  # LT
+    call("tiledb_query_set_condition", ctx, query, cond)
+    call("tiledb_query_add_update_value", ctx, query, b"b", ctypes.byref(new), ctypes.c_uint64(8))
+    call("tiledb_query_submit", ctx, query)
+    call("tiledb_array_close", ctx, array)
+    return {"update": "b = 9.5 where a < 3", "timestamp": 2}
+
+
 def evolved_pre_v10_array(uri: str) -> dict:
     fragment_newer_than_schema(uri)
     with tiledb.open(uri) as A:
@@ -132,15 +173,17 @@ def evolved_pre_v10_array(uri: str) -> dict:
 
 
 CASES = {f.__name__: f for f in (delete_conditions, consolidated_commits_with_delete, fragment_newer_than_schema,
-                                 evolved_pre_v10_array, back_compat_v11, escaped_names_v8)}
+                                 evolved_pre_v10_array, back_compat_v11, escaped_names_v8, update_commit)}
 
 
 def _plain(v):
     return v.tolist() if isinstance(v, np.ndarray) and v.dtype != object else [str(x) for x in v]
 
 
-def main(out: Path) -> None:
+def main(out: Path, names=None) -> None:
     for name, make in CASES.items():
+        if names and name not in names:
+            continue
         case = out / name
         shutil.rmtree(case, ignore_errors=True)
         case.mkdir(parents=True)
@@ -155,4 +198,4 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "tests/data/behaviours")
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "tests/data/behaviours", sys.argv[2:])

@@ -127,8 +127,10 @@ def _name_from_uri(uri: str) -> str:
 
 @dataclass
 class Delete:
-    """A delete commit: cells written at or before ``timestamp`` that match the condition are deleted
-    (``condition`` is stored negated: it holds for the cells that stay)."""
+    """A delete (or update) commit: cells written at or before ``timestamp`` that match the condition are
+    deleted (``condition`` is stored negated: it holds for the cells that stay). TileDB's readers treat an
+    update's condition the same way and ignore its values (array_operations.cc,
+    load_delete_and_update_conditions)."""
 
     marker: str
     timestamp: int
@@ -183,6 +185,8 @@ class Listing:
                 ignored.update(_name_from_uri(u) for u in self._parse(commits.IgnoreFile, p, "ignore file").uris)
             elif suffix == ".del":
                 deletes[name] = self._parse(commits.DeleteCommit, p, "delete commit", key=self.key).condition
+            elif suffix == ".upd":  # TileDB's readers apply an update's condition as a delete, not its values
+                deletes[name] = self._parse(commits.UpdateCommit, p, "update commit", key=self.key).condition
         for name, p in self._files(commit_dir):
             if _suffix(name) == ".con" and name not in ignored:
                 for entry in self._parse(commits.ConsolidatedCommits, p, "consolidated commits", key=self.key).entries:

@@ -146,6 +146,19 @@ def test_v8_escapes_field_names_in_file_names():
     assert sorted(_read(case)) == sorted(["a<b>&c", 's/x?|"\\', "x", "y"])
 
 
+def test_an_update_commit_deletes_what_it_matches():
+    """TileDB's readers apply an update's (negated) condition as a delete and ignore its values; truth.json
+    is TileDB-Py's read: the cells with a < 3 are gone and b is unchanged."""
+    case = DATA / "update_commit"
+    upd = parse_file(next((case / "array" / "__commits").glob("*.upd"))).value
+    assert upd.condition.comparison.op.name == "GE" and upd.condition.comparison.field_name == "a"
+    assert [(a.field_name, np.frombuffer(a.value, "<f8").tolist()) for a in upd.update_values.assignments] == \
+        [("b", [9.5])]
+    got = _read(case)
+    assert len(got["a"]) == 30 and got["a"].min() >= 3
+    assert got["b"].tolist() == (got["d"] / 4.0).tolist()  # as written: the update's value is not applied
+
+
 tiledb = pytest.importorskip("tiledb")
 
 
