@@ -3,6 +3,7 @@
 from . import spec
 from .array import Array, Fragment, open_array
 from .array.metadata import delete_metadata, put_metadata
+from .array.deletes import delete_cells
 from .errors import ChecksumError, EncryptionError, FormatError, UnsupportedError, VersionError
 from .files import ParsedFile, parse_file
 from .filters import filter_tile, unfilter
@@ -34,4 +35,5 @@ __all__ = [
     "GroupDetails", "group_members", "ArrayMetadata", "fold_metadata", "read_metadata",
     "KNOWN_VERSIONS", "LATEST", "spec",
     "put_metadata", "delete_metadata",
+    "delete_cells",
 ]

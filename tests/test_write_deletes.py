@@ -1,0 +1,158 @@
+"""Delete conditions (delete_cells) against TileDB-Py, the oracle: the .del file we write for a condition is
+byte for byte the one TileDB-Py writes for the same condition, and TileDB-Py then reads the same cells."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+import tdbformat
+from tdbformat.enums import CombinationOp, QueryConditionOp as Op
+from tdbformat.structs.commits import DeleteCommit, combination, comparison
+
+from corpus import CORPUS
+
+tiledb = pytest.importorskip("tiledb")
+
+KEY = "0123456789abcdeF0123456789abcdeF"
+AND, OR, NOT = CombinationOp.AND, CombinationOp.OR, CombinationOp.NOT
+
+
+def i64(*v):
+    return np.array(v, np.int64).tobytes()
+
+
+def i32(v):
+    return np.int32(v).tobytes()
+
+
+CASES = {
+    "a > 5": comparison("a", Op.GT, i64(5)),
+    "a > 5 and d < 8": combination(AND, comparison("a", Op.GT, i64(5)), comparison("d", Op.LT, i32(8))),
+    "s == '3'": comparison("s", Op.EQ, b"3"),
+    "a in [1, 3]": comparison("a", Op.IN, i64(1, 3), np.array([0, 8], np.uint64)),
+    "a not in [2]": comparison("a", Op.NOT_IN, i64(2), np.array([0], np.uint64)),
+    "f <= 2.5": comparison("f", Op.LE, np.float64(2.5).tobytes()),
+    "(a < 2 or a >= 7) and d != 3": combination(AND, combination(OR, comparison("a", Op.LT, i64(2)),
+                                                                 comparison("a", Op.GE, i64(7))),
+                                                comparison("d", Op.NE, i32(3))),
+}
+
+
+def _ctx(key=None):
+    return tiledb.Ctx({"sm.encryption_type": "AES_256_GCM", "sm.encryption_key": key} if key else {})
+
+
+def _make(path, key=None, sparse=True):
+    dom = tiledb.Domain(tiledb.Dim(name="d", domain=(0, 99), tile=10, dtype=np.int32), ctx=_ctx(key))
+    attrs = [tiledb.Attr(name="a", dtype=np.int64, ctx=_ctx(key)), tiledb.Attr(name="f", dtype=np.float64, ctx=_ctx(key)),
+             tiledb.Attr(name="s", dtype=str, var=True, ctx=_ctx(key))]
+    tiledb.Array.create(str(path), tiledb.ArraySchema(domain=dom, attrs=attrs, sparse=sparse, ctx=_ctx(key)),
+                        ctx=_ctx(key))
+    with tiledb.open(str(path), "w", timestamp=1, ctx=_ctx(key)) as A:
+        data = {"a": np.arange(10), "f": np.arange(10) / 2, "s": np.array([str(i) for i in range(10)], dtype=object)}
+        if sparse:
+            A[np.arange(10)] = data
+        else:
+            A[0:10] = data
+    return path
+
+
+def _cells(path, key=None):
+    with tiledb.open(str(path), ctx=_ctx(key)) as A:
+        got = A[:]
+    return {k: v.tolist() for k, v in got.items()}
+
+
+def _del_files(path):
+    return sorted((path / "__commits").glob("*.del"))
+
+
+@pytest.mark.parametrize("text", list(CASES))
+def test_same_file_and_cells_as_tiledb_py(tmp_path, text):
+    ours, theirs = _make(tmp_path / "ours"), _make(tmp_path / "theirs")
+    with tiledb.open(str(theirs), "d", timestamp=5) as A:
+        A.query(cond=text).submit()
+    written = tdbformat.delete_cells(ours, CASES[text], timestamp=5)
+    [a], [b] = _del_files(ours), _del_files(theirs)
+    assert str(a) == written and a.name.startswith("__5_5_") and a.name.endswith("_22.del")
+    assert a.read_bytes() == b.read_bytes(), DeleteCommit.parse(b.read_bytes()).condition
+    assert _cells(ours) == _cells(theirs)
+    assert len(_cells(ours)["a"]) < 10
+
+
+def test_not_is_resolved_before_the_negation(tmp_path):
+    """TileDB stores no NOT: not (a < 2) becomes a >= 2, which is stored negated as a < 2."""
+    path = _make(tmp_path / "a")
+    tdbformat.delete_cells(path, combination(NOT, combination(OR, comparison("a", Op.LT, i64(2)),
+                                                              combination(NOT, comparison("d", Op.EQ, i32(9))))),
+                           timestamp=5)
+    stored = DeleteCommit.parse(_del_files(path)[0].read_bytes()).condition
+    assert stored.expression.combination_op == OR
+    assert [(c.comparison.field_name, c.comparison.op) for c in stored.expression.children] == [
+        ("a", Op.LT), ("d", Op.NE)]
+    # deleted: a >= 2 and d == 9
+    assert _cells(path)["a"] == [0, 1, 2, 3, 4, 5, 6, 7, 8]
+
+
+def test_a_later_write_is_not_deleted(tmp_path):
+    path = _make(tmp_path / "a")
+    tdbformat.delete_cells(path, CASES["a > 5"], timestamp=5)
+    with tiledb.open(str(path), "w", timestamp=6) as A:
+        A[[50]] = {"a": [60], "f": [0.0], "s": np.array(["x"], dtype=object)}
+    assert _cells(path)["a"] == [0, 1, 2, 3, 4, 5, 60]
+    with tiledb.open(str(path), timestamp=4) as A:
+        assert A[:]["a"].tolist() == list(range(10))
+
+
+def test_default_timestamp_and_our_reader(tmp_path):
+    path = _make(tmp_path / "a")
+    tdbformat.delete_cells(path, CASES["a in [1, 3]"])
+    assert _cells(path)["a"] == [0, 2, 4, 5, 6, 7, 8, 9]
+    assert tdbformat.open_array(path).read()["a"].tolist() == [0, 2, 4, 5, 6, 7, 8, 9]
+
+
+def test_encrypted(tmp_path):
+    path = _make(tmp_path / "a", KEY)
+    tdbformat.delete_cells(path, CASES["a > 5"], timestamp=5, key=KEY)
+    assert DeleteCommit.parse(_del_files(path)[0].read_bytes(), key=KEY)._generic_tile.encryption_type == 1
+    assert _cells(path, KEY)["a"] == [0, 1, 2, 3, 4, 5]
+
+
+def test_before_v16_is_refused(tmp_path):
+    path = tmp_path / "a"
+    shutil.copytree(CORPUS / "v15_c-api_core-2.11.4/consolidated_sparse_with_timestamps/array", path)
+    with pytest.raises(ValueError, match="version 16"):
+        tdbformat.delete_cells(path, comparison("a", Op.GT, i32(5)))
+    assert not list(path.rglob("*.del"))
+
+
+def test_dense_is_refused(tmp_path):
+    path = _make(tmp_path / "a", sparse=False)
+    with pytest.raises(ValueError, match="sparse"):
+        tdbformat.delete_cells(path, CASES["a > 5"], timestamp=5)
+    assert not _del_files(path)
+
+
+@pytest.mark.parametrize("condition,match", [
+    (comparison("zz", Op.GT, i64(5)), "'zz' is not"),
+    (comparison("a", Op.GT, i32(5)), "4 bytes"),
+    (comparison("a", Op.IN, i64(1) + i32(2), np.array([0, 8], np.uint64)), "4 bytes"),
+    (comparison("a", Op.LT, b""), "null"),
+    (combination(NOT, comparison("a", Op.LT, i64(1)), comparison("a", Op.LT, i64(2))), "one operand"),
+])
+def test_bad_conditions(tmp_path, condition, match):
+    path = _make(tmp_path / "a")
+    with pytest.raises(ValueError, match=match):
+        tdbformat.delete_cells(path, condition, timestamp=5)
+    assert not _del_files(path)
+
+
+def test_bad_arguments(tmp_path):
+    path = _make(tmp_path / "a")
+    with pytest.raises(TypeError, match="condition"):
+        tdbformat.delete_cells(path, "a > 5")
+    with pytest.raises(ValueError, match="timestamp"):
+        tdbformat.delete_cells(path, CASES["a > 5"], timestamp=-3)
