@@ -4,6 +4,7 @@ from . import spec
 from .array import Array, Fragment, open_array
 from .array.metadata import delete_metadata, put_metadata
 from .array.deletes import delete_cells
+from .groups import Group, create_group
 from .errors import ChecksumError, EncryptionError, FormatError, UnsupportedError, VersionError
 from .files import ParsedFile, parse_file
 from .filters import filter_tile, unfilter
@@ -36,4 +37,5 @@ __all__ = [
     "KNOWN_VERSIONS", "LATEST", "spec",
     "put_metadata", "delete_metadata",
     "delete_cells",
+    "create_group", "Group",
 ]
