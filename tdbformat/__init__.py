@@ -5,6 +5,7 @@ from .array import Array, Fragment, open_array
 from .array.metadata import delete_metadata, put_metadata
 from .array.deletes import delete_cells
 from .groups import Group, create_group
+from .array import schema
 from .errors import ChecksumError, EncryptionError, FormatError, UnsupportedError, VersionError
 from .files import ParsedFile, parse_file
 from .filters import filter_tile, unfilter
@@ -38,4 +39,5 @@ __all__ = [
     "put_metadata", "delete_metadata",
     "delete_cells",
     "create_group", "Group",
+    "schema",
 ]

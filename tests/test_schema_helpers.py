@@ -1,0 +1,216 @@
+"""The schema helpers (tdbformat.schema) against TileDB-Py, the oracle: the same schema written with
+tiledb.ArraySchema and with our helpers gives the same schema payload, byte for byte; features a version
+lacks are refused naming that version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tdbformat
+from tdbformat import schema as S
+from tdbformat.structs.array_schema import ArraySchema
+from tdbformat.structs.enumeration import Enumeration
+
+from common import same
+
+tiledb = pytest.importorskip("tiledb")
+
+
+def _theirs(tmp_path, schema):
+    """TileDB-Py's schema file for ``schema``, parsed; and the array folder."""
+    path = tmp_path / "theirs"
+    tiledb.Array.create(str(path), schema)
+    [f] = [p for p in (path / "__schema").iterdir() if p.is_file()]
+    return ArraySchema.parse(f.read_bytes()), path
+
+
+def _ours(schema, version=22):
+    return ArraySchema.parse(ArraySchema.build(schema.to_dict(version), version=version))
+
+
+def _both(tmp_path, make):
+    """(TileDB-Py's parsed schema, ours) for ``make(lib)`` called with tiledb and with tdbformat.schema."""
+    theirs, _ = _theirs(tmp_path, make(tiledb))
+    return theirs, _ours(make(S))
+
+
+def test_defaults(tmp_path):
+    """No tile extent (the domain's range), capacity, orders, fill values, default filter lists."""
+    theirs, ours = _both(tmp_path, lambda lib: lib.ArraySchema(
+        domain=lib.Domain(lib.Dim(name="d", domain=(0, 99), dtype=np.int64),
+                          lib.Dim(name="e", domain=(-5, 5), dtype=np.int64)),
+        attrs=[lib.Attr(name="a", dtype=np.float32), lib.Attr(name="u", dtype=np.uint32), lib.Attr()]))
+    assert ours._unfiltered == theirs._unfiltered
+    assert [d.tile_extent for d in ours.domain.dimensions] == [100, 11]
+
+
+def test_datatypes_var_nullable_fill(tmp_path):
+    def make(lib):
+        dims = [lib.Dim(name="d", domain=(0, 99), dtype=np.int64), lib.Dim(name="s", dtype="ascii")]
+        attrs = [lib.Attr(name="a", dtype=str), lib.Attr(name="b", dtype=np.int32, var=True, nullable=True),
+                 lib.Attr(name="c", dtype=np.uint8, fill=3), lib.Attr(name="e", dtype=bytes),
+                 lib.Attr(name="f", dtype="S3"), lib.Attr(name="g", dtype=np.complex64),
+                 lib.Attr(name="h", dtype="blob"), lib.Attr(name="i", dtype=bool),
+                 lib.Attr(name="j", dtype="datetime64[ms]"), lib.Attr(name="k", dtype="ascii"),
+                 lib.Attr(name="l", dtype=str, fill="xy"), lib.Attr(name="m", dtype=np.float64, fill=-2.5),
+                 lib.Attr(name="n", dtype="timedelta64[ns]", nullable=True), lib.Attr(name="o", dtype=np.int8)]
+        return lib.ArraySchema(domain=lib.Domain(*dims), sparse=True, attrs=attrs)
+    theirs, ours = _both(tmp_path, make)
+    assert ours._unfiltered == theirs._unfiltered
+
+
+def test_every_filter_and_orders(tmp_path):
+    def make(lib):
+        dims = [lib.Dim(name="t", domain=(np.datetime64("2020-01-01"), np.datetime64("2021-01-01")),
+                        tile=np.timedelta64(7, "D"), dtype="datetime64[D]"),
+                lib.Dim(name="f", domain=(0.0, 1.0), tile=0.5, dtype=np.float64, filters=[lib.GzipFilter()])]
+        attrs = [
+            lib.Attr(name="a", dtype=np.int8, filters=lib.FilterList(
+                [lib.ZstdFilter(), lib.GzipFilter(5), lib.LZ4Filter(), lib.Bzip2Filter(), lib.RleFilter()],
+                chunksize=1000)),
+            lib.Attr(name="b", dtype=np.int32, filters=[
+                lib.DoubleDeltaFilter(), lib.BitShuffleFilter(), lib.ByteShuffleFilter(),
+                lib.BitWidthReductionFilter(128), lib.PositiveDeltaFilter(), lib.ChecksumMD5Filter(),
+                lib.ChecksumSHA256Filter(), lib.XORFilter(), lib.NoOpFilter()]),
+            lib.Attr(name="c", dtype=np.int64, filters=[lib.DeltaFilter(reinterp_dtype=np.int32)]),
+            lib.Attr(name="s", dtype=str, filters=[lib.DictionaryFilter()]),
+            lib.Attr(name="fl", dtype=np.float32, fill=2.5, filters=[lib.FloatScaleFilter(0.5, 1.0, 2)]),
+        ]
+        return lib.ArraySchema(domain=lib.Domain(*dims), sparse=True, cell_order="hilbert", attrs=attrs,
+                               allows_duplicates=True, capacity=77, offsets_filters=[],
+                               validity_filters=lib.FilterList([lib.LZ4Filter()]))
+    theirs, ours = _both(tmp_path, make)
+    assert ours._unfiltered == theirs._unfiltered
+
+
+def test_webp_takes_the_tile_extents(tmp_path):
+    def make(lib):
+        fmt = tiledb.libtiledb.WebpInputFormat.WEBP_RGB if lib is tiledb else 1
+        dims = [lib.Dim(name="y", domain=(1, 100), tile=10, dtype=np.uint32),
+                lib.Dim(name="x", domain=(1, 300), tile=30, dtype=np.uint32)]
+        return lib.ArraySchema(domain=lib.Domain(*dims), cell_order="col-major", tile_order="col-major",
+                               attrs=[lib.Attr(name="rgb", dtype=np.uint8, filters=[lib.WebpFilter(fmt, 50.0, True)])])
+    theirs, ours = _both(tmp_path, make)
+    assert ours._unfiltered == theirs._unfiltered
+    assert ours.attributes[0].filters.filters[0].options.x_extent == 30
+
+
+def test_enumerations_and_current_domain(tmp_path):
+    def make(lib):
+        dom = lib.Domain(lib.Dim(name="d", domain=(0, 99), tile=10, dtype=np.int64))
+        enums = [lib.Enumeration("e1", True, ["aa", "b", "ccc"]), lib.Enumeration("e2", False, [1.5, 2.5]),
+                 lib.Enumeration("e3", False, np.array([3, 4], dtype=np.int16))]
+        attrs = [lib.Attr(name="a", dtype=np.int8, enum_label="e1"), lib.Attr(name="b", dtype=np.uint16, enum_label="e2")]
+        if lib is tiledb:
+            cd, rect = tiledb.CurrentDomain(tiledb.default_ctx()), tiledb.NDRectangle(tiledb.default_ctx(), dom)
+            rect.set_range(0, 5, 20)
+            cd.set_ndrectangle(rect)
+            schema = tiledb.ArraySchema(domain=dom, sparse=True, attrs=attrs, enums=enums)
+            schema.set_current_domain(cd)
+            return schema
+        return S.ArraySchema(domain=dom, sparse=True, attrs=attrs, enums=enums, current_domain=S.CurrentDomain([(5, 20)]))
+    theirs, path = _theirs(tmp_path, make(tiledb))
+    helpers = make(S)
+    ours = _ours(helpers)
+    for key in ("attributes", "current_domain", "domain"):
+        assert same(ours[key], theirs[key]), key
+    # TileDB lists enumerations in hash-map order under random file names: compare by name
+    their_files = {e.name: e.filename for e in theirs.enumerations}
+    our_files = {e.name: e.filename for e in ours.enumerations}
+    assert sorted(their_files) == sorted(our_files) == ["e1", "e2", "e3"]
+    payloads = helpers.enumeration_dicts(22)
+    for name, filename in our_files.items():
+        theirs_e = Enumeration.parse((path / "__schema" / "__enumerations" / their_files[name]).read_bytes())
+        ours_e = Enumeration.parse(Enumeration.build(payloads[filename], version=22))
+        assert ours_e.path_name == filename and filename.endswith("_0") and len(filename) == 36
+        ours_e.path_name = theirs_e.path_name
+        assert same(ours_e, theirs_e), name
+
+
+def _corpus_schema(case):
+    from corpus import CORPUS
+    root = CORPUS / case / "array"
+    files = [root / "__array_schema.tdb"] if (root / "__array_schema.tdb").exists() else \
+        [p for p in (root / "__schema").iterdir() if p.is_file()]
+    return ArraySchema.parse(files[0].read_bytes())
+
+
+@pytest.mark.parametrize("case,version", [("v4_c-api_core-1.7.7/array_metadata", 4),
+                                          ("v10_c-api_core-2.5.4/array_metadata", 10)])
+def test_old_versions_match_tiledb(case, version):
+    """A corpus schema written by TileDB 1.7 and 2.5: one int32 dimension [0, 9] tile 5, one int32 attribute."""
+    theirs = _corpus_schema(case)
+    assert theirs.version == version
+    ours = _ours(S.ArraySchema(S.Domain(S.Dim("d", (0, 9), 5, dtype=np.int32)), [S.Attr("a", np.int32)]), version)
+    assert ours._unfiltered == theirs._unfiltered
+
+
+@pytest.mark.parametrize("make,version,match", [
+    (lambda: S.Attr("a", np.int32, nullable=True), 6, "version 7"),
+    (lambda: S.Attr("a", np.int32, fill=3), 5, "version 6"),
+    (lambda: S.Attr("a", np.int32, enum_label="e"), 19, "version 20"),
+    (lambda: S.Attr("a", "blob"), 10, "version 11"),
+    (lambda: S.Attr("a", bool), 13, "version 14"),
+    (lambda: S.Dim("s", dtype="ascii"), 4, "version 5"),
+    (lambda: S.Dim("d", (0, 9), filters=[S.ZstdFilter()]), 4, "version 5"),
+    (lambda: S.XORFilter(), 15, "version 16"),
+    (lambda: S.DeltaFilter(), 18, "version 19"),
+    (lambda: S.DictionaryFilter(), 12, "version 13"),
+    (lambda: S.FloatScaleFilter(), 14, "version 15"),
+    (lambda: S.ChecksumMD5Filter(), 4, "version 5"),
+    (lambda: S.DoubleDeltaFilter(reinterp_dtype=np.int32), 19, "version 20"),
+    (lambda: S.Enumeration("e", False, [1, 2]), 19, "version 20"),
+])
+def test_features_a_version_lacks(make, version, match):
+    with pytest.raises(ValueError, match=match):
+        make().to_dict(version)
+
+
+def test_schema_level_gates():
+    dom = S.Domain(S.Dim("d", (0, 9), 5, dtype=np.int32), S.Dim("e", (0, 9), 5, dtype=np.int64))
+    with pytest.raises(ValueError, match="version 5"):  # one domain_type before v5
+        S.ArraySchema(dom, [S.Attr("a")], sparse=True).to_dict(4)
+    with pytest.raises(ValueError, match="version 5"):
+        S.ArraySchema(dom, [S.Attr("a")], sparse=True, allows_duplicates=True).to_dict(4)
+    with pytest.raises(ValueError, match="version 22"):
+        S.ArraySchema(dom, [S.Attr("a")], sparse=True, current_domain=S.CurrentDomain([(0, 1), (0, 1)])).to_dict(21)
+    with pytest.raises(ValueError, match="version 7"):
+        S.ArraySchema(dom, [S.Attr("a")], sparse=True, cell_order="hilbert").to_dict(6)
+    v4 = S.ArraySchema(S.Domain(S.Dim("d", (0, 9), 5, dtype=np.int32)), [S.Attr("a")]).to_dict(4)
+    assert v4.domain.domain_type == tdbformat.enums.Datatype.INT32 and v4.attributes[0].fill_value is None
+
+
+@pytest.mark.parametrize("call,error", [
+    (lambda: S.Dim("d", (9, 0)), ValueError), (lambda: S.Dim("d"), ValueError), (lambda: S.Dim(3, (0, 1)), TypeError),
+    (lambda: S.Attr("a", object), TypeError), (lambda: S.Attr("a", np.int32, fill=[1, 2]), ValueError),
+    (lambda: S.ZstdFilter("high"), TypeError), (lambda: S.FilterList(["zstd"]), TypeError),
+    (lambda: S.ArraySchema(S.Domain(S.Dim("d", (0, 1))), [S.Attr("d")]), ValueError),
+    (lambda: S.ArraySchema(S.Domain(S.Dim("d", (0, 1))), cell_order="z"), ValueError),
+    (lambda: S.ArraySchema(S.Domain(S.Dim("d", (0, 1))), allows_duplicates=True), ValueError),
+    (lambda: S.ArraySchema(S.Domain(S.Dim("d", (0, 1))), [S.Attr("a", np.int8, enum_label="x")]), ValueError),
+    (lambda: S.ArraySchema(S.Domain(S.Dim("d", (0, 1))), [S.Attr("a")]).to_dict(24), ValueError),
+    (lambda: S.ArraySchema(S.Domain(S.Dim("d", (0, 1)), S.Dim("e", (0, 1), dtype=np.int8))).to_dict(), ValueError),
+    (lambda: S.ArraySchema(S.Domain(S.Dim("d", (0.0, 1.0), dtype=np.float32))).to_dict(), ValueError),
+])
+def test_bad_arguments(call, error):
+    with pytest.raises(error):
+        call()
+
+
+def test_tiledb_py_opens_an_array_made_from_our_dict(tmp_path):
+    """The dict builds a schema file TileDB-Py opens as the schema it would have made itself."""
+    helpers = S.ArraySchema(S.Domain(S.Dim("d", (1, 8), 4, dtype=np.uint64)),
+                            [S.Attr("a", np.int32, nullable=True, filters=[S.ZstdFilter(3)]), S.Attr("s", str)],
+                            sparse=True, allows_duplicates=True)
+    root = tmp_path / "ours"
+    (root / "__schema").mkdir(parents=True)
+    Path(root / "__schema" / "__1_1_0123456789abcdef0123456789abcdef").write_bytes(
+        ArraySchema.build(helpers.to_dict(22), version=22))
+    with tiledb.open(str(root)) as A:
+        schema = A.schema
+    assert schema.sparse and schema.allows_duplicates and schema.attr("a").isnullable
+    assert schema.attr("s").dtype == np.dtype("<U") and schema.domain.dim("d").tile == 4
+    assert isinstance(schema.attr("a").filters[0], tiledb.ZstdFilter) and schema.attr("a").filters[0].level == 3
