@@ -160,11 +160,11 @@ class ByteShuffleFilter(Filter):
 
 
 class ChecksumMD5Filter(Filter):
-    type, since = FilterType.CHECKSUM_MD5, 5
+    type, since = FilterType.CHECKSUM_MD5, 4
 
 
 class ChecksumSHA256Filter(Filter):
-    type, since = FilterType.CHECKSUM_SHA256, 5
+    type, since = FilterType.CHECKSUM_SHA256, 4
 
 
 class XORFilter(Filter):
@@ -249,6 +249,11 @@ def datatype_of(dtype) -> tuple[Datatype, int]:
         dt = np.dtype(dtype)
     except TypeError:
         raise TypeError(f"dtype: {dtype!r} is not a numpy dtype") from None
+    if dt.kind == "V" and dt.fields:  # a record of equal fields: that many values per cell
+        bases = {f[0] for f in dt.fields.values()}
+        if len(bases) != 1 or dt.shape != ():
+            raise TypeError(f"dtype: a record dtype needs fields of one type, not {dt}")
+        return datatype_of(bases.pop())[0], len(dt.fields)
     if dt.kind in "SU":
         datatype = Datatype.CHAR if dt.kind == "S" else Datatype.STRING_UTF8
         return datatype, VAR_NUM if dt.itemsize == 0 else dt.itemsize // (1 if dt.kind == "S" else 4)
