@@ -38,7 +38,7 @@ __all__ = [
 def require(feature: str, since: int, version: int) -> None:
     """ValueError unless format ``version`` has ``feature`` (first in ``since``)."""
     if version < since:
-        raise ValueError(f"{feature} exists from format version {since}; not in v{version}")
+        raise ValueError(f"{feature}: needs format version {since} or later, not v{version}")
 
 
 def _check_version(version) -> int:
