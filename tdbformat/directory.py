@@ -32,7 +32,7 @@ from .versions import FEATURES
 __all__ = ["file_kind", "array_root", "schema_files", "load_schemas", "is_group", "Listing", "Delete",
            "metadata_files", "enumeration_path", "FRAGMENT_METADATA", "overlaps", "read_metadata",
            "group_members",
-           "new_name", "checked_timestamp", "array_format_version", "metadata_path", "delete_commit_path",
+           "new_name", "checked_timestamp", "array_format_version", "group_format_version", "metadata_path", "delete_commit_path",
            "group_details_path", "group_marker_path"]
 
 FRAGMENT_METADATA = "__fragment_metadata.tdb"
@@ -298,6 +298,16 @@ def checked_timestamp(timestamp, argument: str = "timestamp") -> int:
 def array_format_version(storage: Storage, root, key=None) -> int:
     """The format version of the array at ``root``: its latest schema's."""
     return load_schemas(storage, root, key)[-1][1].version
+
+
+def group_format_version(storage: Storage, root, key=None) -> int | None:
+    """The format version of the group at ``root``: that of its latest details file's generic tile; None
+    when it has none (a group's marker does not say)."""
+    files = metadata_files(storage, storage.join(root, GROUP_DIR))
+    if not files:
+        return None
+    return GroupDetails.parse(storage.read(files[-1], what="group details file"), key=key,
+                              filename=str(files[-1]))._generic_tile.version
 
 
 def metadata_path(storage: Storage, root, name: str):

@@ -89,15 +89,10 @@ class Group:
             raise ValueError(f"path: {self.path} is not a TileDB group (no {directory.GROUP_MARKER})")
         self.key, self.timestamp = key, timestamp
         directory.checked_timestamp(timestamp)
-        self.version = self._stored_version() if version is None else _check_version(version)
+        if version is None:
+            version = directory.group_format_version(self.storage, self.path, key) or LATEST
+        self.version = _check_version(version)
         self._changes = {}  # member key -> (GroupMember Container, removed), in the order they were queued
-
-    def _stored_version(self) -> int:
-        files = directory.metadata_files(self.storage, self.storage.join(self.path, directory.GROUP_DIR))
-        if not files:
-            return LATEST
-        return GroupDetails.parse(self.storage.read(files[-1], what="group details file"), key=self.key,
-                                  filename=str(files[-1]))._generic_tile.version
 
     @property
     def members(self) -> list:

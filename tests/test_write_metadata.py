@@ -162,3 +162,18 @@ def test_bad_timestamp(tmp_path):
     path = _make(tmp_path / "a")
     with pytest.raises(ValueError, match="timestamp"):
         tdbformat.put_metadata(path, {"x": 1}, timestamp=-1)
+
+
+def test_group_metadata(tmp_path):
+    """A group's metadata: TileDB-Py's tiledb.Group reads what we put, at its group's version."""
+    root = tmp_path / "g"
+    tiledb.Group.create(str(root))
+    with tiledb.Group(str(root), "w") as G:
+        G.meta["old"] = 1
+    mine = tdbformat.put_metadata(root, {"s": "text", "v": np.array([1.5, 2.5])})
+    tdbformat.delete_metadata(root, "old")
+    with tiledb.Group(str(root)) as G:
+        got = {k: G.meta[k].copy() if isinstance(G.meta[k], np.ndarray) else G.meta[k] for k in G.meta}
+    assert got.keys() == {"s", "v"} and got["s"] == "text"
+    np.testing.assert_array_equal(got["v"], [1.5, 2.5])
+    assert ArrayMetadata.parse(Path(mine).read_bytes())._generic_tile.version == tdbformat.LATEST  # no details yet

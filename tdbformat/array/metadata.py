@@ -21,6 +21,7 @@ from .. import directory
 from ..enums import Datatype
 from ..storage import storage_for
 from ..structs.metadata import ArrayMetadata
+from ..versions import LATEST
 from .cells import NP_FLAT, NP_SHAPE
 
 __all__ = ["put_metadata", "delete_metadata", "metadata_entries"]
@@ -106,10 +107,17 @@ def metadata_entries(puts: Mapping | None = None, deletes: Iterable = ()) -> lis
     return [ops[k] for k in sorted(ops)]
 
 
+def _version(storage, root, key) -> int:
+    """The array's format version; a group's is that of its details files (the newest if it has none)."""
+    if directory.is_group(storage, root):
+        return directory.group_format_version(storage, root, key) or LATEST
+    return directory.array_format_version(storage, root, key)
+
+
 def _write(path, entries: list, timestamp, key) -> str:
-    """Write ``entries`` as one metadata file of the array at ``path``; returns its path."""
+    """Write ``entries`` as one metadata file of the array or group at ``path``; returns its path."""
     storage, root = storage_for(path)
-    version = directory.array_format_version(storage, root, key)
+    version = _version(storage, root, key)
     if version < METADATA_SINCE:
         raise ValueError(f"array metadata exists from format version {METADATA_SINCE}; this array is v{version}")
     name = directory.new_name(timestamp)
@@ -120,7 +128,7 @@ def _write(path, entries: list, timestamp, key) -> str:
 
 
 def put_metadata(path, mapping: Mapping, timestamp=None, key=None) -> str:
-    """Put ``mapping`` into the metadata of the array at ``path`` at ``timestamp`` (ms; None: now), as one
+    """Put ``mapping`` into the metadata of the array (or group) at ``path`` at ``timestamp`` (ms; None: now), as one
     new ``__meta`` file (written whole under a temporary name, then renamed); returns the file's path."""
     if not isinstance(mapping, Mapping):
         raise TypeError(f"mapping: expected a mapping of str to values, not {type(mapping).__name__}")
@@ -130,7 +138,7 @@ def put_metadata(path, mapping: Mapping, timestamp=None, key=None) -> str:
 
 
 def delete_metadata(path, keys, timestamp=None, key=None) -> str:
-    """Delete ``keys`` (a str or an iterable of them) from the metadata of the array at ``path`` at
+    """Delete ``keys`` (a str or an iterable of them) from the metadata of the array (or group) at ``path`` at
     ``timestamp``, as TileDB-Py's ``del A.meta[k]`` does; returns the new file's path."""
     keys = [keys] if isinstance(keys, str) else list(keys)
     if not keys:
