@@ -254,7 +254,7 @@ def _fill(attr):
     return fill
 
 
-def _from_truth(s) -> S.ArraySchema:
+def _from_truth(s, labels=()) -> S.ArraySchema:
     coords = s["coords_filters"]
     # TileDB-Py >= 0.23 reports a dimension without filters as having the coords filters it inherits
     dims = [S.Dim(d["name"], None if d["var"] else d["domain"], d["tile"],
@@ -265,10 +265,15 @@ def _from_truth(s) -> S.ArraySchema:
     enums = [S.Enumeration(e["name"], e["ordered"], e["values"], e["numpy_dtype"])
              for e in (s.get("enumerations") or {}).values()]
     cd = s.get("current_domain")
+    dim_labels = {}
+    for label in labels:
+        dim = dims[label["dim_index"]]
+        dim_labels.setdefault(label["dim_index"], {})[label["name"]] = S.DimLabelSchema(
+            label["label_order"] or "increasing", label["numpy_dtype"], dim.datatype)
     return S.ArraySchema(S.Domain(*dims), attrs, s["cell_order"], s["tile_order"], s["capacity"], _filter_list(coords),
                          _filter_list(s["offsets_filters"]), _filter_list(s.get("validity_filters")),
-                         s["allows_duplicates"], s["array_type"] == "sparse", enums,
-                         S.CurrentDomain(cd["ndrectangle"]) if cd else None)
+                         allows_duplicates=s["allows_duplicates"], sparse=s["array_type"] == "sparse",
+                         dim_labels=dim_labels, enums=enums, current_domain=S.CurrentDomain(cd["ndrectangle"]) if cd else None)
 
 
 def _schema_cases():
@@ -279,8 +284,6 @@ def _schema_cases():
         if t.get("kind") != "array" or "schema" not in t:
             continue
         marks = []
-        if case.name == "dimension_labels":
-            marks.append(pytest.mark.skip(reason="dimension labels: the helpers do not make them yet"))
         if case_id(case) == "v17_tiledb-py-0.20.0_core-2.14.0/filter_webp":
             marks.append(pytest.mark.skip(reason="truth.json: TileDB-Py 0.20 reports WebP options as defaults"))
         out.append(pytest.param(case, id=case_id(case), marks=marks))
@@ -296,8 +299,13 @@ def test_every_corpus_schema_from_its_truth(case):
     files = [folder / "__array_schema.tdb"] if (folder / "__array_schema.tdb").exists() else \
         sorted(p for p in (folder / "__schema").iterdir() if p.is_file())
     theirs = ArraySchema.parse(files[-1].read_bytes(), key=key(case))
-    helpers = _from_truth(truth(case)["schema"])
+    helpers = _from_truth(truth(case)["schema"], truth(case).get("dimension_labels") or ())
     ours = ArraySchema.parse(ArraySchema.build(helpers.to_dict(theirs.version), version=theirs.version))
+    for uri, label in helpers.label_schemas().items():  # each label array's own schema, too
+        [f] = [p for p in (folder / uri / "__schema").iterdir() if p.is_file()]
+        label_theirs = ArraySchema.parse(f.read_bytes())
+        assert ArraySchema.parse(ArraySchema.build(label.to_dict(label_theirs.version), version=label_theirs.version)
+                                 )._unfiltered == label_theirs._unfiltered, uri
     if not theirs.get("enumerations"):
         assert ours._unfiltered == theirs._unfiltered
         return
@@ -305,3 +313,24 @@ def test_every_corpus_schema_from_its_truth(case):
     for k in theirs:
         if k not in ("enumerations", "enumeration_num") and not k.startswith("_"):
             assert same(ours[k], theirs[k]), k
+
+
+def test_dimension_labels(tmp_path):
+    """The label references and each label array's schema, as TileDB-Py makes them (v18+)."""
+    def make(lib):
+        dims = [lib.Dim(name="x", domain=(0, 9), tile=5, dtype=np.int32),
+                lib.Dim(name="y", domain=(1, 8), tile=4, dtype=np.int32)]
+        labels = {0: {"lx": lib.DimLabelSchema("increasing", np.float64, np.int32)},
+                  1: {"ly": lib.DimLabelSchema("decreasing", np.int16, np.int32, dim_tile=2,
+                                               label_filters=[lib.ZstdFilter(2)]),
+                      "lz": lib.DimLabelSchema("increasing", "ascii", np.int32)}}
+        return lib.ArraySchema(domain=lib.Domain(*dims), attrs=[lib.Attr(name="a", dtype=np.int64)], dim_labels=labels)
+    theirs, path = _theirs(tmp_path, make(tiledb))
+    helpers = make(S)
+    assert _ours(helpers)._unfiltered == theirs._unfiltered
+    assert sorted(helpers.label_schemas()) == ["__labels/l0", "__labels/l1", "__labels/l2"]
+    for uri, label in helpers.label_schemas().items():
+        [f] = [p for p in (path / uri / "__schema").iterdir() if p.is_file()]
+        assert _ours(label)._unfiltered == ArraySchema.parse(f.read_bytes())._unfiltered, uri
+    with pytest.raises(ValueError, match="version 18"):
+        helpers.to_dict(17)

@@ -1,8 +1,8 @@
 """Schema helpers named as TileDB-Py names them (array_schema.md, filter_pipeline.md, enumeration.md,
 current_domain.md; REFERENCE.md §6, §8, §9).
 
-``Dim``, ``Domain``, ``Attr``, ``ArraySchema``, ``FilterList``, the filter classes, ``Enumeration`` and
-``CurrentDomain`` describe a schema the way TileDB-Py users write one; each ``to_dict(version)`` gives the
+``Dim``, ``Domain``, ``Attr``, ``ArraySchema``, ``FilterList``, the filter classes, ``Enumeration``,
+``CurrentDomain`` and ``DimLabelSchema`` describe a schema the way TileDB-Py users write one; each ``to_dict(version)`` gives the
 Container that :data:`tdbformat.structs.array_schema.ArraySchema` builds at that format version (fields a
 version lacks are None). Defaults are what TileDB-Py 0.36 writes: coordinate and offsets filters ZSTD(-1),
 validity filters RLE(-1), capacity 10000, row-major orders, pipelines of 65536-byte chunks, each type's
@@ -30,7 +30,8 @@ __all__ = [
     "Filter", "FilterList", "NoOpFilter", "GzipFilter", "ZstdFilter", "LZ4Filter", "RleFilter", "Bzip2Filter",
     "DoubleDeltaFilter", "DeltaFilter", "DictionaryFilter", "BitWidthReductionFilter", "PositiveDeltaFilter",
     "BitShuffleFilter", "ByteShuffleFilter", "ChecksumMD5Filter", "ChecksumSHA256Filter", "FloatScaleFilter",
-    "XORFilter", "WebpFilter", "Dim", "Domain", "Attr", "Enumeration", "CurrentDomain", "ArraySchema",
+    "XORFilter", "WebpFilter", "Dim", "Domain", "Attr", "Enumeration", "CurrentDomain", "DimLabelSchema",
+    "ArraySchema",
     "datatype_of",
 ]
 
@@ -415,6 +416,7 @@ class Attr:
         if enum_label is not None and not (isinstance(enum_label, str) and self.datatype.is_integer):
             raise ValueError(f"enum_label: attribute {name!r} needs an integer dtype and a str label")
         self.enum_label = enum_label
+        self.order = DataOrder.UNORDERED_DATA  # a dimension label's "label" attribute is ordered
 
     def to_dict(self, version: int = LATEST) -> Container:
         version = _check_version(version)
@@ -435,7 +437,7 @@ class Attr:
             fill_value=fill if version >= 6 else None,
             nullable=self.nullable if version >= 7 else None,
             fill_value_validity=False if version >= 7 else None,
-            order=DataOrder.UNORDERED_DATA if version >= 17 else None,
+            order=self.order if version >= 17 else None,
             enumeration_name=(self.enum_label or "") if version >= 20 else None,
         )
 
@@ -503,6 +505,37 @@ def _text(value) -> bytes:
     return value.encode("utf-8") if isinstance(value, str) else bytes(value)
 
 
+class DimLabelSchema:
+    """A dimension label (format v18+): a dense array under ``__labels/`` mapping the dimension's indices to
+    ordered labels (``DimensionLabel``'s constructor makes its schema: dimension "index", attribute "label")."""
+
+    _ORDERS = {"increasing": DataOrder.INCREASING_DATA, "decreasing": DataOrder.DECREASING_DATA}
+
+    def __init__(self, order: str = "increasing", label_dtype=np.uint64, dim_dtype=np.uint64, dim_tile=None,
+                 label_filters=None):
+        if order not in self._ORDERS:
+            raise ValueError(f"order: 'increasing' or 'decreasing', not {order!r}")
+        self.order = self._ORDERS[order]
+        self.label_datatype, cells = datatype_of(label_dtype)
+        if self.label_datatype in (Datatype.CHAR, Datatype.STRING_UTF8):
+            self.label_datatype = Datatype.STRING_ASCII
+        self.label_cell_val_num = VAR_NUM if self.label_datatype == Datatype.STRING_ASCII else 1
+        self.dim_datatype = datatype_of(dim_dtype)[0]
+        self.dim_tile, self.label_filters = dim_tile, _filter_list(label_filters)
+
+    def label_schema(self, dim: Dim) -> "ArraySchema":
+        """The schema of the label array of dimension ``dim``."""
+        if dim.datatype != self.dim_datatype:
+            raise ValueError(f"dim_labels: dimension {dim.name!r} is {dim.datatype.name}, the label says "
+                             f"{self.dim_datatype.name}")
+        index = Dim("index", dim.domain, dim.tile if self.dim_tile is None else self.dim_tile,
+                    dtype=dim.datatype)
+        label = Attr("label", self.label_datatype, var=self.label_cell_val_num == VAR_NUM,
+                     filters=self.label_filters)
+        label.order = self.order
+        return ArraySchema(Domain(index), [label])
+
+
 # ---- the schema ----
 
 _LAYOUTS = {"row-major": Layout.ROW_MAJOR, "C": Layout.ROW_MAJOR, "col-major": Layout.COL_MAJOR,
@@ -523,7 +556,8 @@ class ArraySchema:
 
     def __init__(self, domain: Domain, attrs=(), cell_order="row-major", tile_order="row-major",
                  capacity: int = 0, coords_filters=None, offsets_filters=None, validity_filters=None,
-                 allows_duplicates: bool = False, sparse: bool = False, enums=None, current_domain=None):
+                 allows_duplicates: bool = False, sparse: bool = False, dim_labels=None, enums=None,
+                 current_domain=None):
         if not isinstance(domain, Domain):
             raise TypeError(f"domain: expected a Domain, not {type(domain).__name__}")
         self.domain, self.attrs, self.sparse = domain, list(attrs), bool(sparse)
@@ -549,6 +583,23 @@ class ArraySchema:
         self.enums = list(enums or [])
         self.current_domain = current_domain if current_domain is not None else CurrentDomain()
         self._check_enumerations()
+        self.dim_labels = self._labels(dim_labels or {})
+
+    def _labels(self, dim_labels: dict) -> list:
+        """[(dim_index, name, uri, DimLabelSchema)], the uris numbered as TileDB adds labels (__labels/l<n>)."""
+        out = []
+        for dim_index, labels in dim_labels.items():
+            if not 0 <= dim_index < self.domain.ndim:
+                raise ValueError(f"dim_labels: no dimension {dim_index}")
+            for name, label in labels.items():
+                if not isinstance(label, DimLabelSchema):
+                    raise TypeError(f"dim_labels: expected DimLabelSchema, not {type(label).__name__}")
+                out.append((dim_index, name, f"__labels/l{len(out)}", label))
+        return out
+
+    def label_schemas(self) -> dict:
+        """``{uri relative to the array: ArraySchema}`` of the dimension labels' arrays."""
+        return {uri: label.label_schema(self.domain.dims[i]) for i, _, uri, label in self.dim_labels}
 
     def _check_enumerations(self):
         known = {e.name for e in self.enums}
@@ -589,11 +640,21 @@ class ArraySchema:
             cell_validity_filters=self.validity_filters.to_dict(version) if version >= 7 else None,
             domain=self.domain.to_dict(version, hilbert),
             attributes=ListContainer(a.to_dict(version) for a in self.attrs),
-            labels=ListContainer() if version >= 18 else None,
+            labels=self._label_dicts(version),
             enumerations=ListContainer(Container(name=e.name, filename=e.path_name) for e in self.enums)
             if version >= 20 else None,
             current_domain=self.current_domain.to_dict(self.domain, version) if version >= 22 else None,
         )
+
+    def _label_dicts(self, version: int):
+        if self.dim_labels:
+            require("dimension labels", 18, version)
+        if version < 18:
+            return None
+        return ListContainer(Container(
+            dim_index=i, name=name, relative_uri=True, uri=uri, label_attr_name="label", label_order=label.order,
+            label_datatype=label.label_datatype, label_cell_val_num=label.label_cell_val_num, is_external=False)
+            for i, name, uri, label in self.dim_labels)
 
     def enumeration_dicts(self, version: int = LATEST) -> dict:
         """``{file name in __schema/__enumerations/: enumeration payload}`` of the schema's enumerations."""
