@@ -334,3 +334,57 @@ def test_dimension_labels(tmp_path):
         assert _ours(label)._unfiltered == ArraySchema.parse(f.read_bytes())._unfiltered, uri
     with pytest.raises(ValueError, match="version 18"):
         helpers.to_dict(17)
+
+
+# ---- hypothesis: random schemas written by TileDB-Py and made by the helpers ----
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+_ATTR_DTYPES = _INT_DTYPES + [np.float32, np.float64, str, bytes, "ascii", bool, "datetime64[s]", np.complex128]
+_ANY_FILTERS = ["ZstdFilter", "GzipFilter", "LZ4Filter", "Bzip2Filter", "ByteShuffleFilter",
+                "BitShuffleFilter", "ChecksumMD5Filter", "ChecksumSHA256Filter", "NoOpFilter"]
+
+
+@st.composite
+def _schema_recipes(draw):
+    """A schema as plain data, for both libraries: (dims, attrs, options)."""
+    sparse = draw(st.booleans())
+    ndim = draw(st.integers(1, 3))
+    dim_dtype = draw(st.sampled_from(_INT_DTYPES))
+    dims = []
+    for i in range(ndim):
+        dtype = draw(st.sampled_from(_INT_DTYPES)) if sparse else dim_dtype
+        low = draw(st.integers(0, 50))
+        high = draw(st.integers(low, low + 60))
+        tile = draw(st.none() | st.integers(1, high - low + 1))
+        dims.append(dict(name=f"d{i}", domain=(low, high), tile=tile, dtype=dtype))
+    attrs = []
+    for i in range(draw(st.integers(1, 4))):
+        dtype = draw(st.sampled_from(_ATTR_DTYPES))
+        filters = draw(st.lists(st.tuples(st.sampled_from(_ANY_FILTERS), st.integers(-1, 9)), max_size=3))
+        attrs.append(dict(name=f"a{i}", dtype=dtype, nullable=draw(st.booleans()), filters=filters,
+                          chunksize=draw(st.sampled_from([None, 1024, 65536]))))
+    options = dict(sparse=sparse, capacity=draw(st.sampled_from([0, 1, 100, 10000])),
+                   allows_duplicates=sparse and draw(st.booleans()),
+                   cell_order=draw(st.sampled_from(["row-major", "col-major"] + (["hilbert"] if sparse else []))),
+                   tile_order=draw(st.sampled_from(["row-major", "col-major"])))
+    return dims, attrs, options
+
+
+def _make_recipe(lib, recipe):
+    dims, attrs, options = recipe
+    def filters(spec):
+        out = [getattr(lib, name)(level) if name in ("ZstdFilter", "GzipFilter", "LZ4Filter", "Bzip2Filter")
+               else getattr(lib, name)() for name, level in spec["filters"]]
+        return lib.FilterList(out, chunksize=spec["chunksize"]) if spec["chunksize"] else out
+    return lib.ArraySchema(domain=lib.Domain(*[lib.Dim(**d) for d in dims]),
+                           attrs=[lib.Attr(name=a["name"], dtype=a["dtype"], nullable=a["nullable"], filters=filters(a))
+                                  for a in attrs], **options)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(recipe=_schema_recipes())
+def test_random_schemas_equal_tiledb_pys(tmp_path_factory, recipe):
+    theirs, _ = _theirs(tmp_path_factory.mktemp("h"), _make_recipe(tiledb, recipe))
+    assert _ours(_make_recipe(S, recipe))._unfiltered == theirs._unfiltered
