@@ -156,3 +156,18 @@ def test_bad_arguments(tmp_path):
         tdbformat.delete_cells(path, "a > 5")
     with pytest.raises(ValueError, match="timestamp"):
         tdbformat.delete_cells(path, CASES["a > 5"], timestamp=-3)
+
+
+def test_a_failed_write_leaves_nothing(tmp_path, monkeypatch):
+    path = _make(tmp_path / "a")
+
+    def no_space(*args):
+        raise OSError(28, "No space left on device")
+    with monkeypatch.context() as m:
+        m.setattr("tdbformat.storage.os.replace", no_space)
+        with pytest.raises(tdbformat.FormatError, match="No space left"):
+            tdbformat.delete_cells(path, CASES["a > 5"], timestamp=5)
+    assert [p.name for p in (path / "__commits").iterdir() if not p.name.endswith(".wrt")] == []
+    assert _cells(path)["a"] == list(range(10))
+    tdbformat.delete_cells(path, CASES["a > 5"], timestamp=6)
+    assert _cells(path)["a"] == [0, 1, 2, 3, 4, 5]

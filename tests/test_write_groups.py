@@ -162,3 +162,18 @@ def test_errors(group, tmp_path):
     g.close()
     assert list((group / "__group").iterdir())[0].name.endswith("_2")
     assert not [p for p in (group / "__group").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_failed_write_leaves_nothing(group, monkeypatch):
+    def no_space(*args):
+        raise OSError(28, "No space left on device")
+    g = tdbformat.Group(group)
+    g.add("arr", name="A", relative=True)
+    with monkeypatch.context() as m:
+        m.setattr("tdbformat.storage.os.replace", no_space)
+        with pytest.raises(tdbformat.FormatError, match="No space left"):
+            g.close()
+    assert not (group / "__group").exists() or not list((group / "__group").iterdir())
+    assert _py_members(group) == {}
+    g.close()  # the queued change is still there, and now written
+    assert list(_py_members(group)) == ["A"]

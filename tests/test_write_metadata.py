@@ -177,3 +177,22 @@ def test_group_metadata(tmp_path):
     assert got.keys() == {"s", "v"} and got["s"] == "text"
     np.testing.assert_array_equal(got["v"], [1.5, 2.5])
     assert ArrayMetadata.parse(Path(mine).read_bytes())._generic_tile.version == tdbformat.LATEST  # no details yet
+
+
+def test_a_failed_write_leaves_nothing(tmp_path, monkeypatch):
+    """A rename that fails leaves no partial file (TileDB 2.30 would load one from __meta/), the metadata as it
+    was for TileDB-Py, and the next write succeeds."""
+    path = _make(tmp_path / "a")
+    tdbformat.put_metadata(path, {"k": 1}, timestamp=1)
+    before = sorted(p.name for p in _meta_files(path))
+
+    def no_space(*args):
+        raise OSError(28, "No space left on device")
+    with monkeypatch.context() as m:
+        m.setattr("tdbformat.storage.os.replace", no_space)
+        with pytest.raises(tdbformat.FormatError, match="No space left"):
+            tdbformat.put_metadata(path, {"x": 2}, timestamp=2)
+    assert sorted(p.name for p in _meta_files(path)) == before
+    assert _py_meta(path) == {"k": 1}
+    tdbformat.put_metadata(path, {"x": 2}, timestamp=3)
+    assert _py_meta(path) == {"k": 1, "x": 2}
