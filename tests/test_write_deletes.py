@@ -171,3 +171,49 @@ def test_a_failed_write_leaves_nothing(tmp_path, monkeypatch):
     assert _cells(path)["a"] == list(range(10))
     tdbformat.delete_cells(path, CASES["a > 5"], timestamp=6)
     assert _cells(path)["a"] == [0, 1, 2, 3, 4, 5]
+
+
+def _make_rich(path):
+    """Nullable, string, datetime and float32 attributes and a string dimension."""
+    dom = tiledb.Domain(tiledb.Dim(name="d", domain=(0, 99), tile=10, dtype=np.int32), tiledb.Dim(name="k", dtype="ascii"))
+    attrs = [tiledb.Attr(name="n", dtype=np.int32, nullable=True), tiledb.Attr(name="s", dtype=str),
+             tiledb.Attr(name="t", dtype="datetime64[s]"), tiledb.Attr(name="f", dtype=np.float32)]
+    tiledb.Array.create(str(path), tiledb.ArraySchema(domain=dom, attrs=attrs, sparse=True))
+    with tiledb.open(str(path), "w", timestamp=1) as A:
+        A[np.arange(4), np.array(["a", "b", "c", "d"])] = {
+            "n": np.ma.masked_array(np.arange(4, dtype=np.int32), [0, 1, 0, 0]),
+            "s": np.array(["x", "yy", "z", "w"], dtype=object), "t": np.arange(4).astype("datetime64[s]"),
+            "f": np.arange(4, dtype=np.float32)}
+    return path
+
+
+RICH = {
+    "n == None": comparison("n", Op.EQ, b""),
+    "n != None": comparison("n", Op.NE, b""),
+    "s in ['x', 'yy']": comparison("s", Op.IN, b"xyy", np.array([0, 1], np.uint64)),
+    "k == 'b'": comparison("k", Op.EQ, b"b"),
+    "t > 1": comparison("t", Op.GT, i64(1)),
+    "f < 1.5": comparison("f", Op.LT, np.float32(1.5).tobytes()),
+    "k < 'c' or s == 'w'": combination(OR, comparison("k", Op.LT, b"c"), comparison("s", Op.EQ, b"w")),
+}
+
+
+@pytest.mark.parametrize("text", list(RICH))
+def test_nulls_strings_datetimes_as_tiledb_py(tmp_path, text):
+    ours, theirs = _make_rich(tmp_path / "ours"), _make_rich(tmp_path / "theirs")
+    with tiledb.open(str(theirs), "d", timestamp=5) as A:
+        A.query(cond=text).submit()
+    tdbformat.delete_cells(ours, RICH[text], timestamp=5)
+    [a], [b] = _del_files(ours), _del_files(theirs)
+    assert a.read_bytes() == b.read_bytes()
+    if "None" in text:
+        # TileDB 2.30 cannot read back its own null-test delete (DISCREPANCIES.md); our reader can: no cell
+        # is null, so == None deletes none and != None all
+        for path in (ours, theirs):
+            with tiledb.open(str(path)) as A, pytest.raises(tiledb.TileDBError, match="value size mismatch: 4 != 0"):
+                A[:]
+        assert len(tdbformat.open_array(ours).read()["d"]) == (4 if "==" in text else 0)
+        return
+    with tiledb.open(str(ours)) as A, tiledb.open(str(theirs)) as B:
+        got, want = A[:], B[:]
+    assert got["d"].tolist() == want["d"].tolist() and len(got["d"]) < 4
