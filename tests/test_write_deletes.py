@@ -217,3 +217,21 @@ def test_nulls_strings_datetimes_as_tiledb_py(tmp_path, text):
     with tiledb.open(str(ours)) as A, tiledb.open(str(theirs)) as B:
         got, want = A[:], B[:]
     assert got["d"].tolist() == want["d"].tolist() and len(got["d"]) < 4
+
+
+@pytest.mark.parametrize("case", ["v16_tiledb-py-0.19.1_core-2.13.1/sparse_delete",
+                                  "v19_tiledb-py-0.22.3_core-2.16.3/sparse_delete"])
+def test_old_version_arrays(tmp_path, case):
+    """A delete on a v16 / v19 array is a .del of that version (name suffix and tile header), which TileDB-Py
+    applies on top of the array's own delete."""
+    path = tmp_path / "a"
+    shutil.copytree(CORPUS / case / "array", path)
+    version = int(case[1:3])
+    before = _cells(path)
+    written = tdbformat.delete_cells(path, comparison("a", Op.GE, np.int32(before["a"][-1]).tobytes()))
+    assert written.endswith(f"_{version}.del")
+    with open(written, "rb") as f:
+        assert DeleteCommit.parse(f.read())._generic_tile.version == version
+    after = _cells(path)
+    keep = [i for i, a in enumerate(before["a"]) if a < before["a"][-1]]
+    assert after == {k: [v[i] for i in keep] for k, v in before.items()} and len(keep) < len(before["a"])
