@@ -28,7 +28,7 @@ from .enums import ObjectType
 from .storage import storage_for
 from .structs.group import GroupDetails
 from .structs.names import parse_timestamped_name
-from .versions import KNOWN_VERSIONS, LATEST
+from .versions import LATEST, checked_version
 
 __all__ = ["create_group", "Group", "GROUP_DETAILS_SINCE"]
 
@@ -38,15 +38,9 @@ GROUP_DETAILS_SINCE = 12
 DETAILS_V2_SINCE = 18
 
 
-def _check_version(version) -> int:
-    if isinstance(version, bool) or version not in KNOWN_VERSIONS:
-        raise ValueError(f"version: expected a format version from 1 to {LATEST}, not {version!r}")
-    return int(version)
-
-
 def create_group(path, version: int = LATEST, key=None) -> "Group":
     """Make a group at ``path`` (its marker file) and return it open for adding members at ``version``."""
-    version = _check_version(version)
+    version = checked_version(version)
     storage, root = storage_for(path)
     if directory.is_group(storage, root) or directory.schema_files(storage, root):
         raise ValueError(f"path: {root} already holds a TileDB group or array")
@@ -91,7 +85,7 @@ class Group:
         directory.checked_timestamp(timestamp)
         if version is None:
             version = directory.group_format_version(self.storage, self.path, key) or LATEST
-        self.version = _check_version(version)
+        self.version = checked_version(version)
         self._changes = {}  # member key -> (GroupMember Container, removed), in the order they were queued
 
     @property

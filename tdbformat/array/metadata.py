@@ -23,21 +23,21 @@ from ..storage import storage_for
 from ..structs.metadata import ArrayMetadata
 from ..versions import LATEST
 from .cells import NP_FLAT, NP_SHAPE
+from .schema import datatype_of
 
 __all__ = ["put_metadata", "delete_metadata", "metadata_entries"]
 
 #: the first format version with array metadata
 METADATA_SINCE = 4
 
-# numpy dtype -> Datatype, the lowest value winning (u1 is UINT8, not STRING_UTF8; S1 is CHAR)
-_DATATYPE_OF = {Datatype(d).numpy_dtype: Datatype(d) for d in reversed(Datatype)}
-
-
 def _datatype(dtype: np.dtype, key: str) -> Datatype:
-    found = _DATATYPE_OF.get(np.dtype(dtype).newbyteorder("<") if dtype.byteorder == ">" else np.dtype(dtype))
-    if found is None or dtype.kind in "SU":
+    """The datatype of numeric, bool, datetime and time values (one value each)."""
+    if dtype.kind in "SUVOc":
         raise TypeError(f"mapping[{key!r}]: numpy dtype {dtype} has no TileDB metadata datatype")
-    return found
+    try:
+        return datatype_of(dtype)[0]
+    except TypeError:
+        raise TypeError(f"mapping[{key!r}]: numpy dtype {dtype} has no TileDB metadata datatype") from None
 
 
 def _sequence(value, key: str) -> tuple[Datatype, np.ndarray]:

@@ -24,7 +24,7 @@ from ..enums import (
 )
 from ..structs.array_schema import VAR_NUM, value_dtype
 from ..structs.filter_pipeline import DEFAULT_MAX_CHUNK_SIZE
-from ..versions import KNOWN_VERSIONS, LATEST
+from ..versions import LATEST, checked_version
 
 __all__ = [
     "Filter", "FilterList", "NoOpFilter", "GzipFilter", "ZstdFilter", "LZ4Filter", "RleFilter", "Bzip2Filter",
@@ -42,12 +42,6 @@ def require(feature: str, since: int, version: int) -> None:
         raise ValueError(f"{feature}: needs format version {since} or later, not v{version}")
 
 
-def _check_version(version) -> int:
-    if isinstance(version, bool) or version not in KNOWN_VERSIONS:
-        raise ValueError(f"version: expected a format version from 1 to {LATEST}, not {version!r}")
-    return int(version)
-
-
 # ---- filters ----
 
 class Filter:
@@ -60,7 +54,7 @@ class Filter:
         return Container()
 
     def to_dict(self, version: int = LATEST) -> Container:
-        require(f"the {type(self).__name__}", self.since, _check_version(version))
+        require(f"the {type(self).__name__}", self.since, checked_version(version))
         return Container(type=self.type, options=self.options(version))
 
     def __repr__(self):
@@ -311,7 +305,7 @@ class Dim:
         return (high - low).item()
 
     def to_dict(self, version: int = LATEST, hilbert: bool = False) -> Container:
-        version = _check_version(version)
+        version = checked_version(version)
         if self.var:
             require(f"dimension {self.name!r}: a var-sized (string) dimension", 5, version)
         if len(self.filters):
@@ -344,7 +338,7 @@ class Domain:
         return len(self.dims)
 
     def to_dict(self, version: int = LATEST, hilbert: bool = False) -> Container:
-        version = _check_version(version)
+        version = checked_version(version)
         domain_type = None
         if version < 5:
             types = {d.datatype for d in self.dims}
@@ -419,7 +413,7 @@ class Attr:
         self.order = DataOrder.UNORDERED_DATA  # a dimension label's "label" attribute is ordered
 
     def to_dict(self, version: int = LATEST) -> Container:
-        version = _check_version(version)
+        version = checked_version(version)
         if self.nullable:
             require(f"attribute {self.name!r}: a nullable attribute", 7, version)
         if self.fill is not None:
@@ -467,7 +461,7 @@ class Enumeration:
 
     def to_dict(self, version: int = LATEST) -> Container:
         """The enumeration file's payload (``structs.enumeration.EnumerationPayload``)."""
-        require(f"enumeration {self.name!r}", 20, _check_version(version))
+        require(f"enumeration {self.name!r}", 20, checked_version(version))
         return Container(version=0, name=self.name, path_name=self.path_name, datatype=self.datatype,
                          cell_val_num=self.cell_val_num, ordered=self.ordered, data=self.data,
                          offsets=self.offsets)
@@ -483,7 +477,7 @@ class CurrentDomain:
     def to_dict(self, domain: Domain, version: int = LATEST) -> Container:
         if self.ranges is None:
             return Container(version=0, empty=True, type=None, ndrectangle=None)
-        require("a current domain", 22, _check_version(version))
+        require("a current domain", 22, checked_version(version))
         ranges = self.ranges
         if isinstance(ranges, dict):
             missing = [d.name for d in domain.dims if d.name not in ranges]
@@ -615,7 +609,7 @@ class ArraySchema:
             webp[0].extents = (int(dims[0].tile_extent), int(dims[1].tile_extent))
 
     def to_dict(self, version: int = LATEST) -> Container:
-        version = _check_version(version)
+        version = checked_version(version)
         if self.allows_duplicates:
             require("allows_duplicates", 5, version)
         if self.cell_order == Layout.HILBERT:
