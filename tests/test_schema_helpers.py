@@ -103,7 +103,8 @@ def test_enumerations_and_current_domain(tmp_path):
         dom = lib.Domain(lib.Dim(name="d", domain=(0, 99), tile=10, dtype=np.int64))
         enums = [lib.Enumeration("e1", True, ["aa", "b", "ccc"]), lib.Enumeration("e2", False, [1.5, 2.5]),
                  lib.Enumeration("e3", False, np.array([3, 4], dtype=np.int16))]
-        attrs = [lib.Attr(name="a", dtype=np.int8, enum_label="e1"), lib.Attr(name="b", dtype=np.uint16, enum_label="e2")]
+        attrs = [lib.Attr(name="a", dtype=np.int8, enum_label="e1"),
+                 lib.Attr(name="b", dtype=np.uint16, enum_label="e2")]
         if lib is tiledb:
             cd, rect = tiledb.CurrentDomain(tiledb.default_ctx()), tiledb.NDRectangle(tiledb.default_ctx(), dom)
             rect.set_range(0, 5, 20)
@@ -111,7 +112,8 @@ def test_enumerations_and_current_domain(tmp_path):
             schema = tiledb.ArraySchema(domain=dom, sparse=True, attrs=attrs, enums=enums)
             schema.set_current_domain(cd)
             return schema
-        return S.ArraySchema(domain=dom, sparse=True, attrs=attrs, enums=enums, current_domain=S.CurrentDomain([(5, 20)]))
+        return S.ArraySchema(domain=dom, sparse=True, attrs=attrs, enums=enums,
+                             current_domain=S.CurrentDomain([(5, 20)]))
     theirs, path = _theirs(tmp_path, make(tiledb))
     helpers = make(S)
     ours = _ours(helpers)
@@ -273,7 +275,8 @@ def _from_truth(s, labels=()) -> S.ArraySchema:
     return S.ArraySchema(S.Domain(*dims), attrs, s["cell_order"], s["tile_order"], s["capacity"], _filter_list(coords),
                          _filter_list(s["offsets_filters"]), _filter_list(s.get("validity_filters")),
                          allows_duplicates=s["allows_duplicates"], sparse=s["array_type"] == "sparse",
-                         dim_labels=dim_labels, enums=enums, current_domain=S.CurrentDomain(cd["ndrectangle"]) if cd else None)
+                         dim_labels=dim_labels, enums=enums,
+                         current_domain=S.CurrentDomain(cd["ndrectangle"]) if cd else None)
 
 
 def _schema_cases():

@@ -47,7 +47,8 @@ def _ctx(key=None):
 
 def _make(path, key=None, sparse=True):
     dom = tiledb.Domain(tiledb.Dim(name="d", domain=(0, 99), tile=10, dtype=np.int32), ctx=_ctx(key))
-    attrs = [tiledb.Attr(name="a", dtype=np.int64, ctx=_ctx(key)), tiledb.Attr(name="f", dtype=np.float64, ctx=_ctx(key)),
+    attrs = [tiledb.Attr(name="a", dtype=np.int64, ctx=_ctx(key)),
+             tiledb.Attr(name="f", dtype=np.float64, ctx=_ctx(key)),
              tiledb.Attr(name="s", dtype=str, var=True, ctx=_ctx(key))]
     tiledb.Array.create(str(path), tiledb.ArraySchema(domain=dom, attrs=attrs, sparse=sparse, ctx=_ctx(key)),
                         ctx=_ctx(key))
@@ -175,7 +176,8 @@ def test_a_failed_write_leaves_nothing(tmp_path, monkeypatch):
 
 def _make_rich(path):
     """Nullable, string, datetime and float32 attributes and a string dimension."""
-    dom = tiledb.Domain(tiledb.Dim(name="d", domain=(0, 99), tile=10, dtype=np.int32), tiledb.Dim(name="k", dtype="ascii"))
+    dom = tiledb.Domain(tiledb.Dim(name="d", domain=(0, 99), tile=10, dtype=np.int32),
+                        tiledb.Dim(name="k", dtype="ascii"))
     attrs = [tiledb.Attr(name="n", dtype=np.int32, nullable=True), tiledb.Attr(name="s", dtype=str),
              tiledb.Attr(name="t", dtype="datetime64[s]"), tiledb.Attr(name="f", dtype=np.float32)]
     tiledb.Array.create(str(path), tiledb.ArraySchema(domain=dom, attrs=attrs, sparse=True))

@@ -2,9 +2,9 @@
 current_domain.md; REFERENCE.md §6, §8, §9).
 
 ``Dim``, ``Domain``, ``Attr``, ``ArraySchema``, ``FilterList``, the filter classes, ``Enumeration``,
-``CurrentDomain`` and ``DimLabelSchema`` describe a schema the way TileDB-Py users write one; each ``to_dict(version)`` gives the
-Container that :data:`tdbformat.structs.array_schema.ArraySchema` builds at that format version (fields a
-version lacks are None). Defaults are what TileDB-Py 0.36 writes: coordinate and offsets filters ZSTD(-1),
+``CurrentDomain`` and ``DimLabelSchema`` describe a schema the way TileDB-Py users write one; each
+``to_dict(version)`` gives the Container that :data:`tdbformat.structs.array_schema.ArraySchema` builds at
+that format version (fields a version lacks are None). Defaults are what TileDB-Py 0.36 writes: coordinate and offsets filters ZSTD(-1),
 validity filters RLE(-1), capacity 10000, row-major orders, pipelines of 65536-byte chunks, each type's
 default fill value, and a dimension without a tile extent given the extent of its whole domain (not under a
 Hilbert cell order, nor for string dimensions; ``ArraySchema::set_domain``).
