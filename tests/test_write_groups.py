@@ -199,3 +199,22 @@ def test_one_member_file_equals_tiledb_pys(tmp_path):
                 G.remove("A")
         made[who] = sorted(p.read_bytes() for p in (root / "__group").iterdir())  # TileDB-Py's may share a ms
     assert made["ours"] == made["theirs"] and len(made["ours"]) == 2
+
+
+def test_encrypted(tmp_path):
+    """An encrypted group: our details file is encrypted with its key, and TileDB-Py lists both sides' members."""
+    key = "0123456789abcdeF0123456789abcdeF"
+    ctx = tiledb.Ctx({"sm.encryption_type": "AES_256_GCM", "sm.encryption_key": key})
+    root = tmp_path / "g"
+    tiledb.Group.create(str(root), ctx=ctx)
+    tiledb.Group.create(str(root / "sub"), ctx=ctx)
+    with tiledb.Group(str(root), "w", ctx=ctx) as G:
+        G.add("sub", name="S", relative=True)
+    with tdbformat.Group(root, key=key) as g:
+        g.add("sub", name="T", relative=True)
+    written = max((root / "__group").iterdir(), key=lambda p: int(p.name.split("_")[2]))
+    with pytest.raises(tdbformat.EncryptionError):
+        GroupDetails.parse(written.read_bytes())
+    assert GroupDetails.parse(written.read_bytes(), key=key)._generic_tile.encryption_type == 1
+    with tiledb.Group(str(root), ctx=ctx) as G:
+        assert sorted(m.name for m in G) == ["S", "T"]
