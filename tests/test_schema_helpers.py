@@ -391,3 +391,18 @@ def _make_recipe(lib, recipe):
 def test_random_schemas_equal_tiledb_pys(tmp_path_factory, recipe):
     theirs, _ = _theirs(tmp_path_factory.mktemp("h"), _make_recipe(tiledb, recipe))
     assert _ours(_make_recipe(S, recipe))._unfiltered == theirs._unfiltered
+
+
+@pytest.mark.parametrize("version", tdbformat.KNOWN_VERSIONS)
+def test_a_plain_schema_builds_at_every_version(version):
+    """What every version can hold builds and parses back at that version, the gated fields absent before
+    their version (allows_dups v5, fill values v6, labels v18; one domain_type before v5)."""
+    helpers = S.ArraySchema(S.Domain(S.Dim("x", (1, 10), 5, dtype=np.int32), S.Dim("y", (1, 4), 2, dtype=np.int32)),
+                            [S.Attr("a", np.float64, filters=[S.GzipFilter(6)]), S.Attr("s", "S4"),
+                             S.Attr("v", np.int16, var=True)], sparse=True, capacity=3)
+    parsed = _ours(helpers, version)
+    assert parsed.version == version and parsed.capacity == 3
+    assert [a.name for a in parsed.attributes] == ["a", "s", "v"]
+    assert (parsed.allows_dups is None) == (version < 5) and (parsed.labels is None) == (version < 18)
+    assert (parsed.attributes[0].fill_value is None) == (version < 6)
+    assert (parsed.domain.domain_type is None) == (version >= 5)
