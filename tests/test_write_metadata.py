@@ -196,3 +196,32 @@ def test_a_failed_write_leaves_nothing(tmp_path, monkeypatch):
     assert _py_meta(path) == {"k": 1}
     tdbformat.put_metadata(path, {"x": 2}, timestamp=3)
     assert _py_meta(path) == {"k": 1, "x": 2}
+
+
+# ---- hypothesis: random mappings, written by TileDB-Py and by us ----
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+_KEYS = st.text(st.characters(min_codepoint=48, max_codepoint=122), min_size=1, max_size=8)
+_NUMERIC = st.sampled_from([np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+                            np.float32, np.float64, np.bool_])
+_VALUES = st.one_of(
+    st.integers(-2**63, 2**63 - 1), st.floats(allow_nan=False), st.text(max_size=20), st.binary(max_size=20),
+    st.lists(st.integers(-2**63, 2**63 - 1), max_size=5), st.lists(st.floats(allow_nan=False), max_size=5),
+    _NUMERIC.flatmap(lambda t: hnp.arrays(t, hnp.array_shapes(min_dims=0, max_dims=3, max_side=3))),
+    _NUMERIC.flatmap(lambda t: hnp.from_dtype(np.dtype(t)).map(lambda v: np.dtype(t).type(v))),
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mapping=st.dictionaries(_KEYS, _VALUES, min_size=1, max_size=6))
+def test_random_mappings_equal_tiledb_pys_file(tmp_path_factory, mapping):
+    folder = tmp_path_factory.mktemp("m")
+    ours, theirs = _make(folder / "ours"), _make(folder / "theirs")
+    with tiledb.open(str(theirs), "w", timestamp=5) as A:
+        for k, v in mapping.items():
+            A.meta[k] = v
+    tdbformat.put_metadata(ours, mapping, timestamp=5)
+    [a], [b] = _meta_files(ours), _meta_files(theirs)
+    assert a.read_bytes() == b.read_bytes()
