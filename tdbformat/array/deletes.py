@@ -4,8 +4,9 @@
 does: one generic tile of the array's format version holding the **negated** condition (the cells to
 keep), after the checks TileDB makes first: sparse arrays only, the condition's fields and value sizes
 fit the schema (``ASTNodeVal::check_node_validity``), and the timestamp does not fall inside a fragment
-consolidated without timestamps. TileDB never stores a NOT: it negates ``not x`` as it builds the
-condition (``QueryCondition::negate``), so NOT nodes are resolved here before the whole is negated.
+consolidated without timestamps. The tree is first made the one TileDB would have built (:func:`tiledb_tree`):
+TileDB never stores a NOT (it negates ``not x`` as it builds the condition, ``QueryCondition::negate``), nor
+an AND directly under an AND or an OR under an OR.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ..structs.commits import DeleteCommit, combination, negate
 from ..structs.names import parse_timestamped_name
 from ..versions import FEATURES
 
-__all__ = ["delete_cells", "DELETES_SINCE", "without_not"]
+__all__ = ["delete_cells", "DELETES_SINCE", "tiledb_tree"]
 
 #: the first format version with delete commits
 DELETES_SINCE = 16
@@ -32,17 +33,23 @@ _UNSUPPORTED = (Datatype.ANY, Datatype.STRING_UTF16, Datatype.STRING_UTF32, Data
                 Datatype.STRING_UCS4, Datatype.BLOB, Datatype.GEOM_WKB, Datatype.GEOM_WKT)
 
 
-def without_not(node) -> Container:
-    """``node`` with every NOT pushed into its operand (De Morgan), as TileDB builds conditions."""
+def tiledb_tree(node) -> Container:
+    """``node`` as TileDB builds conditions: every NOT pushed into its operand (De Morgan), and the children of
+    an AND that are ANDs (of an OR that are ORs) spliced into it (``ASTNodeExpr::combine``). TileDB 2.30
+    misreads an OR nested in an OR in a delete commit (DISCREPANCIES.md), and never writes one."""
     if node["node_type"] == NodeType.VALUE:
         return node
     e = node["expression"]
-    children = [without_not(child) for child in e["children"]]
+    children = [tiledb_tree(child) for child in e["children"]]
     if e["combination_op"] == CombinationOp.NOT:
         if len(children) != 1:
             raise ValueError(f"condition: a NOT node has one operand, not {len(children)}")
-        return negate(children[0])
-    return combination(e["combination_op"], *children)
+        return negate(children[0])  # negating flips every operator, so the result stays spliced
+    op, flat = e["combination_op"], []
+    for child in children:
+        same = child["node_type"] == NodeType.EXPRESSION and child["expression"]["combination_op"] == op
+        flat.extend(child["expression"]["children"] if same else [child])
+    return combination(op, *flat)
 
 
 def _check_value(c, field) -> None:
@@ -110,7 +117,7 @@ def delete_cells(path, condition, timestamp=None, key=None) -> str:
     if schema.array_type == ArrayType.DENSE:
         raise ValueError("delete conditions apply to sparse arrays only (TileDB refuses them on dense arrays)")
     fields = {f.name: f for f in dimensions(schema) + attributes(schema)}
-    plain = without_not(condition)
+    plain = tiledb_tree(condition)
     _check(plain, fields)
     timestamp = directory.checked_timestamp(timestamp)
     _check_not_inside_consolidated(directory.Listing.of(storage, root, key), timestamp)
