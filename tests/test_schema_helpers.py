@@ -406,3 +406,10 @@ def test_a_plain_schema_builds_at_every_version(version):
     assert (parsed.allows_dups is None) == (version < 5) and (parsed.labels is None) == (version < 18)
     assert (parsed.attributes[0].fill_value is None) == (version < 6)
     assert (parsed.domain.domain_type is None) == (version >= 5)
+    # the dict itself serves the structs' readers (a writer can ask it what it asks a parsed schema)
+    from tdbformat.structs.array_schema import attributes, dimensions
+
+    def plain(fields):
+        return [(f.name, f.datatype, f.cell_val_num, f.var, f.nullable) for f in fields]
+    as_dict = helpers.to_dict(version)
+    assert plain(dimensions(as_dict)) == plain(dimensions(parsed)) and plain(attributes(as_dict)) == plain(attributes(parsed))
