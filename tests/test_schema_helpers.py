@@ -47,6 +47,14 @@ def test_defaults(tmp_path):
     assert [d.tile_extent for d in ours.domain.dimensions] == [100, 11]
 
 
+def test_default_extent_wraps_as_tiledbs(tmp_path):
+    """int8 [-100, 100] has 201 values: TileDB's extent, computed in int8, is -55; ours too."""
+    theirs, ours = _both(tmp_path, lambda lib: lib.ArraySchema(
+        domain=lib.Domain(lib.Dim(name="d", domain=(-100, 100), dtype=np.int8)),
+        attrs=[lib.Attr(name="a", dtype=np.int8)], sparse=True))
+    assert ours._unfiltered == theirs._unfiltered and ours.domain.dimensions[0].tile_extent == -55
+
+
 def test_datatypes_var_nullable_fill(tmp_path):
     def make(lib):
         dims = [lib.Dim(name="d", domain=(0, 99), dtype=np.int64), lib.Dim(name="s", dtype="ascii")]

@@ -296,13 +296,14 @@ class Dim:
 
     def _range_extent(self):
         """TileDB's extent for a dimension without one: the domain's range (+1 for integers)."""
-        low, high = np.asarray(self.domain, value_dtype(self.datatype))
-        if np.issubdtype(low.dtype, np.integer):
-            info = np.iinfo(low.dtype)
-            if low == info.min and high == info.max:
-                raise ValueError(f"dimension {self.name!r}: the domain is the whole type, so it needs a tile extent")
-            return (high - low + 1).item()
-        return (high - low).item()
+        bounds = np.asarray(self.domain, value_dtype(self.datatype))
+        if not np.issubdtype(bounds.dtype, np.integer):
+            return (bounds[1:] - bounds[:1]).item()
+        info = np.iinfo(bounds.dtype)
+        if bounds[0] == info.min and bounds[1] == info.max:
+            raise ValueError(f"dimension {self.name!r}: the domain is the whole type, so it needs a tile extent")
+        # in the dimension's own type, wrapping as TileDB's does: int8 [-100, 100] gets -55
+        return (bounds[1:] - bounds[:1] + bounds.dtype.type(1)).item()
 
     def to_dict(self, version: int = LATEST, hilbert: bool = False) -> Container:
         version = checked_version(version)
