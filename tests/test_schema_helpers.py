@@ -366,9 +366,10 @@ def _schema_recipes(draw):
     dims = []
     for i in range(ndim):
         dtype = draw(st.sampled_from(_INT_DTYPES)) if sparse else dim_dtype
-        low = draw(st.integers(0, 50))
-        high = draw(st.integers(low, low + 60))
-        tile = draw(st.none() | st.integers(1, high - low + 1))
+        info = np.iinfo(dtype)
+        low = draw(st.integers(max(info.min, -200), 50))
+        high = draw(st.integers(low, min(int(info.max) - 1, low + 300)))  # never the whole type: it needs a tile
+        tile = draw(st.none() | st.integers(1, min(high - low + 1, int(info.max))))
         dims.append(dict(name=f"d{i}", domain=(low, high), tile=tile, dtype=dtype))
     attrs = []
     for i in range(draw(st.integers(1, 4))):
