@@ -2,6 +2,10 @@
 
 from . import spec
 from .array import Array, Fragment, open_array
+from .array.metadata import delete_metadata, put_metadata
+from .array.deletes import delete_cells
+from .groups import Group, create_group
+from .array import schema
 from .errors import ChecksumError, EncryptionError, FormatError, FormatWarning, UnsupportedError, VersionError
 from .files import ParsedFile, parse_file
 from .filters import filter_tile, unfilter
@@ -32,4 +36,8 @@ __all__ = [
     "Filter", "FilterPipeline", "GenericTile", "GenericTileHeader", "DataFile", "Tile", "TileChunk",
     "GroupDetails", "group_members", "ArrayMetadata", "fold_metadata", "read_metadata",
     "KNOWN_VERSIONS", "LATEST", "spec",
+    "put_metadata", "delete_metadata",
+    "delete_cells",
+    "create_group", "Group",
+    "schema",
 ]

@@ -22,7 +22,7 @@ LAYERS = [
     ["storage"],
     ["directory"],
     ["show"],
-    ["files", "array"],
+    ["files", "array", "groups"],
     ["spec"],
     ["ksy", "spec_render", "cat", "conformance"],
     ["cli"],
