@@ -31,7 +31,7 @@ from ..versions import LibraryVersion, since_library
 __all__ = ["GenericTile1x", "ChunkedTile1x", "legacy_generic_tile", "ArraySchema1x", "ArrayMetadata1x",
            "FragmentMetadata1x", "FragmentMetadataPayload", "DataFile1x", "LegacyDatatypeEnum",
            "LegacyCompressorEnum", "LegacyLayoutEnum", "legacy_schema_info", "decode_chunks", "VAR_NUM_1X",
-           "HEADER_SIZE_1X"]
+           "HEADER_SIZE_1X", "legacy_field_layout", "legacy_tile_cells", "legacy_domain", "legacy_extents"]
 
 LegacyDatatypeEnum = StrictEnum(Int8ul, LegacyDatatype)
 LegacyCompressorEnum = StrictEnum(Int8ul, LegacyCompressor)
@@ -321,3 +321,57 @@ class _Tiles(Construct):
 #: ``tile_offsets=`` from the fragment metadata and ``compressor=``; a compressed tile is a list of chunked
 #: sub-tiles (one per dimension for coordinates, else one).
 DataFile1x = Section("Data file (1.x)", "prev1.md §3.4", _Tiles())
+
+
+def legacy_field_layout(schema, fm, index: int, var: bool) -> dict:
+    """How a data file of field ``index`` (N = coordinates; ``var``: its ``_var`` file) is cut into tiles:
+    ``{"tile_offsets", "compressor"}`` (1.x), or for 0.x ``{"tile_offsets"}`` when compressed and
+    ``{"tile_bytes"}`` when not (0.x records no offsets for uncompressed fields)."""
+    offsets = (fm.tile_var_offsets if var else fm.tile_offsets)[index].data
+    if "domain_type" in schema:  # 1.x
+        attrs = schema.attributes
+        if index == len(attrs):
+            compressor = schema.coords_compressor
+        elif attrs[index].cell_val_num == VAR_NUM_1X and not var:
+            compressor = schema.offsets_compressor
+        else:
+            compressor = attrs[index].compressor
+        return {"tile_offsets": offsets, "compressor": int(compressor)}
+    compressor = schema.compression[index]
+    if compressor:
+        return {"tile_offsets": offsets}
+    if var:
+        return {}
+    dtype, dim_num, _ = legacy_schema_info(schema)
+    if index == len(schema.attributes):
+        cell = dim_num * dtype.itemsize
+    elif schema.cell_val_num[index] == 2**31 - 1:
+        cell = 8
+    else:
+        cell = schema.cell_val_num[index] * Datatype(int(schema.types[index])).size
+    return {"tile_bytes": cell * legacy_tile_cells(schema)}
+
+
+def legacy_tile_cells(schema) -> int:
+    """Cells of a full data tile: the capacity for sparse arrays, the space tile's cells for dense ones."""
+    dense = schema.array_type == 0 if "domain_type" in schema else schema.dense
+    if not dense:
+        return int(schema.capacity)
+    n = 1
+    for extent in legacy_extents(schema):
+        n *= int(extent)
+    return n
+
+
+def legacy_domain(schema) -> np.ndarray:
+    """``(dim_num, 2)`` lo/hi of each dimension, in the coordinates type."""
+    dtype, dim_num, _ = legacy_schema_info(schema)
+    raw = schema.domain if "domain" in schema else b"".join(d.domain for d in schema.dimensions)
+    return np.frombuffer(raw, dtype).reshape(dim_num, 2)
+
+
+def legacy_extents(schema) -> np.ndarray | None:
+    """The space tile extent of each dimension, or None when the array has none."""
+    dtype, dim_num, _ = legacy_schema_info(schema)
+    raw = schema.tile_extents if "tile_extents" in schema else b"".join(d.tile_extent for d in schema.dimensions)
+    return np.frombuffer(raw, dtype) if len(raw) == dim_num * dtype.itemsize else None
