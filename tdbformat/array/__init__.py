@@ -223,5 +223,8 @@ def check_ranges(dims, ranges) -> dict:
 
 def open_array(path, key=None, timestamp=None) -> Array:
     """Open the array at ``path`` (``key``: AES-256-GCM key of an encrypted array; ``timestamp``: the end,
-    or (start, end), in ms, of what reads see by default, as ``tiledb.open``: the current time if None)."""
-    return Array(path, key=key, timestamp=timestamp)
+    or (start, end), in ms, of what reads see by default, as ``tiledb.open``: the current time if None).
+    An array from before format version 1 (TileDB 0.x, 1.0-1.3) opens as a :class:`~.legacy.LegacyArray`."""
+    from .legacy import open_legacy
+    legacy = open_legacy(path) if key is None and timestamp is None else None
+    return legacy if legacy is not None else Array(path, key=key, timestamp=timestamp)
