@@ -154,6 +154,17 @@ class LegacyArray:
         kind = "DenseArray" if self.schema.array_type == ArrayType.DENSE else "SparseArray"
         return f"{kind}(uri={str(self.path)!r}, dialect={self.version!r}, fragments={len(self.fragments)})"
 
+    @property
+    def metadata(self) -> dict:
+        """Pre-v1 arrays have no array metadata (0.x kept key-values as separate "metadata" objects)."""
+        return {}
+
+    meta = metadata
+
+    @property
+    def enumerations(self) -> dict:
+        return {}
+
     def nonempty_domain(self, timestamp=None, raw: bool = False):
         """Per dimension, the inclusive (lo, hi) of every fragment's non-empty domain; None without fragments."""
         if not self.fragments:

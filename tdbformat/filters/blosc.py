@@ -36,8 +36,8 @@ def decompress_blosc(packed, orig_size: int, inner: tuple[str, ...]) -> bytes:
         raise FormatError(f"blosc: a frame needs a 16-byte header, only {len(packed)} bytes are left")
     head = BloscHeader.parse(packed[:16])
     codec = INNER_CODECS.get(head.flags >> 5)
-    if head.version > 2 and head.version != 3:
-        raise FormatError(f"blosc: frame format version {head.version} is not blosc1's")
+    if head.version not in (1, 2):  # c-blosc 1.x, which TileDB 0.5-1.3 linked, writes 2
+        raise FormatError(f"blosc: frame format version {head.version} is not blosc1's (1 or 2)")
     if codec not in inner:
         raise FormatError(f"blosc: the frame's inner codec is {codec or head.flags >> 5}, the compressor says "
                           f"{' or '.join(inner)}")
