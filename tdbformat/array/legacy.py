@@ -184,10 +184,8 @@ class LegacyArray:
             raise ValueError(f"order: expected one of {', '.join(map(repr, _ORDERS))}, not {order!r}")
         ranges = check_ranges(self.dims, ranges)
         if self.schema.array_type == ArrayType.DENSE:
-            if order in ("G", "U"):
-                raise ValueError(f"order: a dense array is read in order C or F, not {order}")
             check_budget(self, self.schema, wanted, ranges, memory_budget)
-            return _read_dense(self, wanted, ranges, _ORDERS[order or "C"])
+            return _read_dense(self, wanted, ranges, _ORDERS[order or "C"])  # G, U: N-D row-major, as v1+
         return _read_sparse(self, wanted, ranges, _ORDERS[order or "G"], memory_budget)
 
 

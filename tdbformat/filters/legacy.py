@@ -19,6 +19,9 @@ __all__ = ["decompress", "BLOSC_INNER"]
 #: blosc compressor id -> the inner codecs its frames may carry
 BLOSC_INNER = {C.BLOSC: ("blosclz",), C.BLOSC_LZ4: ("lz4",), C.BLOSC_LZ4HC: ("lz4",),
                C.BLOSC_SNAPPY: ("snappy",), C.BLOSC_ZLIB: ("zlib",), C.BLOSC_ZSTD: ("zstd",)}
+#: the most any codec here expands (RLE: 65535 one-byte values from 3 bytes is 21845:1), so that a size
+#: read from the file is refused before a buffer of it is allocated
+_MAX_RATIO = 65536
 _PLAIN = {C.GZIP: Gzip(), C.ZSTD: Zstd(), C.LZ4: Lz4(), C.BZIP2: Bzip2(), C.RLE: Rle(), C.DOUBLE_DELTA: DoubleDelta()}
 
 
@@ -26,6 +29,9 @@ def decompress(compressor: C, packed, orig_size: int, datatype: Datatype, value_
     """``orig_size`` bytes of ``packed``, compressed with ``compressor``; ``value_size`` is RLE's value
     (the cell for fixed attributes, one value for var data and offsets), ``datatype`` double delta's."""
     compressor = C(compressor)
+    if compressor != C.NO_COMPRESSION and orig_size > _MAX_RATIO * len(packed) + (1 << 20):
+        raise FormatError(f"{compressor.name}: {len(packed)} compressed bytes cannot hold the {orig_size} the "
+                          f"tile claims (more than {_MAX_RATIO}:1)")
     if compressor == C.NO_COMPRESSION:
         out = bytes(packed)
     elif compressor in BLOSC_INNER:

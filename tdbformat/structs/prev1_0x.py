@@ -163,7 +163,7 @@ class _Spans(Construct):
         offsets = [int(o) for o in context._params.get("tile_offsets", ())]
         step = context._params.get("tile_bytes")
         if not offsets:
-            offsets = list(range(0, len(data), step)) if step else [0]
+            offsets = (list(range(0, len(data), step)) if step else []) or [0]
         if offsets[0] != 0 or any(b < a for a, b in zip(offsets, offsets[1:])) or offsets[-1] > len(data):
             raise FormatError(f"tile offsets {offsets[:4]} do not cut a file of {len(data)} bytes", path=path)
         return ListContainer(data[a:b] for a, b in zip(offsets, offsets[1:] + [len(data)]))
