@@ -221,6 +221,9 @@ class LibraryGate(Versioned):
     """A field of a pre-v1 dialect that exists only for library versions ``lo <= (major, minor) < hi``
     (tuples; the governing "version" is the library version the structure stores, or ``version=``)."""
 
+    def present(self, version) -> bool:
+        return isinstance(version, tuple) and super().present(version)  # no format version (1+) has it
+
     def span(self) -> str:
         def text(v):
             return ".".join(map(str, v))

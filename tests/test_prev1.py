@@ -450,3 +450,26 @@ def test_convert_upgrades_a_legacy_array_so_tiledb_opens_it(tmp_path):
         convert(PREV1 / name, out, version=22)
         with tiledb.open(str(out)) as a:
             assert a.schema.domain.ndim == 2 or name.endswith("v1_3_0")
+
+
+# --- spec pages and the diff at format version 1 ------------------------------------------------------------
+
+def test_diff_1x_1_shows_what_changed_at_format_version_1(capsys):
+    from tdbformat.cli import main
+    assert main(["diff", "1.x", "1"]) == 0
+    text = capsys.readouterr().out
+    rows = {tuple(line.split()[:2]) for line in text.splitlines() if line[:1] in "+-~"}
+    # prev1.md §3.1: v1 puts a u32 version first and replaces compressor + level by encryption + a pipeline
+    assert {("+", "version"), ("-", "compressor"), ("-", "compression_level"), ("+", "encryption_type"),
+            ("+", "filter_pipeline")} <= rows
+    # §3.3: the same fragment metadata with a u32 version in place of int32[3]
+    assert ("~", "version") in rows and "LibraryVersion(i32[])" in text and "FormatVersion(u32)" in text
+
+
+def test_dialect_pages_are_generated_with_their_gates():
+    from tdbformat.spec_render import dialect_markdown
+    one = dialect_markdown("1.x")
+    assert "| `dimensions[].null_tile_extent` | u8 | 1 | library 1.2+ |" in one
+    assert "| `file_sizes` |" in one and "Array schema (0.x)" not in one
+    zero = dialect_markdown("0.x")
+    assert "| `array_name` | char[] | array_name_len |" in zero and "Array schema (1.x)" not in zero

@@ -23,8 +23,8 @@ from construct import Const, Construct, Container, Int8sl, Int8ul, Int32sl, Int3
 
 from ..enums import Datatype
 from ..errors import FormatError
-from ..fields import Counted, Raw, Section, Struct, Valid, remaining, text_field
-from .prev1_1x import FragmentMetadataPayload, LegacyCompressorEnum, LegacyDatatypeEnum
+from ..fields import Counted, Raw, Struct, Valid, remaining, text_field
+from .prev1_1x import DialectSection, FragmentMetadataPayload, LegacyCompressorEnum, LegacyDatatypeEnum
 
 __all__ = ["ArraySchema0x", "BookKeeping0x", "GzipMember", "DataFile0x", "VAR_NUM_0X", "VERSION_0X"]
 
@@ -57,7 +57,7 @@ class _Agrees(construct.Check):
 
 _Name = Struct(*text_field("name", Int32sl, "the name"))
 
-ArraySchema0x = Section("Array schema (0.x)", "prev1.md §2.1", Struct(
+ArraySchema0x = DialectSection("Array schema (0.x)", "prev1.md §2.1", Struct(
     *text_field("array_name", Int32sl, "absolute path of the array folder when it was created"),
     "dense" / Valid(Int8ul, lambda v, ctx: v in (0, 1), "dense is a bool") * "1 dense, 0 sparse",
     "tile_order" / _Layout0x * "0 row-major, 1 column-major",
@@ -80,6 +80,9 @@ ArraySchema0x = Section("Array schema (0.x)", "prev1.md §2.1", Struct(
 ))
 
 class _UpToTrailer(Construct):
+    spec_type = "deflate stream (RFC 1951)"
+    spec_size = "the file - 18"
+
     def _parse(self, stream, context, path):
         n = remaining(stream) - 8
         if n < 0:
@@ -109,6 +112,8 @@ class _Gzipped(Construct):
     """``payload`` inside a gzip member (:data:`GzipMember`): parses to the payload, keeping the member
     under ``_gzip``; building reuses it while the payload is unchanged, else deflates at zlib's default
     level as ``gzopen`` does."""
+
+    container_name = "gzip member (GzipMember)"
 
     def __init__(self, payload):
         super().__init__()
@@ -152,11 +157,14 @@ class _Gzipped(Construct):
 
 
 #: ``__book_keeping.tdb.gz``: parse with ``schema=`` (the parsed :data:`ArraySchema0x`) and ``version=(0,)``
-BookKeeping0x = Section("Book-keeping (0.x)", "prev1.md §2.2", _Gzipped(FragmentMetadataPayload))
+BookKeeping0x = DialectSection("Book-keeping (0.x)", "prev1.md §2.2", _Gzipped(FragmentMetadataPayload))
 
 
 class _Spans(Construct):
     """A data file cut at ``tile_offsets`` (or, uncompressed, at multiples of ``tile_bytes``)."""
+
+    spec_type = "compressed tiles back to back from tile_offsets (no header), or uncompressed tiles of tile_bytes"
+    spec_size = "the file"
 
     def _parse(self, stream, context, path):
         data = stream.read()
@@ -176,4 +184,4 @@ class _Spans(Construct):
 
 #: A 0.x data file (``a1.tdb``, ``a2_var.tdb``, ``__coords.tdb``): compressed tiles back to back with no header
 #: (``tile_offsets=`` from the book-keeping), or uncompressed tiles of ``tile_bytes=``.
-DataFile0x = Section("Data file (0.x)", "prev1.md §2.3", _Spans())
+DataFile0x = DialectSection("Data file (0.x)", "prev1.md §2.3", _Spans())

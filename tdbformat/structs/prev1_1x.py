@@ -26,12 +26,24 @@ from ..errors import FormatError, UnsupportedError
 from ..fields import Counted, Raw, Section, StrictEnum, Struct, Valid, remaining, rule, text_field
 from ..filters.legacy import BLOSC_INNER, decompress
 from ..numpy_array import CountedNumpy
-from ..versions import LibraryVersion, since_library
+from ..versions import LibraryVersion, dialect_label, since_library
 
 __all__ = ["GenericTile1x", "ChunkedTile1x", "legacy_generic_tile", "ArraySchema1x", "ArrayMetadata1x",
            "FragmentMetadata1x", "FragmentMetadataPayload", "DataFile1x", "LegacyDatatypeEnum",
            "LegacyCompressorEnum", "LegacyLayoutEnum", "legacy_schema_info", "decode_chunks", "VAR_NUM_1X",
            "HEADER_SIZE_1X", "legacy_field_layout", "legacy_tile_cells", "legacy_domain", "legacy_extents"]
+
+class DialectSection(Section):
+    """A top-level structure of a pre-v1 dialect: it exists in no format version (1 and later), only at the
+    library versions of its dialect (``(0,)`` for 0.x, ``(1, minor, patch)`` for 1.x)."""
+
+    def __init__(self, title: str, page: str, subcon, whole: bool = True):
+        super().__init__(title, page, subcon, whole=whole)
+        self.dialect = "0.x" if "(0.x)" in title else "1.x"  # the title names it
+
+    def exists(self, version) -> bool:
+        return isinstance(version, tuple) and (dialect_label(version) == "0.x") == (self.dialect == "0.x")
+
 
 LegacyDatatypeEnum = StrictEnum(Int8ul, LegacyDatatype)
 LegacyCompressorEnum = StrictEnum(Int8ul, LegacyCompressor)
@@ -49,7 +61,7 @@ Chunk1x = Struct(
 
 #: A compressed 1.x tile (tile_io.cc ``compress_tile``): chunks of at most INT_MAX (1.0-1.2) or 64 KiB (1.3)
 #: bytes, in order.
-ChunkedTile1x = Section("Compressed tile (1.x)", "prev1.md §3.4", Struct(
+ChunkedTile1x = DialectSection("Compressed tile (1.x)", "prev1.md §3.4", Struct(
     "chunk_num" / Rebuild(Int64ul, lambda ctx: len(ctx.chunks)) * "number of chunks",
     "chunks" / Counted(this.chunk_num, Chunk1x, min_size=16) * "the chunks",
 ), whole=False)
@@ -65,6 +77,9 @@ def _body_size(ctx) -> int:
 
 class _Body(Construct):
     """A generic tile body: raw when the compressor is NO_COMPRESSION, else chunked, inside persisted_size."""
+
+    spec_type = "raw payload if compressor == NO_COMPRESSION, else Compressed tile (1.x)"
+    spec_size = "persisted_size"
 
     def _parse(self, stream, context, path):
         n = context.persisted_size
@@ -87,7 +102,7 @@ class _Body(Construct):
         return obj
 
 
-GenericTile1x = Section("Generic tile (1.x)", "prev1.md §3.1", Struct(
+GenericTile1x = DialectSection("Generic tile (1.x)", "prev1.md §3.1", Struct(
     "persisted_size" / Rebuild(Int64ul, _body_size) * "bytes after this 30-byte header",
     "tile_size" / Int64ul * "bytes of the uncompressed payload",
     "datatype" / LegacyDatatypeEnum * "datatype of the payload (CHAR)",
@@ -182,13 +197,22 @@ def _type_size(ctx) -> int:
     return Datatype(int(ctx._.domain_type)).size
 
 
+@rule("2 × the domain type's size")
+def _domain_bytes(ctx) -> int:
+    return 2 * _type_size(ctx)
+
+
+@rule("0 if null_tile_extent, else the domain type's size")
+def _extent_bytes(ctx) -> int:
+    return 0 if ctx.get("null_tile_extent") else _type_size(ctx)
+
+
 Dimension1x = Struct(
     *text_field("name", Int32ul, "dimension name"),
-    "domain" / Raw(lambda ctx: 2 * _type_size(ctx), "domain") * "lower and upper bound, in the domain type",
+    "domain" / Raw(_domain_bytes, "domain") * "lower and upper bound, in the domain type",
     "null_tile_extent" / since_library((1, 2), Valid(Int8ul, _is_flag, "a flag is 0 or 1"))
     * "1 = no tile extent follows (1.0/1.1 always write one)",
-    "tile_extent" / Raw(lambda ctx: 0 if ctx.get("null_tile_extent") else _type_size(ctx),
-                        "tile extent") * "space tile extent in the domain type (absent if null)",
+    "tile_extent" / Raw(_extent_bytes, "tile extent") * "space tile extent in the domain type (absent if null)",
 )
 
 Attribute1x = Struct(
@@ -217,7 +241,7 @@ _Schema1xPayload = Struct(
 )
 
 #: ``__array_schema.tdb`` of 1.2/1.3 (``tiledb/sm/array_schema/*.cc``)
-ArraySchema1x = Section("Array schema (1.x)", "prev1.md §3.2", legacy_generic_tile(_Schema1xPayload))
+ArraySchema1x = DialectSection("Array schema (1.x)", "prev1.md §3.2", legacy_generic_tile(_Schema1xPayload))
 #: ``__array_metadata.tdb`` of 1.0/1.1: the same structure under the older name
 ArrayMetadata1x = ArraySchema1x
 
@@ -251,11 +275,16 @@ def _fields(ctx) -> int:
     return _info(ctx)[2]
 
 
+@rule("num × 2 × dim_num")
+def _box_values(ctx) -> int:
+    return ctx.num * 2 * _info(ctx)[1]
+
+
 def _boxes(doc: str):
     """``n`` then ``n`` boxes of 2 × dim_num coordinates (MBRs, first/last coordinates of each tile)."""
     return Struct(
         "num" / Rebuild(Int64ul, lambda ctx: len(ctx.data) // (2 * _info(ctx)[1])) * "number of boxes",
-        "data" / _Numpy(lambda ctx: ctx.num * 2 * _info(ctx)[1], _coords_dtype) * doc,
+        "data" / _Numpy(_box_values, _coords_dtype) * doc,
     )
 
 
@@ -285,11 +314,14 @@ FragmentMetadataPayload = Struct(
 )
 
 #: ``__fragment_metadata.tdb`` of 1.x: parse with ``schema=`` (and ``version=`` the schema's for 1.0/1.1)
-FragmentMetadata1x = Section("Fragment metadata (1.x)", "prev1.md §3.3", legacy_generic_tile(FragmentMetadataPayload))
+FragmentMetadata1x = DialectSection("Fragment metadata (1.x)", "prev1.md §3.3", legacy_generic_tile(FragmentMetadataPayload))
 
 
 class _Tiles(Construct):
     """A data file cut at ``tile_offsets``: chunked tiles when ``compressor`` is set, else raw spans."""
+
+    spec_type = "tiles back to back from tile_offsets: Compressed tile (1.x) (one per dimension for coordinates), or raw"
+    spec_size = "the file"
 
     def _parse(self, stream, context, path):
         data = stream.read()
@@ -320,7 +352,7 @@ class _Tiles(Construct):
 #: A 1.x data file (``a1.tdb``, ``a2_var.tdb``, ``__coords.tdb``): tiles back to back; parse with
 #: ``tile_offsets=`` from the fragment metadata and ``compressor=``; a compressed tile is a list of chunked
 #: sub-tiles (one per dimension for coordinates, else one).
-DataFile1x = Section("Data file (1.x)", "prev1.md §3.4", _Tiles())
+DataFile1x = DialectSection("Data file (1.x)", "prev1.md §3.4", _Tiles())
 
 
 def legacy_field_layout(schema, fm, index: int, var: bool) -> dict:
