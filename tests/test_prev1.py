@@ -207,7 +207,34 @@ def _rle(raw: bytes, size: int) -> bytes:
     return bytes(out)
 
 
-def _compress(c, raw: bytes, typesize: int, rle_size: int) -> bytes:
+def _double_delta(raw: bytes, dtype: str) -> bytes:
+    """dd_compressor.cc: bitsize, count, the first two values, then sign + magnitude bits MSB first in LE u64s."""
+    x = [int(v) for v in np.frombuffer(raw, dtype)]
+    dd = [(x[i] - x[i - 1]) - (x[i - 1] - x[i - 2]) for i in range(2, len(x))]
+    bitsize = max(abs(d) for d in dd).bit_length() or 1 if dd else 0
+    head = bytes([bitsize]) + len(x).to_bytes(8, "little")
+    if len(x) <= 2 or bitsize >= 8 * np.dtype(dtype).itemsize - 1:
+        return head + raw
+    bits = "".join(("1" if d < 0 else "0") + format(abs(d), f"0{bitsize}b") for d in dd)
+    bits += "0" * (-len(bits) % 64)
+    words = [int(bits[i:i + 64], 2) for i in range(0, len(bits), 64)]
+    return head + raw[:2 * np.dtype(dtype).itemsize] + np.array(words, "<u8").tobytes()
+
+
+def _coords_rle(xy: np.ndarray, col_major: bool) -> bytes:
+    """0.x RLE of a coordinate tile: the count, runs of every dimension but the last (first if col-major),
+    that one plain."""
+    runs = b""
+    dims = range(1, xy.shape[1]) if col_major else range(xy.shape[1] - 1)
+    for j in dims:
+        runs += _rle(np.ascontiguousarray(xy[:, j]).tobytes(), 8)
+    plain = np.ascontiguousarray(xy[:, 0 if col_major else -1]).tobytes()
+    return len(xy).to_bytes(8, "little") + (plain + runs if col_major else runs + plain)
+
+
+def _compress(c, raw: bytes, typesize: int, rle_size: int, dtype: str = "<i8") -> bytes:
+    if c == C.DOUBLE_DELTA:
+        return _double_delta(raw, dtype)
     if c == C.NO_COMPRESSION:
         return raw
     if c == C.GZIP:
@@ -255,19 +282,31 @@ def _fields(cells, w):
             for name, typ, cvn, f in ATTRS}
 
 
-def _write_fragment(folder: Path, cells, w, comp, coords_comp, tile_cells, dense, x0: bool, offsets_comp):
+def _chunked(blob: bytes, c, typesize, rle_size, dtype, chunk: int) -> bytes:
+    """A 1.x compressed tile: u64 chunk count, then per chunk u64 sizes and the chunk compressed alone."""
+    parts = [blob[i:i + chunk] for i in range(0, len(blob), chunk)] or [b""]
+    out = np.array([len(parts)], "<u8").tobytes()
+    for part in parts:
+        packed = _compress(c, part, typesize, rle_size, dtype)
+        out += np.array([len(part), len(packed)], "<u8").tobytes() + packed
+    return out
+
+
+def _write_fragment(folder: Path, cells, w, comp, coords_comp, tile_cells, dense, x0: bool, offsets_comp,
+                    chunk=1 << 30, cell_order=0):
     """The data files of one fragment; returns the metadata lists (tile offsets, var offsets, var sizes)."""
     folder.mkdir()
     tiles = [cells[i:i + tile_cells] for i in range(0, len(cells), tile_cells)]
     values = _fields(cells, w)
     offsets, var_offsets, var_sizes, var_pos = [], [], [], 0
-    def put(name, blobs, c, typesize, rle_size):
+    def put(name, blobs, c, typesize, rle_size, dtype):
         data, offs = b"", []
         for blob in blobs:
             offs.append(len(data))
-            packed = _compress(c, blob, typesize, rle_size)
-            data += packed if x0 else (packed if c == C.NO_COMPRESSION else
-                                       np.array([1, len(blob), len(packed)], "<u8").tobytes() + packed)
+            if x0 or c == C.NO_COMPRESSION:
+                data += _compress(c, blob, typesize, rle_size, dtype)
+            else:  # chunks of whole cells
+                data += _chunked(blob, c, typesize, rle_size, dtype, chunk - chunk % rle_size)
         (folder / name).write_bytes(data)
         return offs if (c != C.NO_COMPRESSION or not x0) else []
     for (name, typ, cvn, _), c in zip(ATTRS, comp):
@@ -283,18 +322,20 @@ def _write_fragment(folder: Path, cells, w, comp, coords_comp, tile_cells, dense
                 fixed.append(np.array(cell_offs, "<u8").tobytes())
                 var.append(b"".join(values[name][k - len(t):k]))
             size = np.dtype(_NP[typ]).itemsize
-            offsets.append(put(f"{name}.tdb", fixed, c if x0 else offsets_comp, 8, size if x0 else 8))
-            var_offsets.append(put(f"{name}_var.tdb", var, c, size, size))
+            offsets.append(put(f"{name}.tdb", fixed, c if x0 else offsets_comp, 8, size if x0 else 8, "<u8"))
+            var_offsets.append(put(f"{name}_var.tdb", var, c, size, size, _NP[typ]))
             var_sizes.append([len(v) for v in var] if (c != C.NO_COMPRESSION or not x0) else [])
         else:
             blobs = [b"".join(values[name][k:k + len(t)]) for k, t in zip(range(0, len(cells), tile_cells), tiles)]
             size = np.dtype(_NP[typ]).itemsize
-            offsets.append(put(f"{name}.tdb", blobs, c, size, size * cvn))
+            offsets.append(put(f"{name}.tdb", blobs, c, size, size * cvn, _NP[typ]))
             var_offsets.append([]), var_sizes.append([])
     if not dense:
         xy = [np.array(t, "<i8") for t in tiles]
         if coords_comp == C.NO_COMPRESSION:
             blobs = [[a.tobytes()] for a in xy]
+        elif x0 and coords_comp == C.RLE:  # per-dimension runs (RLE_compress_coords_row/col)
+            blobs = [[_coords_rle(a, cell_order == 1)] for a in xy]
         elif x0:  # one block, dimension-major
             blobs = [[a.T.copy().tobytes()] for a in xy]
         else:  # one sub-tile per dimension
@@ -303,9 +344,12 @@ def _write_fragment(folder: Path, cells, w, comp, coords_comp, tile_cells, dense
         for parts in blobs:
             offs.append(len(data))
             for part in parts:
-                packed = _compress(coords_comp, part, 8, 8)
-                data += packed if (x0 or coords_comp == C.NO_COMPRESSION) else \
-                    np.array([1, len(part), len(packed)], "<u8").tobytes() + packed
+                if x0 and coords_comp == C.RLE:
+                    data += part
+                elif x0 or coords_comp == C.NO_COMPRESSION:
+                    data += _compress(coords_comp, part, 8, 8)
+                else:
+                    data += _chunked(part, coords_comp, 8, 8, "<i8", chunk - chunk % 8)
         (folder / "__coords.tdb").write_bytes(data)
         offsets.append(offs if (coords_comp != C.NO_COMPRESSION or not x0) else [])
     else:
@@ -320,7 +364,7 @@ def _boxes(tiles):
 
 
 def _write_array(root: Path, *, x0: bool, dense: bool, tile_order: int, cell_order: int, capacity: int,
-                 comp, coords_comp, offsets_comp=C.ZSTD, writes):
+                 comp, coords_comp, offsets_comp=C.ZSTD, writes, library=(1, 2, 2), chunk=1 << 30):
     """A 0.x (``x0``) or 1.2.2 array of ATTRS over d1 in [1,4], d2 in [1,6] (2x3 space tiles); ``writes``:
     per fragment, a dense tile-aligned box or a list of sparse cells (any order: sorted here, as TileDB)."""
     root.mkdir()
@@ -336,24 +380,27 @@ def _write_array(root: Path, *, x0: bool, dense: bool, tile_order: int, cell_ord
         (root / "__array_schema.tdb").write_bytes(ArraySchema0x.build(schema))
         (root / ".__consolidation_lock").write_bytes(b"")
     else:
-        schema = Container(version=(1, 2, 2), array_type=0 if dense else 1, tile_order=tile_order,
+        old = library < (1, 2)  # 1.0/1.1: __array_metadata.tdb, no tile extent flag, no fragment version
+        schema = Container(version=library, array_type=0 if dense else 1, tile_order=tile_order,
                            cell_order=cell_order, capacity=capacity, coords_compressor=coords_comp,
                            coords_compression_level=-1, offsets_compressor=offsets_comp,
                            offsets_compression_level=-1, domain_type=T.INT64,
-                           dimensions=[Container(name=n, domain=domain[16 * j:16 * j + 16], null_tile_extent=0,
+                           dimensions=[Container(name=n, domain=domain[16 * j:16 * j + 16],
+                                                 null_tile_extent=None if old else 0,
                                                  tile_extent=ext[8 * j:8 * j + 8]) for j, n in enumerate(("d1", "d2"))],
                            attributes=[Container(name=a[0], type=a[1], compressor=c, compression_level=-1,
                                                  cell_val_num=a[2] or 2**32 - 1) for a, c in zip(ATTRS, comp)])
-        (root / "__array_schema.tdb").write_bytes(ArraySchema1x.build(schema))
-        (root / "__lock.tdb").write_bytes(b"")
-        schema = ArraySchema1x.parse((root / "__array_schema.tdb").read_bytes())
+        name = "__array_metadata.tdb" if old else "__array_schema.tdb"
+        (root / name).write_bytes(ArraySchema1x.build(schema))
+        (root / ("__array_lock.tdb" if old else "__lock.tdb")).write_bytes(b"")
+        schema = ArraySchema1x.parse((root / name).read_bytes())
     tile_cells = 6 if dense else capacity
     for w, write in enumerate(writes):
         cells = _dense_cells(write, extents, tile_order, cell_order) if dense else \
             _global(write, extents, tile_order, cell_order)
         folder = root / f"__{'02fc0000000114' if x0 else '1403'}_{1795375189000 + w}"
         tiles, offsets, var_offsets, var_sizes = _write_fragment(folder, cells, w, comp, coords_comp, tile_cells,
-                                                                 dense, x0, offsets_comp)
+                                                                 dense, x0, offsets_comp, chunk, cell_order)
         ned = np.array(write if dense else [(min(c[j] for c in write), max(c[j] for c in write)) for j in range(2)],
                        "<i8").tobytes() if dense or x0 else domain
         if x0 and not dense:
@@ -362,14 +409,15 @@ def _write_array(root: Path, *, x0: bool, dense: bool, tile_order: int, cell_ord
         names = [a[0] for a in ATTRS]
         sizes = [(folder / f"{n}.tdb").stat().st_size for n in names] + [
             (folder / "__coords.tdb").stat().st_size if not dense else 0]
-        meta = Container(version=None if x0 else (1, 2, 2), non_empty_domain=ned, mbrs=Container(data=mbrs),
+        bare = x0 or library < (1, 2)  # no version, no file sizes
+        meta = Container(version=None if bare else library, non_empty_domain=ned, mbrs=Container(data=mbrs),
                          bounding_coords=Container(data=bounds),
                          tile_offsets=ListContainer(Container(data=np.array(o, "<u8")) for o in offsets),
                          tile_var_offsets=ListContainer(Container(data=np.array(o, "<u8")) for o in var_offsets),
                          tile_var_sizes=ListContainer(Container(data=np.array(o, "<u8")) for o in var_sizes),
                          last_tile_cell_num=len(tiles[-1]),
-                         file_sizes=None if x0 else np.array(sizes, "<u8"),
-                         file_var_sizes=None if x0 else np.array(
+                         file_sizes=None if bare else np.array(sizes, "<u8"),
+                         file_var_sizes=None if bare else np.array(
                              [(folder / f"{n}_var.tdb").stat().st_size if (folder / f"{n}_var.tdb").exists() else 0
                               for n in names], "<u8"))
         if x0:
@@ -377,7 +425,7 @@ def _write_array(root: Path, *, x0: bool, dense: bool, tile_order: int, cell_ord
             (folder / "__tiledb_fragment.tdb").write_bytes(b"")
         else:
             (folder / "__fragment_metadata.tdb").write_bytes(
-                FragmentMetadata1x.build(meta, schema=schema, version=(1, 2, 2)))
+                FragmentMetadata1x.build(meta, schema=schema, version=library))
     return root
 
 
@@ -424,6 +472,19 @@ CASES = [
     (True, False, 1, 1, 3, (C.BLOSC_ZLIB, C.BZIP2, C.BLOSC_LZ4HC, C.RLE), C.GZIP),
     (True, False, 0, 1, 3, (C.ZSTD, C.NO_COMPRESSION, C.NO_COMPRESSION, C.LZ4), C.BLOSC_ZSTD),
     (True, False, 0, 0, 3, (C.NO_COMPRESSION,) * 4, C.NO_COMPRESSION),
+    (True, False, 0, 0, 3, (C.GZIP, C.RLE, C.ZSTD, C.RLE), C.RLE),  # RLE_compress_coords_row
+    (True, False, 1, 1, 3, (C.LZ4, C.GZIP, C.BZIP2, C.BLOSC), C.RLE),  # RLE_compress_coords_col
+]
+
+# 1.0/1.1 and 1.3 (DOUBLE_DELTA is 1.x's default for integer coordinates and offsets; 1.3 chunks at 64 KiB,
+# here at 16 bytes so that tiles hold several chunks)
+CASES_1X = [
+    ((1, 0, 0), False, 1, 0, 3, (C.DOUBLE_DELTA, C.GZIP, C.ZSTD, C.DOUBLE_DELTA), C.DOUBLE_DELTA, C.DOUBLE_DELTA,
+     1 << 30),
+    ((1, 1, 0), True, 0, 1, 0, (C.BLOSC_ZSTD, C.RLE, C.LZ4, C.DOUBLE_DELTA), C.NO_COMPRESSION, C.DOUBLE_DELTA,
+     1 << 30),
+    ((1, 3, 0), False, 0, 0, 3, (C.GZIP, C.ZSTD, C.BZIP2, C.RLE), C.ZSTD, C.ZSTD, 16),
+    ((1, 3, 0), True, 1, 1, 0, (C.ZSTD, C.GZIP, C.LZ4, C.DOUBLE_DELTA), C.NO_COMPRESSION, C.RLE, 16),
 ]
 
 
@@ -439,6 +500,24 @@ def test_written_arrays_read_back(tmp_path, case):
     _assert_cells(arr, writes, dense)
     for parsed in inspect_path(root):
         assert parsed.build() == parsed.path.read_bytes(), parsed.path
+
+
+@pytest.mark.parametrize("case", CASES_1X, ids=lambda c: f"{'.'.join(map(str, c[0]))}-{'dense' if c[1] else 'sparse'}-"
+                         f"{'RC'[c[2]]}{'RC'[c[3]]}-chunk{c[8]}")
+def test_written_1x_arrays_of_every_library_read_back(tmp_path, case):
+    library, dense, tile_order, cell_order, capacity, comp, coords_comp, offsets_comp, chunk = case
+    writes = DENSE_WRITES if dense else SPARSE_WRITES
+    root = _write_array(tmp_path / "arr", x0=False, dense=dense, tile_order=tile_order, cell_order=cell_order,
+                        capacity=capacity or 3, comp=comp, coords_comp=coords_comp, offsets_comp=offsets_comp,
+                        writes=writes, library=library, chunk=chunk)
+    arr = open_array(root)
+    assert (arr.version, len(arr.fragments)) == (f"{library[0]}.{library[1]}", len(writes))
+    _assert_cells(arr, writes, dense)
+    kinds = set()
+    for parsed in inspect_path(root):
+        kinds.add(parsed.kind)
+        assert parsed.build() == parsed.path.read_bytes(), parsed.path
+    assert "array_schema_1x" in kinds
 
 
 @pytest.mark.skip(reason="waits for convert, issue #16")

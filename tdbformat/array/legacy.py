@@ -21,8 +21,8 @@ from construct import Container, ListContainer
 
 from .. import directory
 from ..enums import ArrayType, Datatype, LegacyCompressor, Layout
-from ..errors import FormatError, UnsupportedError, located
-from ..filters.legacy import decompress
+from ..errors import FormatError, located
+from ..filters.legacy import decompress, decompress_coords_rle
 from ..storage import storage_for
 from ..structs.array_schema import VAR_NUM, FieldInfo
 from ..structs.prev1_0x import VAR_NUM_0X
@@ -277,8 +277,9 @@ def _decode_tiles(arr, frag, f: _Field, compressor, data, path) -> bytes:
         elif coords and compressor != LegacyCompressor.RLE:  # one block, dimension-major
             raw = decompress(compressor, span, n * f.cell_size, f.datatype, f.datatype.size)
             out.append(np.frombuffer(raw, f.datatype.numpy_dtype).reshape(f.cell_val_num, n).T.tobytes())
-        elif coords:
-            raise UnsupportedError("0.x RLE-compressed coordinates (RLE_compress_coords) are not read yet")
+        elif coords:  # RLE per dimension, one dimension kept plain
+            out.append(decompress_coords_rle(span, n, f.datatype.size, f.cell_val_num,
+                                             arr.schema.cell_order == Layout.COL_MAJOR))
         else:
             out.append(decompress(compressor, span, n * f.cell_size, dd_type, _value_size(arr, f)))
     return b"".join(out)

@@ -8,13 +8,15 @@ or the chunk header, never from the compressed bytes.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..enums import Datatype, LegacyCompressor as C
 from ..errors import FormatError
 from .blosc import decompress_blosc
 from .compression import Bzip2, DoubleDelta, Gzip, Lz4, Rle, Zstd
 from .pipeline import FilterContext
 
-__all__ = ["decompress", "BLOSC_INNER"]
+__all__ = ["decompress", "decompress_coords_rle", "BLOSC_INNER"]
 
 #: blosc compressor id -> the inner codecs its frames may carry
 BLOSC_INNER = {C.BLOSC: ("blosclz",), C.BLOSC_LZ4: ("lz4",), C.BLOSC_LZ4HC: ("lz4",),
@@ -42,3 +44,30 @@ def decompress(compressor: C, packed, orig_size: int, datatype: Datatype, value_
     if len(out) != orig_size:
         raise FormatError(f"{compressor.name}: {len(out)} bytes where the tile holds {orig_size}")
     return out
+
+
+def decompress_coords_rle(packed, cells: int, value_size: int, dim_num: int, col_major: bool) -> bytes:
+    """A 0.x coordinate tile compressed with RLE (utils.cc ``RLE_compress_coords_row``/``_col``): an i64
+    coordinate count, then per dimension runs of (value, u16 big-endian length) covering every cell, except
+    the last dimension (row-major cell order; the first for column-major), whose values follow (precede) as
+    they are. Returns the coordinates cell-major (d1 d2 d1 d2 ...)."""
+    packed = bytes(packed)
+    if len(packed) < 8 or int.from_bytes(packed[:8], "little", signed=True) != cells:
+        raise FormatError(f"RLE coordinates: the tile must start with its coordinate count {cells}")
+    body, plain = packed[8:], cells * value_size
+    if len(body) < plain:
+        raise FormatError(f"RLE coordinates: {len(body)} bytes cannot hold the {plain} of the plain dimension")
+    raw, runs = (body[:plain], body[plain:]) if col_major else (body[len(body) - plain:], body[:len(body) - plain])
+    if len(runs) % (value_size + 2):
+        raise FormatError(f"RLE coordinates: {len(runs)} bytes are not whole runs of {value_size + 2} bytes")
+    table = np.frombuffer(runs, np.dtype([("value", f"V{value_size}"), ("run_length", ">u2")]))
+    ends = np.cumsum(table["run_length"].astype(np.int64))
+    if len(ends) and ends[-1] != cells * (dim_num - 1) or not len(ends) and dim_num > 1 and cells:
+        raise FormatError(f"RLE coordinates: the runs cover {int(ends[-1]) if len(ends) else 0} values, not "
+                          f"{cells} for each of {dim_num - 1} dimensions")
+    if dim_num > 1 and not np.all(np.isin(np.arange(1, dim_num) * cells, ends)):
+        raise FormatError("RLE coordinates: a run crosses from one dimension into the next")
+    expanded = np.repeat(table["value"], table["run_length"].astype(np.int64)).reshape(dim_num - 1, cells)
+    plain_dim = np.frombuffer(raw, f"V{value_size}").reshape(1, cells)
+    dims = np.concatenate([plain_dim, expanded] if col_major else [expanded, plain_dim])
+    return np.ascontiguousarray(dims.T).tobytes()
