@@ -313,19 +313,31 @@ def schema_structure(data: bytes) -> str | None:
 def dialect(storage: Storage, root) -> str | None:
     """``"0.x"`` or ``"1.x"`` for an array folder of a pre-v1 dialect, None for v1+ (or no array): by the
     files present (1.0/1.1's ``__array_metadata.tdb``; 0.x's lock and book-keeping) and the schema's
-    structure (:func:`schema_structure`)."""
+    structure (:func:`schema_structure`). A schema that follows no layout belongs to the dialect its files
+    say (so that dialect's parser reports what is wrong), else to v1+."""
     if storage.is_file(storage.join(root, ARRAY_METADATA_1X)):
         return "1.x"
     legacy = storage.join(root, LEGACY_SCHEMA)
     if not storage.is_file(legacy) or storage.is_dir(storage.join(root, SCHEMA_DIR)):
         return None
-    found = schema_structure(storage.read(legacy, what="array schema"))
-    if found == "v1+":
-        return None
-    if found is None:
-        raise FormatError("the array schema follows none of the layouts (v1+ generic tile, 1.x generic tile, "
-                          "0.x raw schema)", file=str(legacy))
-    return found
+    data = storage.read(legacy, what="array schema")
+    found = schema_structure(data)
+    if found in DIALECTS_FOUND:
+        return found
+    if found is None and _has_0x_files(storage, root):
+        return "0.x"
+    return None
+
+
+DIALECTS_FOUND = ("0.x", "1.x")
+
+
+def _has_0x_files(storage: Storage, root) -> bool:
+    """Whether the folder holds 0.x's consolidation lock or a fragment with a book-keeping file."""
+    if storage.is_file(storage.join(root, CONSOLIDATION_LOCK_0X)):
+        return True
+    return any(storage.is_file(storage.join(root, n, BOOK_KEEPING_0X)) for n in storage.list(root)
+               if n.startswith("__") and storage.is_dir(storage.join(root, n)))
 
 
 def legacy_schema_path(storage: Storage, root):

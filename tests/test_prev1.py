@@ -552,3 +552,14 @@ def test_dialect_pages_are_generated_with_their_gates():
     assert "| `file_sizes` |" in one and "Array schema (0.x)" not in one
     zero = dialect_markdown("0.x")
     assert "| `array_name` | char[] | array_name_len |" in zero and "Array schema (1.x)" not in zero
+
+
+def test_keys_timestamps_and_v1_commands_are_refused_with_a_reason(capsys):
+    from tdbformat.cli import main
+    name = PREV1 / "tiledb-1.2.2/my_dense_array"
+    with pytest.raises(FormatError, match="never encrypted"):
+        open_array(name, key="x" * 32)
+    with pytest.raises(ValueError, match="no timestamps"):
+        open_array(name, timestamp=5)
+    assert main(["fragments", str(name)]) == 2
+    assert "the 1.2 dialect" in capsys.readouterr().err

@@ -21,7 +21,7 @@ from construct import Container, ListContainer
 
 from .. import directory
 from ..enums import ArrayType, Datatype, LegacyCompressor, Layout
-from ..errors import FormatError, located
+from ..errors import FormatError, UnsupportedError, located
 from ..filters.legacy import decompress, decompress_coords_rle
 from ..storage import storage_for
 from ..structs.array_schema import VAR_NUM, FieldInfo
@@ -164,6 +164,14 @@ class LegacyArray:
     @property
     def enumerations(self) -> dict:
         return {}
+
+    @property
+    def schemas(self):
+        """What the ``schema`` and ``fragments`` commands list of v1+ arrays: not shown for these yet."""
+        raise UnsupportedError(f"{self.path}: an array of the {self.version} dialect (before format version 1); "
+                               "'tdbformat inspect' shows its files and 'tdbformat cat' its cells")
+
+    _listing = _committed = key = window = schemas
 
     def nonempty_domain(self, timestamp=None, raw: bool = False):
         """Per dimension, the inclusive (lo, hi) of every fragment's non-empty domain; None without fragments."""
