@@ -59,10 +59,9 @@ def _schema_view(raw, label: str):
     dtype = Datatype(int(raw.domain_type if x1 else raw.types[-1]))
     lohi = legacy_domain(raw)
     extents = legacy_extents(raw)
-    names = [d.name for d in raw.dimensions] if x1 else [d.name for d in raw.dimensions]
-    dims = ListContainer(Container(name=n, datatype=dtype, cell_val_num=1, domain=(lohi[j][0], lohi[j][1]),
+    dims = ListContainer(Container(name=d.name, datatype=dtype, cell_val_num=1, domain=(lohi[j][0], lohi[j][1]),
                                    tile_extent=None if extents is None else extents[j], filters=None)
-                         for j, n in enumerate(names))
+                         for j, d in enumerate(raw.dimensions))
     attrs = ListContainer()
     for i, a in enumerate(raw.attributes):
         cvn = a.cell_val_num if x1 else raw.cell_val_num[i]
@@ -142,7 +141,7 @@ class LegacyArray:
 
     def _cell_num(self, fm, ned, meta_path) -> int:
         if self.schema.array_type == ArrayType.DENSE:
-            first, last = _tile_span(self, ned)
+            first, last = _tile_span(self, ned.astype(np.int64))
             return int(np.prod([b - a + 1 for a, b in zip(first, last)])) * self.tile_cells
         tiles = len(fm.mbrs.data) // (2 * len(self.dims))
         if tiles and not 0 < fm.last_tile_cell_num <= self.tile_cells:
@@ -197,16 +196,15 @@ class LegacyArray:
         return _read_sparse(self, wanted, ranges, _ORDERS[order or "G"], memory_budget)
 
 
-def _tile_span(arr, ned) -> tuple[list, list]:
-    """Per dimension, the first and last space tile (from the domain's low) that the box ``ned`` touches."""
+def _tile_span(arr, ned: np.ndarray) -> tuple[list, list]:
+    """Per dimension, the first and last space tile (from the domain's low) that the box ``ned`` (rows of
+    lo, hi) touches."""
     dom = legacy_domain(arr.raw_schema)
     ext = legacy_extents(arr.raw_schema)
     if ext is None or np.any(ext <= 0):
         raise FormatError("a dense array needs positive tile extents", structure="Array schema")
-    first = [(int(a) - int(d)) // int(e) for a, d, e in zip(ned[:, 0] if hasattr(ned, "shape") else
-                                                           [x[0] for x in ned], dom[:, 0], ext)]
-    last = [(int(b) - int(d)) // int(e) for b, d, e in zip(ned[:, 1] if hasattr(ned, "shape") else
-                                                          [x[1] for x in ned], dom[:, 0], ext)]
+    first = [(int(a) - int(d)) // int(e) for a, d, e in zip(ned[:, 0], dom[:, 0], ext)]
+    last = [(int(b) - int(d)) // int(e) for b, d, e in zip(ned[:, 1], dom[:, 0], ext)]
     return first, last
 
 
@@ -350,7 +348,7 @@ def _column(arr, frag, f: _Field, info, budget) -> np.ndarray:
 
 def _dense_coords(arr, frag) -> np.ndarray:
     """``(cells, dim_num)`` coordinates of a dense fragment's cells, in the order they are stored."""
-    first, last = _tile_span(arr, np.array(frag.non_empty_domain))
+    first, last = _tile_span(arr, np.array(frag.non_empty_domain, np.int64))
     dom, ext = legacy_domain(arr.raw_schema), legacy_extents(arr.raw_schema)
     tiles = order.tiles_in_order(first, last, arr.schema.tile_order)
     inner = np.indices([int(e) for e in ext]).reshape(len(ext), -1).T  # row-major cells of a tile
@@ -367,6 +365,7 @@ def _read_dense(arr, wanted, ranges, layout) -> dict:
     out = {a.name: filled(a, Container(), shape) for a in wanted}
     by_name = {f.name: f for f in arr.fields}
     for frag in arr.fragments:  # oldest first: later fragments overwrite
+        _budget(arr, frag.cell_num * 8 * len(arr.dims), None, f"the coordinates of fragment {frag.name}")
         coords = _dense_coords(arr, frag)
         ned = np.array(frag.non_empty_domain, np.int64)
         keep = np.all((coords >= np.maximum(lo, ned[:, 0])) & (coords <= np.minimum(hi, ned[:, 1])), axis=1)
