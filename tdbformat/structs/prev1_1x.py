@@ -25,7 +25,7 @@ from ..enums import ArrayTypeEnum, Datatype, LegacyCompressor, LegacyDatatype, L
 from ..errors import FormatError, UnsupportedError
 from ..fields import Counted, Raw, Section, StrictEnum, Struct, Valid, remaining, rule, text_field
 from ..filters.legacy import BLOSC_INNER, decompress
-from ..numpy_array import CountedNumpy
+from ..numpy_array import CountedNumpy, NumpyArray
 from ..versions import LibraryVersion, dialect_label, since_library
 
 __all__ = ["GenericTile1x", "ChunkedTile1x", "legacy_generic_tile", "ArraySchema1x", "ArrayMetadata1x",
@@ -284,13 +284,8 @@ def _boxes(doc: str):
     """``n`` then ``n`` boxes of 2 × dim_num coordinates (MBRs, first/last coordinates of each tile)."""
     return Struct(
         "num" / Rebuild(Int64ul, lambda ctx: len(ctx.data) // (2 * _info(ctx)[1])) * "number of boxes",
-        "data" / _Numpy(_box_values, _coords_dtype) * doc,
+        "data" / NumpyArray(_box_values, _coords_dtype) * doc,
     )
-
-
-def _Numpy(count, dtype):
-    from ..numpy_array import NumpyArray
-    return NumpyArray(count, dtype)
 
 
 #: The fragment metadata payload of 1.x (fragment_metadata.cc ``serialize``) and the 0.x book-keeping
@@ -309,8 +304,8 @@ FragmentMetadataPayload = Struct(
     "tile_var_sizes" / Counted(_fields, CountedNumpy("<u8", doc="uncompressed bytes of each var tile"), 8)
     * "per attribute: uncompressed bytes of each var tile",
     "last_tile_cell_num" / Int64ul * "cells in the last tile",
-    "file_sizes" / since_library((1, 2), _Numpy(_fields_and_coords, "<u8")) * "bytes of each data file (1.2+)",
-    "file_var_sizes" / since_library((1, 2), _Numpy(_fields, "<u8")) * "bytes of each var data file (1.2+)",
+    "file_sizes" / since_library((1, 2), NumpyArray(_fields_and_coords, "<u8")) * "bytes of each data file (1.2+)",
+    "file_var_sizes" / since_library((1, 2), NumpyArray(_fields, "<u8")) * "bytes of each var data file (1.2+)",
 )
 
 #: ``__fragment_metadata.tdb`` of 1.x: parse with ``schema=`` (and ``version=`` the schema's for 1.0/1.1)
