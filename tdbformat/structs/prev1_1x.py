@@ -33,6 +33,7 @@ __all__ = ["GenericTile1x", "ChunkedTile1x", "legacy_generic_tile", "ArraySchema
            "LegacyCompressorEnum", "LegacyLayoutEnum", "legacy_schema_info", "decode_chunks", "VAR_NUM_1X",
            "HEADER_SIZE_1X", "legacy_field_layout", "legacy_tile_cells", "legacy_domain", "legacy_extents"]
 
+
 class DialectSection(Section):
     """A top-level structure of a pre-v1 dialect: it exists in no format version (1 and later), only at the
     library versions of its dialect (``(0,)`` for 0.x, ``(1, minor, patch)`` for 1.x)."""
