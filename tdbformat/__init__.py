@@ -2,7 +2,7 @@
 
 from . import spec
 from .array import Array, Fragment, open_array
-from .errors import ChecksumError, EncryptionError, FormatError, UnsupportedError, VersionError
+from .errors import ChecksumError, EncryptionError, FormatError, FormatWarning, UnsupportedError, VersionError
 from .files import ParsedFile, parse_file
 from .filters import filter_tile, unfilter
 from .structs.tile import FilteredTile
@@ -25,7 +25,7 @@ from .structs.prev1_0x import ArraySchema0x, BookKeeping0x
 from .structs.prev1_1x import ArraySchema1x, FragmentMetadata1x, GenericTile1x
 
 __all__ = [
-    "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError",
+    "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError", "FormatWarning",
     "ParsedFile", "parse_file", "open_array", "Array", "Fragment",
     "ArraySchema", "FieldInfo", "VAR_NUM", "attributes", "dimensions", "fill_value", "schema_version",
     "check_not_pre_v1",

@@ -24,7 +24,7 @@ LAYERS = [
     ["show"],
     ["files", "array"],
     ["spec"],
-    ["ksy", "spec_render", "cat"],
+    ["ksy", "spec_render", "cat", "conformance"],
     ["cli"],
     [""],  # the package's __init__: the public API
 ]
