@@ -567,3 +567,15 @@ def test_keys_timestamps_and_v1_commands_are_refused_with_a_reason(capsys):
         open_array(name, timestamp=5)
     assert main(["fragments", str(name)]) == 2
     assert "the 1.2 dialect" in capsys.readouterr().err
+
+
+def test_inspect_json_of_these_eras_follows_its_json_schema(capsys):
+    jsonschema = pytest.importorskip("jsonschema")
+    from tdbformat.cli import main
+    schema = json.loads((Path(__file__).parents[1] / "docs/json-schema/inspect.v1.json").read_text())
+    assert main(["inspect", "--json", str(PREV1 / "tiledb-1.2.2/my_sparse_array")]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, schema)
+    schema_file = next(f for f in doc["files"] if f["kind"] == "array_schema_1x")
+    assert schema_file["value"]["payload"]["version"] == [1, 2, 2]
+    assert schema_file["value"]["generic_tile"]["compressor"] == "BLOSC_ZSTD"  # byte 25 = 09
