@@ -24,6 +24,9 @@ from .structs.group import GroupDetails
 from .structs.metadata import ArrayMetadata, fold_metadata
 from .structs.tile import DataFile, Tile, TileChunk
 from .versions import KNOWN_VERSIONS, LATEST
+from .array.legacy import LegacyArray
+from .structs.prev1_0x import ArraySchema0x, BookKeeping0x
+from .structs.prev1_1x import ArraySchema1x, FragmentMetadata1x, GenericTile1x
 
 __all__ = [
     "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError", "FormatWarning",
@@ -40,4 +43,5 @@ __all__ = [
     "delete_cells",
     "create_group", "Group",
     "schema",
+    "LegacyArray", "ArraySchema0x", "BookKeeping0x", "ArraySchema1x", "FragmentMetadata1x", "GenericTile1x",
 ]
