@@ -23,6 +23,8 @@ LAYERS = [
     ["directory"],
     ["show"],
     ["files", "array"],
+    ["coverage", "stats"],
+    ["validate"],
     ["spec"],
     ["ksy", "spec_render", "cat"],
     ["cli"],
