@@ -262,6 +262,50 @@ def cmd_diff(args) -> int:
 # --- end format versions and spec ---
 
 
+# --- validate, stats, versions, inspect --coverage/--hex (tdbformat.validate, .stats, .coverage) ---
+
+def _progress():
+    """(rich Progress or None, callback for validate(progress=)): a bar only when stdout is a terminal."""
+    if not sys.stdout.isatty():
+        return None, None
+    from rich.progress import Progress
+
+    bar = Progress(transient=True)
+    task = bar.add_task("validating tiles", total=0)
+
+    def advance(done=0, total=0):
+        if total:
+            bar.update(task, total=bar.tasks[0].total + total)
+        if done:
+            bar.update(task, advance=done)
+    return bar, advance
+
+
+def cmd_validate(args) -> int:
+    from .validate import RULES, validate
+
+    rules = None if not args.rules else [r.strip() for x in args.rules for r in x.split(",") if r.strip()]
+    bar, advance = _progress()
+    if bar is not None:
+        with bar:
+            findings = validate(args.path, key=args.key, rules=rules, progress=advance)
+    else:
+        findings = validate(args.path, key=args.key, rules=rules)
+    errors = sum(f.severity == "error" for f in findings)
+    if args.json:
+        _print_json(_doc("validate", args.path, rules=rules or list(RULES), errors=errors,
+                         warnings=len(findings) - errors, findings=[f.to_json() for f in findings]))
+    elif not findings:
+        _console().print(f"{args.path}: no findings ({len(rules or RULES)} rules)")
+    else:
+        for f in findings:
+            print(f)
+        print(f"{errors} errors, {len(findings) - errors} warnings")
+    return 1 if errors else 0
+
+# --- end validate, stats, versions ---
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tdbformat", description="Inspect TileDB arrays without TileDB.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -330,6 +374,19 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--key", help="AES-256-GCM key of an encrypted array (32 characters or 64 hex digits)")
     s.set_defaults(func=cmd_diff)
     # --- end format versions and spec ---
+
+    # --- validate, stats, versions ---
+    from .validate import RULES
+
+    s = sub.add_parser("validate", help="check an array, a group (recursively) or a file against the format's "
+                       "rules; exit 1 if errors are found")
+    s.add_argument("path")
+    s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help=json_help % "validate")
+    s.add_argument("--rules", action="append", metavar="ID[,ID...]",
+                   help="run only these rules (repeatable): " + ", ".join(RULES))
+    s.set_defaults(func=cmd_validate)
+    # --- end validate, stats, versions ---
     return p
 
 
