@@ -15,7 +15,8 @@ from ..errors import FormatError, located
 from ..files import parse_file
 from ..show import _folders
 from ..structs.array_schema import ArraySchema, schema_version
-from ..structs.fragment import SECTIONS
+from ..structs.fragment import SECTIONS, Footer, find_footer
+from ..structs.generic_tile import GENERIC_TILE_BASE_SIZE
 from ..structs.names import parse_timestamped_name
 from ..versions import FEATURES, KNOWN_VERSIONS
 from .tiles import check_fragment
@@ -158,6 +159,8 @@ def _fragments(storage, listing, schemas, key, report) -> list:
         try:
             out += load_fragments(storage, replace(listing, fragments=[entry]), schemas, key)
         except FormatError as e:
+            if _footer_offsets(storage, entry, schemas, report):
+                continue
             if e.reason.startswith("no schema named"):
                 report.add("fragment-schema", f"fragment {entry.name} names a schema that is not in __schema: "
                            f"{e.reason}", file=e.file or entry.metadata_file, structure=e.structure,
@@ -165,6 +168,30 @@ def _fragments(storage, listing, schemas, key, report) -> list:
             else:
                 report.error(e, file=entry.metadata_file)
     return out
+
+
+def _footer_offsets(storage, entry, schemas, report) -> bool:
+    """Whether the footer of a fragment that failed to load points a section past the sections' end (reported
+    at the footer field that holds the offset)."""
+    try:
+        data = storage.read(entry.metadata_file, what="fragment metadata file")
+        start, size, _ = find_footer(data, schemas, None, entry.name)
+        footer = Footer.parse(data[start:start + size], schema=schemas, filename=str(entry.metadata_file))
+    except FormatError:
+        return False
+    found = False
+    for slot in SECTIONS:
+        field_at = None if slot.sub else footer._offsets.get(slot.key)
+        for i, at in enumerate(slot.offsets(footer) or []):
+            if at + GENERIC_TILE_BASE_SIZE > start:
+                found = True
+                report.add("file-parses", f"fragment {entry.name}: the footer puts section {slot.name}[{i}] at "
+                           f"byte {at}, past the sections, which end where the footer starts ({start})",
+                           file=entry.metadata_file, structure="Fragment metadata footer",
+                           field=slot.key if slot.fields is None else f"{slot.key}[{i}]",
+                           offset=None if field_at is None else start + field_at + (8 * i if slot.fields else 0),
+                           expected=f"< {start}", found=at)
+    return found
 
 
 def _sections(fm, path, report) -> None:
