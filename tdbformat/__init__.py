@@ -20,6 +20,7 @@ from .structs.group import GroupDetails
 from .structs.metadata import ArrayMetadata, fold_metadata
 from .structs.tile import DataFile, Tile, TileChunk
 from .versions import KNOWN_VERSIONS, LATEST
+from .validate import RULES, Finding, validate  # noqa: E402 (the function shadows its package's name, on purpose)
 
 __all__ = [
     "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError",
@@ -32,4 +33,5 @@ __all__ = [
     "Filter", "FilterPipeline", "GenericTile", "GenericTileHeader", "DataFile", "Tile", "TileChunk",
     "GroupDetails", "group_members", "ArrayMetadata", "fold_metadata", "read_metadata",
     "KNOWN_VERSIONS", "LATEST", "spec",
+    "validate", "Finding", "RULES",
 ]

@@ -193,7 +193,8 @@ def _tile(frag, idx, k, tiles, boxes):
         if _has_stats(info) and (valid is None or len(valid) == out["n"]):
             values = np.frombuffer(data, value_dtype(info.datatype))
             out["stats"] = out["whole"] = _stats(values, valid, info)
-            if boxes is not None and k in boxes["src"] and out["n"] == int(np.prod(boxes["extents"])):
+            src = boxes["src"].get(k) if boxes is not None else None
+            if src is not None and out["n"] == int(np.prod(boxes["extents"])) and not _covers(src, boxes["extents"]):
                 def written(a):
                     return order.as_tile(a, boxes["extents"], boxes["cell_order"])[boxes["src"][k]].ravel()
                 out["stats"] = _stats(written(values), None if valid is None else written(valid), info)
@@ -207,6 +208,11 @@ def _whole(data, cell: int, frag, info, k) -> int:
         raise FormatError(f"fragment {frag.name}, field {info.name}, tile {k}: the tile holds {len(data)} bytes, "
                           f"not whole {cell}-byte cells", file=str(frag.path), version=frag.version)
     return len(data) // cell
+
+
+def _covers(src, extents) -> bool:
+    """Whether the slices ``src`` take the whole tile."""
+    return all(s.start == 0 and s.stop == int(e) for s, e in zip(src, extents))
 
 
 def _has_stats(info) -> bool:
@@ -231,7 +237,9 @@ def _stats(values: np.ndarray, valid, info):
     kind = _sum_kind(values.dtype)
     if kind == "f":
         total = float(np.sum(values, dtype=np.float64))
-    else:
+    elif values.dtype.itemsize <= 4 and len(values) < 2**31:  # an int64 sum of these cannot overflow
+        total = int(np.sum(values, dtype=np.int64 if kind == "i" else np.uint64))
+    else:  # TileDB saturates where numpy wraps: compare only sums far from the limits
         wide = np.sum(values, dtype=np.float64)
         total = None if abs(wide) >= 2.0**62 else int(np.sum(values, dtype=np.int64 if kind == "i" else np.uint64))
     return values.min(), values.max(), total, nulls
