@@ -303,6 +303,41 @@ def cmd_validate(args) -> int:
         print(f"{errors} errors, {len(findings) - errors} warnings")
     return 1 if errors else 0
 
+def cmd_stats(args) -> int:
+    from .stats import stats
+
+    doc = stats(args.path, key=args.key)
+    if args.json:
+        _print_json(_doc("stats", args.path, **doc))
+        return 0
+    console = _console()
+    console.print(_table("fragments", ["name", "version", "type", "timestamp_range", "cells", "tiles"],
+                         [(f["name"], f["format_version"], f["type"], f["timestamp_range"], f["cell_num"],
+                           f["tile_num"]) for f in doc["fragments"]]))
+    console.print(_table("fields", ["field", "file", "filters", "tiles", "disk bytes", "memory bytes", "ratio",
+                                    "tile bytes min / median / max"],
+                         [(r["field"], r["file"], r["filters"], r["tiles"], r["disk_bytes"], r["memory_bytes"],
+                           r["ratio"], "{min} / {median} / {max}".format(**r["tile_bytes"])) for r in doc["fields"]]))
+    console.print(_table("filters", ["filters", "fields", "disk bytes", "memory bytes", "ratio"],
+                         [(f["filters"], ", ".join(f["fields"]), f["disk_bytes"], f["memory_bytes"], f["ratio"])
+                          for f in doc["filters"]]))
+    return 0
+
+
+def cmd_versions(args) -> int:
+    from .stats import versions
+
+    doc = versions(args.path, key=args.key)
+    if args.json:
+        _print_json(_doc("versions", args.path, **doc))
+        return 0
+    console = _console()
+    console.print(_table("format versions", ["kind", "name", "format version"],
+                         [(r["kind"], r["name"], r["format_version"]) for r in doc["files"]]))
+    console.print(f"newest format version {doc['newest_format_version']}: TileDB {doc['oldest_tiledb_release']} or "
+                  f"later reads this array ({doc['source']})")
+    return 0
+
 # --- end validate, stats, versions ---
 
 
@@ -386,6 +421,15 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--rules", action="append", metavar="ID[,ID...]",
                    help="run only these rules (repeatable): " + ", ".join(RULES))
     s.set_defaults(func=cmd_validate)
+    for name, func, help_ in (("stats", cmd_stats, "bytes on disk and in memory, compression ratio and tile sizes "
+                               "per field and per filter; cells, times and version per fragment"),
+                              ("versions", cmd_versions, "the format version of every schema and fragment, and the "
+                               "oldest TileDB release that reads the array")):
+        s = sub.add_parser(name, help=help_)
+        s.add_argument("path")
+        s.add_argument("--key", help=key_help)
+        s.add_argument("--json", action="store_true", help=json_help % name)
+        s.set_defaults(func=func)
     # --- end validate, stats, versions ---
     return p
 
