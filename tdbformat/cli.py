@@ -14,6 +14,8 @@ def cmd_inspect(args) -> int:
     from .files import inspect_path
     from .render import to_json, to_tree
 
+    if args.coverage or args.hex:
+        return cmd_inspect_bytes(args)
     parsed = inspect_path(args.path, key=args.key)
     print(to_json(parsed) if args.json else to_tree(parsed))
     return 0
@@ -338,6 +340,31 @@ def cmd_versions(args) -> int:
                   f"later reads this array ({doc['source']})")
     return 0
 
+
+
+def cmd_inspect_bytes(args) -> int:
+    """``inspect --coverage`` and ``inspect --hex`` of a file, or of every file of a folder."""
+    from .coverage import coverage, hexdump
+    from .storage import storage_for
+
+    storage, p = storage_for(args.path)
+    files = storage.walk(p) if storage.is_dir(p) else [p]
+    if args.hex:
+        for f in files:
+            print(f"{f}\n{hexdump(f, key=args.key)}")
+        return 0
+    found = [(f, storage.size(f), coverage(f, key=args.key)) for f in files]
+    if args.json:
+        _print_json(_doc("coverage", args.path, files=[
+            {"path": str(f), "size": size, "gaps": [{"space": g.space, "start": g.start, "end": g.end} for g in gaps]}
+            for f, size, gaps in found]))
+        return 0
+    for f, size, gaps in found:
+        print(f"{f}: {size} bytes, " + ("every byte belongs to a field" if not gaps else
+                                       f"{sum(g.end - g.start for g in gaps)} bytes in no field:"))
+        for g in gaps:
+            print(f"  {g.space} [{g.start}, {g.end}): {g.end - g.start} bytes")
+    return 0
 # --- end validate, stats, versions ---
 
 
@@ -349,6 +376,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("path")
     s.add_argument("--json", action="store_true", help="print JSON instead of a tree")
     s.add_argument("--key", help="AES-256-GCM key of an encrypted array (32 characters or 64 hex digits)")
+    s.add_argument("--coverage", action="store_true", help="instead, every byte range no field accounts for")
+    s.add_argument("--hex", action="store_true", help="instead, a hex dump labelled with the field that holds "
+                   "each range")
     s.set_defaults(func=cmd_inspect)
 
     key_help = "AES-256-GCM key of an encrypted array (32 characters or 64 hex digits)"
