@@ -40,7 +40,7 @@ def _data_file(root: Path, name="a0.tdb") -> Path:
 
 def _rewrite_metadata(root: Path, edit) -> Path:
     """Edit the parsed fragment metadata of the array's only fragment and write it back with our own build."""
-    path = next(root.rglob("__fragment_metadata.tdb"))
+    path = next(Path(root).rglob("__fragment_metadata.tdb"))
     fm = parse_file(path).value
     edit(fm)
     path.write_bytes(fm.build())
@@ -304,3 +304,92 @@ def test_command_exit_codes_and_json(tmp_path):
                  ["validate", str(tmp_path)]):
         bad = _cli(*argv)
         assert bad.returncode == 2 and bad.stderr.startswith("tdbformat: ") and "Traceback" not in bad.stderr
+
+
+def test_dense_offsets_fewer_than_the_domain_implies(tmp_path):
+    """TileDB#5655: a dense fragment whose non-empty domain covers 4 tiles but whose offsets list 3."""
+    root = _copy(tmp_path, "filter_zstd")
+    from tdbformat.structs.fragment import _SLOT
+
+    def drop(fm):
+        payload = fm._payload(_SLOT["tile_offsets"], 0)
+        payload.data = payload.data[:-1]
+    _rewrite_metadata(root, drop)
+    bad = _one(validate(root), "dense-tile-count")
+    assert (Path(bad.file), bad.expected, bad.found, bad.field) == (_data_file(root), 4, 3, "tile_offsets")
+
+
+def test_vacuum_list_naming_a_missing_fragment(tmp_path):
+    root = _copy(tmp_path, "consolidated_dense")
+    vac = next(root.rglob("*.vac"))
+    named = sorted(u.rstrip("/").rsplit("/", 1)[-1] for u in vac.read_text().split())
+    assert validate(root) == []
+    shutil.rmtree(root / "__fragments" / named[0])
+    found = validate(root)
+    assert _one(found, "vacuum-targets").found == named[0]
+    assert _one(found, "commits").file.endswith(named[0] + ".wrt")  # its commit marker now names nothing
+
+
+def test_fragment_version_its_name_contradicts(tmp_path):
+    root = _copy(tmp_path, "filter_zstd")
+    frag = next((root / "__fragments").iterdir())
+    wrt = root / "__commits" / f"{frag.name}.wrt"
+    older = frag.name[:-2] + "21"
+    frag.rename(frag.parent / older)
+    wrt.rename(wrt.parent / f"{older}.wrt")
+    bad = _one(validate(root), "fragment-version")
+    assert (bad.expected, bad.found) == (21, 22) and Path(bad.file).name == older
+
+
+def test_var_offsets_that_fall(tmp_path):
+    root = _copy(tmp_path, "sparse_var_string_dim")
+    frag = sorted((root / "__fragments").iterdir())[0]
+    fm = parse_file(frag / "__fragment_metadata.tdb").value
+    schema = next(p for p in (root / "__schema").iterdir() if p.is_file())
+    assert ArraySchema.parse(schema.read_bytes()).cell_var_offsets_filters.filters[0].type.name == "ZSTD"
+    # the offsets are zstd-compressed: rewrite tile 0 of d0.tdb with falling offsets through our own filter
+    from tdbformat import filter_tile
+    from tdbformat.structs.tile import Tile
+    pipeline = ArraySchema.parse(schema.read_bytes()).cell_var_offsets_filters
+    d0 = frag / "d0.tdb"
+    offsets = np.asarray(fm.tile_offsets[2])
+    data = d0.read_bytes()
+    from tdbformat.enums import Datatype
+    tile = Tile.build(filter_tile(np.array([0, 5, 2], "<u8").tobytes(), pipeline, datatype=Datatype.UINT64,
+                                  cell_size=8, version=22))
+    d0.write_bytes(data[:offsets[0]] + tile + data[offsets[1]:])
+    delta = len(tile) - int(offsets[1])
+    from tdbformat.structs.fragment import _SLOT
+
+    def shift(fm):  # the metadata follows the new tile's size, so only the offsets inside it are wrong
+        fm._payload(_SLOT["tile_offsets"], 2).data = offsets + np.array([0, delta, delta, delta], "<u8")
+        fm.footer.file_sizes = np.asarray(fm.footer.file_sizes) + np.array([0, 0, delta], "<u8")
+    _rewrite_metadata(frag, shift)
+    found = validate(root)
+    assert [f.rule for f in found] == ["tile-decodes"], [str(f) for f in found]
+    assert (Path(found[0].file), found[0].offset) == (d0, 0) and "cell 2's offset 2" in found[0].message
+
+
+def test_a_group_and_a_single_file(tmp_path):
+    case = next(c for c in corpus.cases() if c.parent == V22 and c.name == "group")
+    root = tmp_path / "g"
+    shutil.copytree(corpus.root(case), root)
+    assert validate(root) == []
+    a0 = next((root / "arr").rglob("a0.tdb"))
+    a0.write_bytes(a0.read_bytes()[:-1])
+    assert Path(_one(validate(root), "file-sizes").file) == a0
+    schema = next(p for p in (root / "arr" / "__schema").iterdir() if p.is_file())
+    schema.write_bytes(schema.read_bytes()[:-3])
+    bad = _one(validate(schema), "file-parses")
+    assert Path(bad.file) == schema and bad.structure
+
+
+def test_a_broken_chunk_header_is_reported_inside_its_tile(tmp_path):
+    root = _copy(tmp_path, "filter_zstd")
+    a0 = _data_file(root)
+    start, end = (int(x) for x in _tile_offsets(root)[1:3])
+    data = bytearray(a0.read_bytes())
+    data[start + 12:start + 16] = (10**6).to_bytes(4, "little")  # chunk 0's filtered data size of tile 1
+    a0.write_bytes(bytes(data))
+    bad = _one(validate(root), "tile-decodes")
+    assert (Path(bad.file), bad.field) == (a0, "chunks") and start <= bad.offset < end, bad

@@ -182,7 +182,12 @@ def _tile(frag, idx, k, tiles, boxes):
         if info.var:
             data, offsets = tiles.raw(frag, idx, "_var", k, strings=True)
             out["var_size"] = len(data)
-            out["n"] = len(offsets) if offsets is not None else _whole(tiles.raw(frag, idx, "", k), 8, frag, info, k)
+            if offsets is None:
+                raw = tiles.raw(frag, idx, "", k)
+                _whole(raw, 8, frag, info, k)
+                offsets = np.frombuffer(raw, "<u8")
+                _rising(offsets, len(data), frag, idx, k, tiles)
+            out["n"] = len(offsets)
         else:
             data = tiles.raw(frag, idx, "", k)
             out["n"] = _whole(data, info.datatype.size * info.cell_val_num, frag, info, k)
@@ -201,6 +206,18 @@ def _tile(frag, idx, k, tiles, boxes):
         return out
     except FormatError as e:
         return e
+
+
+def _rising(offsets, var_size: int, frag, idx, k, tiles) -> None:
+    """Cell offsets start at 0, never decrease, and stay inside the var tile (what the reader's split_var
+    trusts); else a FormatError at the offsets tile."""
+    bad = np.flatnonzero(np.diff(offsets.astype(np.int64)) < 0)
+    if len(offsets) and (offsets[0] != 0 or len(bad) or int(offsets[-1]) > var_size):
+        path, start = _where(tiles, frag, idx, "", k)
+        cell = 0 if offsets[0] != 0 else int(bad[0]) + 1 if len(bad) else len(offsets) - 1
+        raise FormatError(f"fragment {frag.name}, field {frag.metadata.index_fields[idx].name}, tile {k}: cell "
+                          f"{cell}'s offset {int(offsets[cell])} does not rise from 0 to at most the {var_size} bytes "
+                          "of the var tile", file=str(path), offset=start, version=frag.version)
 
 
 def _whole(data, cell: int, frag, info, k) -> int:
