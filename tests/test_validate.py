@@ -393,3 +393,18 @@ def test_a_broken_chunk_header_is_reported_inside_its_tile(tmp_path):
     a0.write_bytes(bytes(data))
     bad = _one(validate(root), "tile-decodes")
     assert (Path(bad.file), bad.field) == (a0, "chunks") and start <= bad.offset < end, bad
+
+
+@pytest.mark.parametrize("writer, stored", [("v14_c-api_core-2.10.4", 0), ("v17_tiledb-py-0.20.0_core-2.14.0", -36)])
+def test_dense_statistics_before_and_after_tiledb_2_12(writer, stored):
+    """DISCREPANCIES.md: TileDB before 2.12 counted a dense tile's padding in its min/max, 2.12+ does not."""
+    from tdbformat import open_array
+
+    arr = open_array(corpus.CORPUS / writer / "dense_2d_multiattr" / "array")
+    frag = next(f for f in arr._committed if f.non_empty_domain[0] == (2, 5))
+    tile = np.frombuffer(arr.tiles.raw(frag, 0, "", 0), "<i4").reshape(4, 4)
+    written = tile[1:, 2:]  # rows 2-4, columns 3-4 of the tile of rows 1-4, columns 1-4 (the domain starts at 1)
+    assert frag.metadata.tile_maxes[0].fixed[0] == stored
+    assert stored == (tile.max() if writer.startswith("v14") else written.max())
+    assert tile.max() != written.max()
+    assert validate(corpus.root(corpus.CORPUS / writer / "dense_2d_multiattr")) == []

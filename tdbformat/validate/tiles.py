@@ -121,7 +121,7 @@ def _file(storage, frag, idx, kind, path, tile_num, report) -> bool:
 
 def _dense_boxes(frag) -> dict:
     """Per tile of a dense fragment, the N-D slice of the tile its non-empty domain covers: TileDB computes
-    tile statistics over the written cells, not the fill values that pad a tile."""
+    tile statistics over the written cells, not the cells that pad a tile (since 2.12: DISCREPANCIES.md)."""
     ned = frag.non_empty_domain
     dims = frag.schema.domain.dimensions
     _, extents = order.tile_grid(dims)
@@ -176,8 +176,8 @@ def _tile(frag, idx, k, tiles, boxes):
     """Tile ``k`` of field ``idx`` decoded: {"n": cells, "var_size", "valid_n", "stats"}, or the FormatError."""
     info = frag.metadata.index_fields[idx]
     try:
-        # dense tiles: "stats" over the cells of the non-empty domain (TileDB 2.13+), "whole" over the whole
-        # tile with its fill padding (what TileDB 2.8-2.11 stored; corpus v12-v15 dense fragments)
+        # dense tiles: "stats" over the cells of the non-empty domain (TileDB 2.12+), "whole" over the whole
+        # padded tile (TileDB before 2.12, #3527; DISCREPANCIES.md)
         out = {"var_size": None, "valid_n": None, "stats": None, "whole": None}
         if info.var:
             data, offsets = tiles.raw(frag, idx, "_var", k, strings=True)
@@ -286,7 +286,7 @@ def _check_stats(frag, idx, results, tiles, report) -> None:
             continue
         got = stored[have]
         same = np.zeros(len(have), bool)
-        for which in ("whole", "stats"):  # see _tile: TileDB 2.8-2.11 counted a dense tile's padding too
+        for which in ("whole", "stats"):  # see _tile: TileDB before 2.12 counted a dense tile's padding too
             want = np.array([(results[k][which] or results[k]["stats"])[pos] for k in have], dtype=stored.dtype)
             same |= np.isclose(got, want, rtol=1e-9, atol=0) if stored.dtype.kind == "f" and pos == 2 else got == want
         if np.all(same):
