@@ -125,10 +125,7 @@ def validate(path, key=None, rules=None, progress=None) -> list[Finding]:
     from .layout import validate_array, validate_file, validate_group
 
     report = Report(_check_rules(rules), progress)
-    try:
-        key = normalize_key(key)
-    except EncryptionError as e:
-        raise ValueError(f"key: {e.reason}") from None
+    key = normalize_key(key)  # a key of the wrong shape: EncryptionError, a ValueError naming the key
     storage, root = storage_for(path)
     if storage.is_file(root):
         validate_file(storage, root, key, report)

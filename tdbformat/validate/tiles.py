@@ -64,11 +64,6 @@ def check_fragment(storage, frag, tiles, report, pool) -> list:
     except FormatError as e:
         report.error(e, rule="dense-tile-count" if frag.dense else "tile-offsets", file=frag.path)
         return paths
-    try:
-        boxes = _dense_boxes(frag) if frag.dense else None
-    except FormatError as e:
-        report.error(e, rule="dense-tile-count", file=frag.path)
-        return paths
     good = {}
     for idx in data_fields(frag):
         ok = True
@@ -77,8 +72,14 @@ def check_fragment(storage, frag, tiles, report, pool) -> list:
             paths.append(path)
             ok &= _file(storage, frag, idx, kind, path, tile_num, report)
         good[idx] = ok
-    report.progress(total=tile_num * len(good))
-    decoded = {idx: _decode_field(frag, idx, tile_num, tiles, boxes, report, pool) for idx, ok in good.items() if ok}
+    readable = [idx for idx, ok in good.items() if ok]  # their offsets list tile_num tiles: a bounded count
+    try:
+        boxes = _dense_boxes(frag) if frag.dense and readable else None
+    except FormatError as e:
+        report.error(e, rule="dense-tile-count", file=frag.path)
+        return paths
+    report.progress(total=tile_num * len(readable))
+    decoded = {idx: _decode_field(frag, idx, tile_num, tiles, boxes, report, pool) for idx in readable}
     if not frag.dense and report.wants("rtree-mbrs", "global-order", "duplicates"):
         counts = {idx: [d["n"] if isinstance(d, dict) else None for d in per] for idx, per in decoded.items()}
         check_sparse(frag, tiles, counts, report, pool)
