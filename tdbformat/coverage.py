@@ -17,7 +17,7 @@ from .storage import storage_for
 from .structs.footer import has_footer_length
 from .structs.fragment import SECTIONS, Footer, find_footer
 
-__all__ = ["Span", "spans", "field_spans", "gaps", "coverage", "hexdump"]
+__all__ = ["Span", "spans", "field_spans", "metadata_spans", "gaps", "coverage", "hexdump"]
 
 
 @dataclass
@@ -59,6 +59,13 @@ def field_spans(value, space: str = "file") -> list[Span]:
     """The leaf fields of a parsed value (a Container from a declaration) as spans, in the order declared."""
     out: list[Span] = []
     _walk(value, "", 0, space, out)
+    return out
+
+
+def metadata_spans(fm, data: bytes, name: str) -> list[Span]:
+    """The spans of a parsed fragment metadata file ``fm`` (its bytes ``data``, its fragment ``name``)."""
+    out: list[Span] = []
+    _fragment_metadata(fm, data, name, out)
     return out
 
 

@@ -408,3 +408,14 @@ def test_dense_statistics_before_and_after_tiledb_2_12(writer, stored):
     assert stored == (tile.max() if writer.startswith("v14") else written.max())
     assert tile.max() != written.max()
     assert validate(corpus.root(corpus.CORPUS / writer / "dense_2d_multiattr")) == []
+
+
+def test_bytes_no_section_holds(tmp_path):
+    root = _copy(tmp_path, "filter_zstd")
+    path = next(root.rglob("__fragment_metadata.tdb"))
+    data = path.read_bytes()
+    footer_at = len(data) - 8 - int(np.frombuffer(data[-8:], "<u8")[0])
+    path.write_bytes(data[:footer_at] + b"JUNK!" + data[footer_at:])  # the footer's offsets still hold
+    bad = _one(validate(root), "file-parses")
+    assert (Path(bad.file), bad.offset, bad.found) == (path, footer_at, f"[{footer_at}, {footer_at + 5})")
+    assert _one(validate(path), "file-parses").offset == footer_at  # the file on its own

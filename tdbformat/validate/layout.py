@@ -10,6 +10,7 @@ from dataclasses import replace
 from .. import directory
 from ..array.fragment import load_fragments
 from ..array.tiles import Tiles
+from ..coverage import gaps, metadata_spans
 from ..enums import EncryptionType
 from ..errors import FormatError, located
 from ..files import parse_file
@@ -32,7 +33,7 @@ def validate_file(storage, path, key, report) -> None:
     try:
         parsed = parse_file(path, key=key)
         if parsed.kind == "fragment_metadata":
-            _sections(parsed.value, path, report)
+            _sections(parsed.value, path, storage.name(storage.parent(path)), report)
     except FormatError as e:
         report.error(e, file=path)
 
@@ -79,7 +80,7 @@ def validate_array(storage, root, key, report) -> None:
     with ThreadPoolExecutor(os.cpu_count()) as pool:
         for frag in frags:
             _version(frag, schemas, report)
-            _sections(frag.metadata, storage.join(frag.path, directory.FRAGMENT_METADATA), report)
+            _sections(frag.metadata, storage.join(frag.path, directory.FRAGMENT_METADATA), frag.name, report)
             expected |= {str(p) for p in check_fragment(storage, frag, tiles, report, pool)}
     committed = {str(f.path) for f in frags}
     for p in data_files:
@@ -194,8 +195,9 @@ def _footer_offsets(storage, entry, schemas, report) -> bool:
     return found
 
 
-def _sections(fm, path, report) -> None:
-    """Parse every section of a fragment metadata file (a reader parses them only when it needs them)."""
+def _sections(fm, path, name, report) -> None:
+    """Parse every section of a fragment metadata file (a reader parses them only when it needs them), then
+    report the bytes that neither a section nor the footer holds."""
     if fm.legacy is not None:
         return
     for slot in SECTIONS:
@@ -206,6 +208,15 @@ def _sections(fm, path, report) -> None:
             except FormatError as e:
                 report.error(located(e, where=f"section {slot.name}[{i}] at byte offset {at}",
                                      base=at if e.within is None else None), file=path)
+                return
+    try:
+        found = metadata_spans(fm, fm._data, name)
+    except FormatError as e:
+        report.error(e, file=path)
+        return
+    for g in gaps(found, "file", len(fm._data)):
+        report.add("file-parses", f"{g.end - g.start} bytes that no section and no footer field holds", file=path,
+                   offset=g.start, expected="every byte in a section or the footer", found=f"[{g.start}, {g.end})")
 
 
 def _version(frag, schemas, report) -> None:
