@@ -10,6 +10,7 @@ import numpy as np
 
 from ..enums import Layout
 from ..errors import FormatError
+from ..array.cells import ordinal
 from ..array.sparse import _sort
 from ..versions import FEATURES
 
@@ -22,16 +23,21 @@ def _coord_fields(frag) -> list[int]:
     return [frag.index("__coords")]
 
 
-def check_sparse(frag, tiles, counts, report, pool) -> None:
-    """``counts``: per decoded field, the cell count of each tile (None where it did not decode)."""
+def check_sparse(frag, tiles, decoded, report, pool) -> None:
+    """``decoded``: per decoded field, each tile's result (a dict with its cell count "n" and, for fixed-size
+    fields, its "values"; or the FormatError it raised)."""
     fields = _coord_fields(frag)
-    if any(i not in counts for i in fields):
+    if any(i not in decoded for i in fields):
         return
-    per_tile = list(zip(*(counts[i] for i in fields)))
+    per_tile = list(zip(*([r["n"] if isinstance(r, dict) else None for r in decoded[i]] for i in fields)))
     ok = [k for k, c in enumerate(per_tile) if None not in c and len(set(c)) == 1]
     dims = frag.metadata.dimensions
     try:
-        coords = tiles.coords(frag, dims, ok, pool)
+        if len(fields) == len(dims) and not any(d.var for d in dims):  # decoded already: no second pass
+            coords = [ordinal(np.concatenate([decoded[i][k]["values"] for k in ok]) if ok
+                              else np.empty(0, d.datatype.numpy_dtype)) for i, d in zip(fields, dims)]
+        else:  # var-sized or v1-4 zipped coordinates: as the reader splits them
+            coords = tiles.coords(frag, dims, ok, pool)
         mbrs = frag.mbrs(dims)
     except FormatError as e:
         report.error(e, rule="tile-decodes")

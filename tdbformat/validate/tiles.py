@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..array.cells import cell_dtype
 from ..array.fragment import _KINDS
 from types import SimpleNamespace
 
@@ -81,8 +82,7 @@ def check_fragment(storage, frag, tiles, report, pool) -> list:
     report.progress(total=tile_num * len(readable))
     decoded = {idx: _decode_field(frag, idx, tile_num, tiles, boxes, report, pool) for idx in readable}
     if not frag.dense and report.wants("rtree-mbrs", "global-order", "duplicates"):
-        counts = {idx: [d["n"] if isinstance(d, dict) else None for d in per] for idx, per in decoded.items()}
-        check_sparse(frag, tiles, counts, report, pool)
+        check_sparse(frag, tiles, decoded, report, pool)
     return paths
 
 
@@ -192,6 +192,8 @@ def _tile(frag, idx, k, tiles, boxes):
         else:
             data = tiles.raw(frag, idx, "", k)
             out["n"] = _whole(data, info.datatype.size * info.cell_val_num, frag, info, k)
+            if not frag.dense and any(info.name == d.name for d in frag.metadata.dimensions):
+                out["values"] = np.frombuffer(data, cell_dtype(info))  # kept for the coordinate rules
         valid = None
         if info.nullable:
             valid = np.frombuffer(tiles.raw(frag, idx, "_validity", k), np.uint8)
