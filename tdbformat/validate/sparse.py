@@ -33,7 +33,7 @@ def check_sparse(frag, tiles, decoded, report, pool) -> None:
     ok = [k for k, c in enumerate(per_tile) if None not in c and len(set(c)) == 1]
     dims = frag.metadata.dimensions
     try:
-        if len(fields) == len(dims) and not any(d.var for d in dims):  # decoded already: no second pass
+        if FEATURES["coordinates_per_dimension"](frag.version) and not any(d.var for d in dims):  # decoded already
             coords = [ordinal(np.concatenate([decoded[i][k]["values"] for k in ok]) if ok
                               else np.empty(0, d.datatype.numpy_dtype)) for i, d in zip(fields, dims)]
         else:  # var-sized or v1-4 zipped coordinates: as the reader splits them
