@@ -419,3 +419,14 @@ def test_bytes_no_section_holds(tmp_path):
     bad = _one(validate(root), "file-parses")
     assert (Path(bad.file), bad.offset, bad.found) == (path, footer_at, f"[{footer_at}, {footer_at + 5})")
     assert _one(validate(path), "file-parses").offset == footer_at  # the file on its own
+
+
+def test_progress_counts_every_tile():
+    from tdbformat import open_array
+
+    calls = []
+    root = corpus.root(V22 / "dense_2d_multiattr")
+    assert validate(root, progress=lambda done=0, total=0: calls.append((done, total))) == []
+    arr = open_array(root)
+    expected = sum(f.tile_num() * len(arr.attrs) for f in arr._committed)  # dense: the attributes have tiles
+    assert sum(c[0] for c in calls) == sum(c[1] for c in calls) == expected > 0
