@@ -430,3 +430,24 @@ def test_progress_counts_every_tile():
     arr = open_array(root)
     expected = sum(f.tile_num() * len(arr.attrs) for f in arr._committed)  # dense: the attributes have tiles
     assert sum(c[0] for c in calls) == sum(c[1] for c in calls) == expected > 0
+
+
+@pytest.mark.parametrize("section, idx", [("tile_sums", 0), ("tile_null_counts", 3), ("tile_mins", 3)])
+def test_a_lying_sum_null_count_or_min(tmp_path, section, idx):
+    """dense_2d_multiattr: a_i32 (index 0) and the nullable a_nint64 (index 3); the last fragment's tile 1 lies."""
+    from tdbformat.structs.fragment import _SLOT
+
+    root = _copy(tmp_path, "dense_2d_multiattr")
+    path = sorted(root.rglob("__fragment_metadata.tdb"))[-1]
+    fm = parse_file(path).value
+    payload = fm._payload(_SLOT[section], idx)
+    if section == "tile_mins":
+        truth = payload.fixed.copy()
+        payload.fixed = truth - np.array([0, 1] + [0] * (len(truth) - 2), truth.dtype)
+    else:
+        truth = np.asarray(payload.data).copy()
+        payload.data = truth + np.array([0, 1] + [0] * (len(truth) - 2), truth.dtype)
+    path.write_bytes(fm.build())
+    bad = _one(validate(root), "tile-stats")
+    assert (Path(bad.file), bad.structure, bad.field) == (path, section, f"{section}[{idx}][1]")
+    assert (bad.expected, bad.found) == (truth[1], truth[1] + (-1 if section == "tile_mins" else 1))

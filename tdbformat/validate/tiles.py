@@ -4,13 +4,13 @@ statistics recomputed from the cells; sparse fragments go on to :mod:`.sparse`."
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..array.cells import cell_dtype
-from ..array.fragment import _KINDS
 from types import SimpleNamespace
 
+import numpy as np
+
 from ..array import order
+from ..array.cells import cell_dtype
+from ..array.fragment import _KINDS
 from ..array.dense import _tile_jobs
 from ..directory import FRAGMENT_METADATA
 from ..enums import FilterType
@@ -265,6 +265,11 @@ def _stats(values: np.ndarray, valid, info):
     return values.min(), values.max(), total, nulls
 
 
+#: section -> (the footer field that locates it, what one value is)
+_STATS = {"tile_mins": ("tile_min_offsets", "min"), "tile_maxes": ("tile_max_offsets", "max"),
+          "tile_sums": ("tile_sum_offsets", "sum"), "tile_null_counts": ("tile_null_count_offsets", "null count")}
+
+
 def _check_stats(frag, idx, results, tiles, report) -> None:
     """The stored tile mins, maxes, sums and null counts of field ``idx`` against the recomputed ones."""
     fm = frag.metadata
@@ -295,11 +300,9 @@ def _check_stats(frag, idx, results, tiles, report) -> None:
         if np.all(same):
             continue
         k = have[int(np.flatnonzero(~same)[0])]
-        section_at = fm.footer[{"tile_mins": "tile_min_offsets", "tile_maxes": "tile_max_offsets",
-                                "tile_sums": "tile_sum_offsets",
-                                "tile_null_counts": "tile_null_count_offsets"}[name]][idx]
+        section_at = fm.footer[_STATS[name][0]][idx]
         report.add("tile-stats", f"fragment {frag.name}, field {info.name}, tile {k}: the stored "
-                   f"{name[5:].rstrip('es').rstrip('s')} lies ({int(np.count_nonzero(~same))} tiles differ)",
+                   f"{_STATS[name][1]} lies ({int(np.count_nonzero(~same))} tiles differ)",
                    file=tiles.storage.join(frag.path, FRAGMENT_METADATA),
                    structure=name, field=f"{name}[{idx}][{k}]", offset=int(section_at),
                    expected=want[np.flatnonzero(~same)[0]].item(), found=got[np.flatnonzero(~same)[0]].item())
