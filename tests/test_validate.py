@@ -451,3 +451,11 @@ def test_a_lying_sum_null_count_or_min(tmp_path, section, idx):
     bad = _one(validate(root), "tile-stats")
     assert (Path(bad.file), bad.structure, bad.field) == (path, section, f"{section}[{idx}][1]")
     assert (bad.expected, bad.found) == (truth[1], truth[1] + (-1 if section == "tile_mins" else 1))
+
+
+def test_missing_enumeration_file(tmp_path):
+    root = _copy(tmp_path, "enumerations")
+    gone = next((root / "__schema" / "__enumerations").iterdir())
+    gone.unlink()
+    bad = _one(validate(root), "file-parses")
+    assert (Path(bad.file), bad.found) == (gone, "nothing")

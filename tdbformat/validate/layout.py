@@ -98,6 +98,13 @@ def _schemas(storage, root, key, report) -> dict:
             out[storage.name(p)] = ArraySchema.parse(storage.read(p, what="array schema"), key=key, filename=str(p))
         except FormatError as e:
             report.error(e, file=p)
+    for name, schema in out.items():  # the enumeration files a schema names (the walk parses the ones there)
+        for ref in schema.get("enumerations") or []:
+            p = directory.enumeration_path(storage, root, ref.filename)
+            if not storage.is_file(p):
+                report.add("file-parses", f"schema {name} names enumeration {ref.name!r} in a file that is not there",
+                           file=p, structure="Array schema", field="enumerations", expected="an enumeration file",
+                           found="nothing")
     if out and key is not None and all(s["_generic_tile"].encryption_type == EncryptionType.NO_ENCRYPTION
                                        for s in out.values()):
         report.add("key", "a key was given but the array is not encrypted", file=root)
