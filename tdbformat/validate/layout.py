@@ -105,6 +105,8 @@ def _schemas(storage, root, key, report) -> dict:
                 report.add("file-parses", f"schema {name} names enumeration {ref.name!r} in a file that is not there",
                            file=p, structure="Array schema", field="enumerations", expected="an enumeration file",
                            found="nothing")
+    # TileDB refuses a key for tiles that are not encrypted (GenericTileIO::read_generic: "tile is encrypted
+    # with NO_ENCRYPTION but given key is for AES_256_GCM"), so such a key is an error too
     if out and key is not None and all(s["_generic_tile"].encryption_type == EncryptionType.NO_ENCRYPTION
                                        for s in out.values()):
         report.add("key", "a key was given but the array is not encrypted", file=root)
