@@ -459,3 +459,33 @@ def test_missing_enumeration_file(tmp_path):
     gone.unlink()
     bad = _one(validate(root), "file-parses")
     assert (Path(bad.file), bad.found) == (gone, "nothing")
+
+
+def test_an_rtree_parent_that_does_not_hold_its_children(tmp_path):
+    from tdbformat.structs.fragment import _SLOT
+
+    root = _sparse(tmp_path / "s")  # 3 tiles under one root
+
+    def lie(fm):
+        rtree = fm._payload(_SLOT["rtree"])
+        assert [len(level.mbrs) for level in rtree.levels] == [1, 3]
+        top = rtree.levels[0].mbrs.copy()
+        top["x"][0] = [1, 6]  # the children hold x = 0..6
+        rtree.levels[0].mbrs = top
+    _rewrite_metadata(root, lie)
+    bad = _one(validate(root), "rtree-mbrs")
+    assert bad.field == "levels[0].mbrs[0].x" and bad.found == "[1, 6]" and bad.expected == "[0, 6] inside"
+
+
+def test_a_var_sized_rtree_parent(tmp_path):
+    from tdbformat.structs.fragment import _SLOT
+
+    root = _copy(tmp_path, "sparse_var_string_dim")
+    path = sorted(root.rglob("__fragment_metadata.tdb"))[0]
+    fm = parse_file(path).value
+    rtree = fm._payload(_SLOT["rtree"])
+    assert len(rtree.levels) == 2
+    rtree.levels[0].mbrs[0][0].start = b"zzz"  # above every key below it
+    path.write_bytes(fm.build())
+    bad = _one(validate(root), "rtree-mbrs")
+    assert bad.field == "levels[0].mbrs[0].key" and "b'zzz'" in bad.found

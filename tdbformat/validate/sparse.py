@@ -11,6 +11,7 @@ import numpy as np
 from ..enums import Layout
 from ..errors import FormatError
 from ..array.cells import ordinal
+from ..array.fragment import mbr_bounds
 from ..array.sparse import _sort
 from ..versions import FEATURES
 
@@ -103,29 +104,30 @@ def _leaves(frag, dims, coords, mbrs, where, report) -> None:
 
 
 def _parents(frag, dims, report, tiles) -> None:
-    """Each R-tree node holds its children (fixed-size dimensions: numpy per level)."""
+    """Each R-tree node holds its children: per level, one reduceat per dimension over the children."""
     fm = frag.metadata
-    if fm.legacy is not None or not fm.rtree.levels or any(d.var for d in dims):
+    if fm.legacy is not None or not fm.rtree.levels:
         return
     levels, fanout = fm.rtree.levels, int(fm.rtree.fanout)
     for p in range(len(levels) - 1):
-        parent, child = levels[p].mbrs, levels[p + 1].mbrs
-        starts = np.arange(0, len(child), max(fanout, 1))
-        if len(parent) != len(starts):
-            report.add("rtree-mbrs", f"fragment {frag.name}: R-tree level {p} has {len(parent)} nodes for the "
-                       f"{len(child)} below it (fanout {fanout})", file=frag.path, structure="R-tree",
-                       field=f"levels[{p}].mbr_num", expected=len(starts), found=len(parent))
+        parent, child = mbr_bounds(levels[p].mbrs, dims), mbr_bounds(levels[p + 1].mbrs, dims)
+        n_child = len(child[0][0]) if dims else 0
+        starts = np.arange(0, n_child, max(fanout, 1))
+        if len(parent[0][0]) != len(starts):
+            report.add("rtree-mbrs", f"fragment {frag.name}: R-tree level {p} has {len(parent[0][0])} nodes for the "
+                       f"{n_child} below it (fanout {fanout})", file=frag.path, structure="R-tree",
+                       field=f"levels[{p}].mbr_num", expected=len(starts), found=len(parent[0][0]))
             continue
-        for d in dims:
-            lo = np.minimum.reduceat(child[d.name][:, 0], starts)
-            hi = np.maximum.reduceat(child[d.name][:, 1], starts)
-            bad = np.flatnonzero(~((parent[d.name][:, 0] <= lo) & (hi <= parent[d.name][:, 1])))
+        for d, (p_lo, p_hi), (c_lo, c_hi) in zip(dims, parent, child):
+            p_lo, p_hi = _comparable(p_lo), _comparable(p_hi)
+            lo, hi = np.minimum.reduceat(_comparable(c_lo), starts), np.maximum.reduceat(_comparable(c_hi), starts)
+            bad = np.flatnonzero(~((p_lo <= lo) & (hi <= p_hi)))
             if len(bad):
                 i = int(bad[0])
                 report.add("rtree-mbrs", f"fragment {frag.name}, dimension {d.name}: R-tree node {i} of level {p} "
                            "does not hold its children", file=frag.path, structure="R-tree",
-                           field=f"levels[{p}].mbrs[{i}].{d.name}", expected=f"[{lo[i]}, {hi[i]}] inside",
-                           found=parent[d.name][i].tolist())
+                           field=f"levels[{p}].mbrs[{i}].{d.name}", expected=f"[{lo[i]!r}, {hi[i]!r}] inside",
+                           found=f"[{p_lo[i]!r}, {p_hi[i]!r}]")
 
 
 def _order(frag, coords, tiles, pool, where, report) -> None:
