@@ -22,12 +22,12 @@ LAYERS = [
     ["storage"],
     ["directory"],
     ["show"],
-    ["files", "array"],
+    ["files", "array", "groups"],
     ["coverage"],
     ["validate"],
     ["stats"],
     ["spec"],
-    ["ksy", "spec_render", "cat"],
+    ["ksy", "spec_render", "cat", "conformance"],
     ["cli"],
     [""],  # the package's __init__: the public API
 ]
