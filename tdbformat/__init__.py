@@ -27,6 +27,7 @@ from .versions import KNOWN_VERSIONS, LATEST
 from .array.legacy import LegacyArray
 from .structs.prev1_0x import ArraySchema0x, BookKeeping0x
 from .structs.prev1_1x import ArraySchema1x, FragmentMetadata1x, GenericTile1x
+from .validate import RULES, Finding, validate  # noqa: E402 (the function shadows its package's name, on purpose)
 
 __all__ = [
     "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError", "FormatWarning",
@@ -44,4 +45,5 @@ __all__ = [
     "create_group", "Group",
     "schema",
     "LegacyArray", "ArraySchema0x", "BookKeeping0x", "ArraySchema1x", "FragmentMetadata1x", "GenericTile1x",
+    "validate", "Finding", "RULES",
 ]
