@@ -91,6 +91,10 @@ class Storage:
     def delete(self, path) -> None:
         raise NotImplementedError
 
+    def makedirs(self, path) -> None:
+        """Make the folder ``path`` (and its parents); nothing if it is there."""
+        raise NotImplementedError
+
 
 class LocalStorage(Storage):
     """Files on a local disk (paths are :class:`pathlib.Path`)."""
@@ -149,6 +153,9 @@ class LocalStorage(Storage):
 
     def delete(self, path) -> None:
         self._os(lambda: os.remove(path), path)
+
+    def makedirs(self, path) -> None:
+        self._os(lambda: Path(path).mkdir(parents=True, exist_ok=True), path)
 
     @staticmethod
     def _os(call, path):
