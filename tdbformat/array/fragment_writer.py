@@ -82,7 +82,7 @@ class _Encoder:
                            dim_num=dim_num, max_chunk=self.max_chunk)
         return Tile.build(tile)
 
-    def field(self, info: FieldInfo, tiles, validity, stem, stats: bool) -> _Out:
+    def field(self, info: FieldInfo, tiles, validity, stem, stats: bool, is_dim: bool) -> _Out:
         out = _Out()
         fixed, var, valid = bytearray(), bytearray(), bytearray()
         for t, cells in enumerate(tiles):
@@ -103,7 +103,7 @@ class _Encoder:
                 out.validity_offsets.append(len(valid))
                 valid += self.stored(mask.astype(np.uint8).tobytes(), self.schema.cell_validity_filters,
                                      Datatype.UINT8, 1)
-            out.stats.append(_tile_stats(info, cells, mask) if stats else None)
+            out.stats.append(_tile_stats(info, cells, mask, is_dim) if stats else None)
         out.files = {f"{stem}.tdb": fixed, f"{stem}_var.tdb": var, f"{stem}_validity.tdb": valid}
         out.sizes = [len(fixed), len(var), len(valid)]
         return out
@@ -136,31 +136,54 @@ class _Encoder:
         return out
 
 
+_NO_STATS = (Datatype.ANY, Datatype.BLOB, Datatype.GEOM_WKB, Datatype.GEOM_WKT, Datatype.STRING_UTF8,
+             Datatype.STRING_UTF16, Datatype.STRING_UTF32, Datatype.STRING_UCS2, Datatype.STRING_UCS4)
+_CHARS = (Datatype.CHAR, Datatype.STRING_ASCII)
+
+
 def _has_min_max(info: FieldInfo, is_dim: bool) -> bool:
-    """TileMetadataGenerator::has_min_max_metadata, for the fields whose mins we compute (numeric, one value)."""
-    return not is_dim and _has_sum(info)
+    """TileMetadataGenerator::has_min_max_metadata: not dimensions (they have the R-tree), var-sized or
+    multi-value cells only of CHAR and ASCII, no ANY, BLOB, GEOM or non-ASCII strings."""
+    if is_dim or (info.var or info.cell_val_num != 1) and info.datatype not in _CHARS:
+        return False
+    return info.datatype not in _NO_STATS
 
 
 def _has_sum(info: FieldInfo) -> bool:
-    """TileMetadataGenerator::has_sum_metadata: fixed cells of one numeric value."""
-    return not info.var and info.cell_val_num == 1 and not info.datatype.is_string and info.datatype not in (
-        Datatype.ANY, Datatype.BLOB, Datatype.CHAR, Datatype.GEOM_WKB, Datatype.GEOM_WKT)
+    """TileMetadataGenerator::has_sum_metadata: fixed cells of one value, no ANY, BLOB, GEOM or strings."""
+    return not info.var and info.cell_val_num == 1 and info.datatype not in _NO_STATS + (Datatype.STRING_ASCII,)
 
 
-def _tile_stats(info, cells, mask):
-    if not _has_sum(info):
-        return None, None, None, 0 if mask is None else int((~mask).sum())
-    values = np.asarray(cells).view(value_dtype(info.datatype))
-    nulls = 0
-    if mask is not None:
-        nulls = int((~mask).sum())
-        values = values[mask]
-    kind = values.dtype.kind
-    acc = "<f8" if kind == "f" else "<u8" if kind in "ub" else "<i8"
-    total = values.astype(acc).sum(dtype=acc) if len(values) else np.zeros((), acc)
-    if not len(values):
-        return np.zeros((), values.dtype), np.zeros((), values.dtype), total, nulls
-    return values.min(), values.max(), total, nulls
+def _sum_dtype(kind: str) -> str:
+    return "<f8" if kind == "f" else "<u8" if kind in "ub" else "<i8"
+
+
+def _tile_stats(info, cells, mask, is_dim):
+    """(min, max, sum, null count) of a tile as TileDB's metadata generator makes them: min and max skip null
+    cells (none valid: the type's max and lowest), sums add cell after cell (None where the field has none)."""
+    nulls = 0 if mask is None else int((~mask).sum())
+    lo = hi = total = None
+    if _has_min_max(info, is_dim):
+        if info.datatype in _CHARS:
+            parts = var_bytes(cells, info.datatype.numpy_dtype) if info.var else \
+                [bytes(c) for c in np.asarray(cells).view(f"S{info.cell_val_num}").tolist()]
+            parts = [p for p, ok in zip(parts, mask if mask is not None else [True] * len(parts)) if ok]
+            lo, hi = (min(parts), max(parts)) if parts else (None, None)
+        else:
+            values = np.asarray(cells).view(value_dtype(info.datatype))
+            values = values if mask is None else values[mask]
+            limits = np.finfo if values.dtype.kind == "f" else np.iinfo
+            if len(values):
+                lo, hi = values.min(), values.max()
+            else:
+                t = values.dtype if values.dtype.kind != "b" else np.dtype(np.uint8)
+                lo, hi = np.array(limits(t).max, t).view(values.dtype), np.array(limits(t).min, t).view(values.dtype)
+    if _has_sum(info):
+        values = np.asarray(cells).view(value_dtype(info.datatype))
+        values = values if mask is None else values[mask]
+        acc = _sum_dtype(values.dtype.kind)
+        total = np.cumsum(values.astype(acc), dtype=acc)[-1] if len(values) else np.zeros((), acc)[()]
+    return lo, hi, total, nulls
 
 
 def _index_data(fw: FragmentWrite, version: int) -> list:
@@ -184,7 +207,7 @@ def write_fragment(storage, root, fw: FragmentWrite, *, timestamp: int, uuid: st
     outs = {}
     for i, info, is_dim in _index_data(fw, version):
         stem = data_file_stem(version, i, fields, len(attributes(schema)))
-        outs[i] = enc.field(info, fw.tiles[info.name], fw.validity.get(info.name), stem, stats and not is_dim)
+        outs[i] = enc.field(info, fw.tiles[info.name], fw.validity.get(info.name), stem, stats, is_dim)
     if not fw.dense and not FEATURES["coordinates_per_dimension"](version):
         outs[len(attributes(schema))] = enc.coords(fw.tiles, dimensions(schema))
     name = fragment_name(version, timestamp, uuid)
@@ -243,7 +266,7 @@ def _metadata(fw, version, key, fields, outs, tile_num) -> bytes:
         footer.tile_validity_offsets_offsets = zeros
         sections["tile_validity_offsets"] = _per_field(outs, n, tile_num, "validity_offsets")
     if version >= 11:
-        _stat_sections(footer, sections, fields, outs, version, zeros)
+        _stat_sections(footer, sections, fields, outs, version, zeros, tile_num, len(attributes(fw.schema)))
     if version >= 16:
         footer.processed_conditions_offset = 0
         sections["processed_conditions"] = []
@@ -255,33 +278,68 @@ def _metadata(fw, version, key, fields, outs, tile_num) -> bytes:
     return FragmentMetadata(footer, schema=fw.schema, key=key, unreferenced=unreferenced, **sections).build()
 
 
-def _stat_sections(footer, sections, fields, outs, version, zeros):
+def _min_max(info, values, has):
+    """A field's tile mins (or maxes) section value: numbers, or u64 offsets into the var bytes of strings."""
+    bound = np.dtype("<u8") if info.var else value_dtype(info.datatype)
+    if not has or not values:
+        return Container(fixed=np.zeros(0, bound), var=b"")
+    if info.var:
+        parts = [v or b"" for v in values]
+        offsets = np.zeros(len(parts), "<u8")
+        np.cumsum(np.fromiter(map(len, parts), np.uint64, len(parts))[:-1], out=offsets[1:])
+        return Container(fixed=offsets, var=b"".join(parts))
+    if info.datatype in _CHARS:
+        return Container(fixed=np.frombuffer(b"".join(v or bytes(info.cell_val_num) for v in values), bound), var=b"")
+    return Container(fixed=np.array(values, bound), var=b"")
+
+
+def _summary_bound(info, values, pick):
+    found = [v for v in values if v is not None]
+    if not found:
+        return b""
+    best = pick(found)
+    return best if isinstance(best, bytes) else np.asarray(best, value_dtype(info.datatype)).tobytes()
+
+
+def _coords_stats(info, tile_num):
+    """TileDB sizes every field's tile metadata, the __coords one too, and leaves that one zero."""
+    has_mm = _has_min_max(FieldInfo(info.name, info.datatype, 1, False, False, info.filters), False)
+    zeros = np.zeros(tile_num * info.cell_val_num if has_mm else 0, value_dtype(info.datatype))
+    acc = _sum_dtype(value_dtype(info.datatype).kind)
+    has_sum = _has_sum(FieldInfo(info.name, info.datatype, 1, False, False, info.filters))
+    one = np.zeros(1, value_dtype(info.datatype)).tobytes() if has_mm else b""
+    return (Container(fixed=zeros, var=b""), np.zeros(tile_num if has_sum else 0, acc),
+            Container(min=one, max=one, sum=0, null_count=0))
+
+
+def _stat_sections(footer, sections, fields, outs, version, zeros, tile_num, attribute_num):
     """Tile mins, maxes, sums and null counts (v11+) and the fragment summary (v12+)."""
     mins, maxes, sums, nulls, summary = [], [], [], [], []
     for i, info in enumerate(fields):
-        st = [s for s in (outs[i].stats if i in outs else []) if s is not None]
-        bound = np.dtype("<u8") if info.var else value_dtype(info.datatype)
-        has_mm = bool(st) and st[0][0] is not None and i in outs and _has_min_max(info, False)
-        lo = np.array([s[0] for s in st], bound) if has_mm else np.zeros(0, bound)
-        hi = np.array([s[1] for s in st], bound) if has_mm else np.zeros(0, bound)
-        sum_dtype = "<f8" if bound.kind == "f" else "<u8" if bound.kind in "ub" else "<i8"
-        tile_sums = np.array([s[2] for s in st], sum_dtype) if st and st[0][2] is not None else np.zeros(0, sum_dtype)
+        if i == attribute_num:
+            mm, tile_sums, entry = _coords_stats(info, tile_num)
+            mins.append(mm), maxes.append(mm), sums.append(tile_sums), nulls.append(np.zeros(0, "<u8"))
+            summary.append(entry)
+            continue
+        st = outs[i].stats if i in outs else []
+        has_mm = bool(st) and _has_min_max(info, i > attribute_num)
+        acc = _sum_dtype(value_dtype(info.datatype).kind)
+        tile_sums = np.array([s[2] for s in st], acc) if st and _has_sum(info) else np.zeros(0, acc)
         tile_nulls = np.array([s[3] for s in st], "<u8") if info.nullable and st else np.zeros(0, "<u8")
-        mins.append(Container(fixed=lo, var=b""))
-        maxes.append(Container(fixed=hi, var=b""))
+        mins.append(_min_max(info, [s[0] for s in st], has_mm))
+        maxes.append(_min_max(info, [s[1] for s in st], has_mm))
         sums.append(tile_sums)
         nulls.append(tile_nulls)
-        total = tile_sums.sum(dtype=sum_dtype) if len(tile_sums) else np.zeros((), sum_dtype)
-        summary.append(Container(min=lo.min().tobytes() if len(lo) else b"", max=hi.max().tobytes() if len(hi) else b"",
-                                 sum=total.item(), null_count=int(tile_nulls.sum())))
+        total = np.cumsum(tile_sums, dtype=acc)[-1].item() if len(tile_sums) else 0
+        summary.append(Container(min=_summary_bound(info, [s[0] for s in st], min) if has_mm else b"",
+                                 max=_summary_bound(info, [s[1] for s in st], max) if has_mm else b"",
+                                 sum=total, null_count=int(tile_nulls.sum())))
     for key in ("tile_min_offsets", "tile_max_offsets", "tile_sum_offsets", "tile_null_count_offsets"):
         footer[key] = zeros
     sections.update(tile_mins=mins, tile_maxes=maxes, tile_sums=sums, tile_null_counts=nulls)
     if version >= 12:
         footer.fragment_min_max_sum_null_count_offset = 0
         sections["fragment_summary"] = summary
-    elif version == 11:
-        footer.backcompat_fragment_summary_offset = None
 
 
 def _global_order_section(fw, footer, sections):

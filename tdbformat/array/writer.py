@@ -228,9 +228,10 @@ class ArrayWriter:
         self.write(value, **({"subarray": _subarray(self.schema, index)} if self.dense else
                              {"coords": index if isinstance(index, tuple) else (index,)}))
 
-    def write(self, data, *, subarray=None, coords=None, validity=None) -> str:
+    def write(self, data, *, subarray=None, coords=None, validity=None, uuid: str | None = None) -> str:
         """Write one fragment: ``data`` (an array, or a dict by attribute) at ``subarray`` (dense; default the
-        whole domain) or ``coords`` (sparse: one array per dimension). Returns the fragment's name."""
+        whole domain) or ``coords`` (sparse: one array per dimension). ``uuid`` (32 hex digits) names the
+        fragment, to reproduce a given one. Returns the fragment's name."""
         data = _by_attribute(self.schema, data)
         if self.dense:
             if coords is not None:
@@ -242,10 +243,18 @@ class ArrayWriter:
                 raise ValueError("coords: a sparse array is written with the coordinates of its cells")
             fw = _sparse_fragment(self.schema, self.schema_name, list(coords), data, validity)
         t = now_ms() if self.timestamp is None else int(self.timestamp)
-        name = write_fragment(self.storage, self.root, fw, timestamp=t, uuid=new_uuid(), key=self.key,
+        name = write_fragment(self.storage, self.root, fw, timestamp=t, uuid=_uuid(uuid), key=self.key,
                               max_chunk=self.max_chunk_size)
         self.fragments.append(name)
         return name
+
+
+def _uuid(value) -> str:
+    if value is None:
+        return new_uuid()
+    if not isinstance(value, str) or len(value) != 32 or any(c not in "0123456789abcdef" for c in value):
+        raise ValueError(f"uuid: expected 32 lowercase hex digits, not {value!r}")
+    return value
 
 
 def _chunk_bound(value) -> int:
