@@ -219,7 +219,7 @@ def write_fragment(storage, root, fw: FragmentWrite, *, timestamp: int, uuid: st
             if data:
                 storage.write(storage.join(folder, filename), bytes(data))
     tile_num = len(next(iter(fw.tiles.values())))
-    metadata = _metadata(fw, version, key, fields, outs, tile_num)
+    metadata = _metadata(fw, version, key, fields, outs, tile_num, max_chunk)
     meta_path = storage.join(folder, FRAGMENT_METADATA)
     if not FEATURES["commit_markers"](version):
         storage.commit(meta_path, metadata)  # v1-4: the metadata file is the commit
@@ -239,7 +239,7 @@ def _per_field(outs, n, tile_num, what):
             else np.zeros(tile_num, "<u8") for i in range(n)]
 
 
-def _metadata(fw, version, key, fields, outs, tile_num) -> bytes:
+def _metadata(fw, version, key, fields, outs, tile_num, max_chunk) -> bytes:
     n = len(fields)
     n_var = n if FEATURES["coordinates_per_dimension"](version) else n - 1
     sizes = np.array([[outs[i].sizes[k] if i in outs else 0 for i in range(n)] for k in range(3)], "<u8")
@@ -247,7 +247,7 @@ def _metadata(fw, version, key, fields, outs, tile_num) -> bytes:
     var_offsets = _per_field(outs, n_var, tile_num, "var_offsets")
     var_sizes = _per_field(outs, n_var, tile_num, "var_sizes")
     if version <= 2:
-        return _legacy(fw, version, key, offsets, var_offsets, var_sizes, sizes, n_var)
+        return _legacy(fw, version, key, offsets, var_offsets, var_sizes, sizes, n_var, max_chunk)
     zeros = np.zeros(n, "<u8")
     footer = Container(
         version=version, array_schema_name=fw.schema_name if version >= 10 else None, dense=fw.dense,
@@ -275,7 +275,9 @@ def _metadata(fw, version, key, fields, outs, tile_num) -> bytes:
         unreferenced = ProcessedConditionsTile.build(Container(conditions=ListContainer()), version=version, key=key)
     if version >= 23:
         _global_order_section(fw, footer, sections)
-    return FragmentMetadata(footer, schema=fw.schema, key=key, unreferenced=unreferenced, **sections).build()
+    fm = FragmentMetadata(footer, schema=fw.schema, key=key, unreferenced=unreferenced, **sections)
+    fm.max_chunk = max_chunk
+    return fm.build()
 
 
 def _min_max(info, values, has):
@@ -368,7 +370,7 @@ def _bounds(info, values):
     return Container(fixed=offsets, var=b"".join(parts))
 
 
-def _legacy(fw, version, key, offsets, var_offsets, var_sizes, sizes, n_var) -> bytes:
+def _legacy(fw, version, key, offsets, var_offsets, var_sizes, sizes, n_var, max_chunk) -> bytes:
     """The v1-2 metadata file: one generic tile (§12.9)."""
     dims = dimensions(fw.schema)
     dtype = value_dtype(dims[0].datatype)
@@ -384,4 +386,6 @@ def _legacy(fw, version, key, offsets, var_offsets, var_sizes, sizes, n_var) -> 
         tile_var_offsets=ListContainer(Container(data=o) for o in var_offsets),
         tile_var_sizes=ListContainer(Container(data=o) for o in var_sizes),
         last_tile_cell_num=fw.last_tile_cell_num, file_sizes=sizes[0], file_var_sizes=sizes[1][:n_var])
-    return FragmentMetadata(schema=fw.schema, key=key, legacy=legacy).build()
+    fm = FragmentMetadata(schema=fw.schema, key=key, legacy=legacy)
+    fm.max_chunk = max_chunk
+    return fm.build()

@@ -28,7 +28,8 @@ def _unite_ranges(group):
     out = ListContainer()
     for ranges in zip(*group):
         if isinstance(ranges[0], dict):
-            out.append(Container(start=min(bytes(r["start"]) for r in ranges), end=max(bytes(r["end"]) for r in ranges)))
+            out.append(Container(start=min(bytes(r["start"]) for r in ranges),
+                                 end=max(bytes(r["end"]) for r in ranges)))
         else:
             out.append(np.array([min(r[0] for r in ranges), max(r[1] for r in ranges)], dtype=ranges[0].dtype))
     return out

@@ -141,7 +141,8 @@ def _sparse_fragment(schema, schema_name, coords, data, validity) -> FragmentWri
     n = len(next(iter(columns.values())))
     if any(len(c) != n for c in columns.values()):
         raise ValueError("coords: every dimension needs one coordinate per cell")
-    perm = sparse_order([keys[d.name] for d in dims], schema.domain.dimensions, Layout(schema.tile_order), Layout(schema.cell_order))
+    perm = sparse_order([keys[d.name] for d in dims], schema.domain.dimensions, Layout(schema.tile_order),
+                        Layout(schema.cell_order))
     sorted_keys = {name: k[perm] for name, k in keys.items()}
     if not schema.get("allows_dups") and n > 1:
         same = np.ones(n - 1, bool)
@@ -236,7 +237,8 @@ class ArrayWriter:
         if self.dense:
             if coords is not None:
                 raise ValueError("coords: a dense array is written by subarray")
-            subarray = _subarray(self.schema, slice(None)) if subarray is None else _check_subarray(self.schema, subarray)
+            subarray = (_subarray(self.schema, slice(None)) if subarray is None
+                        else _check_subarray(self.schema, subarray))
             fw = _dense_fragment(self.schema, self.schema_name, subarray, data, validity)
         else:
             if coords is None:
@@ -305,7 +307,7 @@ def open_writer(path, timestamp=None, key=None, max_chunk_size: int = MAX_CHUNK)
 
 
 def write(path, data, *, subarray=None, coords=None, validity=None, timestamp=None, key=None,
-          max_chunk_size: int = MAX_CHUNK) -> str:
+          max_chunk_size: int = MAX_CHUNK, uuid: str | None = None) -> str:
     """Write one fragment to the array at ``path`` (see :meth:`ArrayWriter.write`); returns its name."""
     return open_writer(path, timestamp, key, max_chunk_size).write(data, subarray=subarray, coords=coords,
-                                                                   validity=validity)
+                                                                   validity=validity, uuid=uuid)

@@ -1,0 +1,337 @@
+"""The writer: arrays created and written by tdbformat at every format version open in TileDB-Py (the oracle)
+and read back equal; v23 arrays read back with our reader and every file rebuilds byte for byte; corpus
+fragments rewritten from their own cells equal TileDB's bytes; a failed write leaves the array as it was."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tiledb
+from construct import ListContainer
+
+import tdbformat
+from tdbformat.array.create import create, schema_at
+from tdbformat.array.writer import open_writer, write
+from tdbformat.directory import load_schemas
+from tdbformat.storage import LocalStorage, storage_for
+from tdbformat.structs.fragment import SECTIONS
+from tdbformat.structs.names import parse_timestamped_name
+
+CORPUS = Path(__file__).parent / "data" / "corpus"
+KEY = "0123456789abcdeF0123456789abcdeF"  # the corpus's encrypted arrays (truth.json "key")
+
+
+def py_schema(tmp_path, schema, name="src"):
+    """A schema made by TileDB-Py, as ``ArraySchema.parse`` reads it from the file TileDB wrote."""
+    uri = str(tmp_path / name)
+    tiledb.Array.create(uri, schema)
+    storage, root = storage_for(uri)
+    return load_schemas(storage, root)[0][1]
+
+
+def dense_schema(tmp_path, nullable=True):
+    dims = [tiledb.Dim("r", domain=(1, 8), tile=4, dtype=np.int32),
+            tiledb.Dim("c", domain=(1, 6), tile=3, dtype=np.int32)]
+    attrs = [tiledb.Attr("i", dtype=np.int32), tiledb.Attr("f", dtype=np.float64, filters=[tiledb.ZstdFilter()]),
+             tiledb.Attr("s", dtype=str, var=True, filters=[tiledb.GzipFilter()])]
+    if nullable:
+        attrs.append(tiledb.Attr("n", dtype=np.int64, nullable=True, filters=[tiledb.LZ4Filter()]))
+    return py_schema(tmp_path, tiledb.ArraySchema(domain=tiledb.Domain(*dims), attrs=attrs), f"dense{nullable}")
+
+
+def dense_data(rng, shape, nullable):
+    data = {"i": rng.integers(-1000, 1000, shape).astype(np.int32), "f": rng.random(shape),
+            "s": np.array(["x" * int(k) + str(k) for k in rng.integers(0, 6, int(np.prod(shape)))],
+                          object).reshape(shape)}
+    if nullable:
+        data["n"] = np.ma.masked_array(rng.integers(0, 99, shape), mask=rng.random(shape) < 0.3)
+    return data
+
+
+@pytest.mark.parametrize("version", range(1, 23))
+def test_dense_writes_at_every_version_read_back_in_tiledb_py(tmp_path, version):
+    rng = np.random.default_rng(version)
+    nullable = version >= 7
+    schema = dense_schema(tmp_path, nullable)
+    path = str(tmp_path / "a")
+    create(path, schema, version)
+    whole, part = dense_data(rng, (8, 6), nullable), dense_data(rng, (3, 2), nullable)
+    with open_writer(path, timestamp=1) as A:
+        A[:] = whole
+    with open_writer(path, timestamp=2) as A:
+        A[3:6, 2:4] = part  # half-open coordinates: rows 3-5, columns 2-3
+    with tiledb.open(path) as A:
+        got = A[:]
+    for name, values in whole.items():
+        want = values.copy()
+        want[2:5, 1:3] = part[name]
+        if isinstance(want, np.ma.MaskedArray):
+            assert (np.ma.getmaskarray(got[name]) == want.mask).all()
+            assert (got[name][~want.mask] == want[~want.mask]).all()
+        else:
+            assert got[name].tolist() == want.tolist(), name
+
+
+def sparse_schema(tmp_path, string_dim, nullable, y_dtype=np.int16):
+    dims = [tiledb.Dim("x", domain=(0, 999), tile=100, dtype=np.int64),
+            tiledb.Dim("y", dtype="ascii") if string_dim else tiledb.Dim("y", domain=(-50, 50), tile=10, dtype=y_dtype)]
+    attrs = [tiledb.Attr("f", dtype=np.float32, filters=[tiledb.ByteShuffleFilter(), tiledb.ZstdFilter()]),
+             tiledb.Attr("s", dtype=str, var=True), tiledb.Attr("n", dtype=np.uint16, nullable=nullable)]
+    return py_schema(tmp_path, tiledb.ArraySchema(domain=tiledb.Domain(*dims), attrs=attrs, sparse=True, capacity=7),
+                     f"sparse{string_dim}{nullable}")
+
+
+@pytest.mark.parametrize("version", range(1, 23))
+def test_sparse_writes_at_every_version_read_back_in_tiledb_py(tmp_path, version):
+    rng = np.random.default_rng(version)
+    string_dim, nullable = version >= 5, version >= 7
+    schema = sparse_schema(tmp_path, string_dim, nullable, np.int16 if version >= 5 else np.int64)  # one type before v5
+    path = str(tmp_path / "a")
+    create(path, schema, version)
+    n = 60
+    x = rng.choice(1000, n, replace=False)
+    y = np.array([f"k{k}" for k in rng.integers(0, 10**6, n)], object) if string_dim else rng.integers(-50, 51, n)
+    f = rng.random(n).astype(np.float32)
+    s = np.array(["a" * int(k) for k in rng.integers(0, 5, n)], object)
+    nv = np.ma.masked_array(np.arange(n, dtype=np.uint16), mask=np.arange(n) % 3 == 0) if nullable else \
+        np.arange(n, dtype=np.uint16)
+    with open_writer(path, timestamp=1) as A:
+        A[x, y] = {"f": f, "s": s, "n": nv}
+    with tiledb.open(path) as A:
+        got = A.query(order="U")[:]
+    key = (lambda a, b: (int(a), b if string_dim else int(b)))
+    got_cells = {key(a, b): (ff, ss, nn) for a, b, ff, ss, nn in zip(got["x"], got["y"], got["f"], got["s"], got["n"])}
+    want = {key(a, b.encode() if string_dim else b): (ff, ss, nn) for a, b, ff, ss, nn
+            in zip(x, y, f, s, np.ma.getdata(nv))}
+    assert set(got_cells) == set(want)
+    masked = set(np.flatnonzero(np.ma.getmaskarray(nv)).tolist())
+    for i, k in enumerate(want):
+        assert got_cells[k][:2] == want[k][:2]
+        assert (got_cells[k][2] is np.ma.masked) if i in masked else got_cells[k][2] == want[k][2]
+
+
+def test_encrypted_write_reads_in_tiledb_py_only_with_the_key(tmp_path):
+    schema = dense_schema(tmp_path, True)
+    path = str(tmp_path / "enc")
+    create(path, schema, 22, key=KEY)
+    data = dense_data(np.random.default_rng(0), (8, 6), True)
+    write(path, data, key=KEY, timestamp=5)
+    with tiledb.open(path, key=KEY) as A:
+        assert A[:]["i"].tolist() == data["i"].tolist()
+    with pytest.raises(tiledb.TileDBError):
+        tiledb.open(path)
+
+
+def test_v23_reads_back_and_every_file_rebuilds_byte_for_byte(tmp_path):
+    for case in ("dense_2d_multiattr", "sparse_var_string_dim"):
+        src = tdbformat.open_array(CORPUS / "v22_tiledb-py-0.36.1_core-2.30.0" / case / "array")
+        path = tmp_path / case
+        create(path, src.schema, 23)
+        cells = src.read()
+        dims = [d.name for d in tdbformat.dimensions(src.schema)]
+        attrs = {k: v for k, v in cells.items() if k not in dims}
+        write(path, attrs, coords=None if src.schema.array_type == 0 else [cells[d] for d in dims], timestamp=7)
+        got = tdbformat.open_array(path).read()
+        for name, values in cells.items():
+            assert np.ma.getdata(got[name]).tolist() == np.ma.getdata(values).tolist(), name
+            assert (np.ma.getmaskarray(got[name]) == np.ma.getmaskarray(values)).all(), name
+        files = [p for p in glob.glob(f"{path}/**", recursive=True) if os.path.isfile(p)]
+        assert any(p.endswith("_23.wrt") for p in files)
+        for p in files:
+            assert tdbformat.parse_file(p).build() == Path(p).read_bytes(), p
+
+
+def test_v23_sparse_fragment_carries_the_tile_global_order_bounds(tmp_path):
+    schema = sparse_schema(tmp_path, True, True)
+    path = tmp_path / "a"
+    create(path, schema, 23)
+    x = np.array([5, 1, 9, 1])
+    y = np.array(["b", "a", "c", "z"], object)
+    write(path, {"f": np.ones(4, np.float32), "s": np.array(["", "q", "r", "s"], object),
+                 "n": np.arange(4, dtype=np.uint16)},
+          coords=(x, y), timestamp=3)
+    fm = tdbformat.open_array(path).fragments[0].metadata
+    # tiles of 7 cells: one tile; global order on x (extent 100) then y: (1,a) (1,z) (5,b) (9,c)
+    assert fm.tile_global_order_mins[0].fixed.tolist() == [1]
+    assert fm.tile_global_order_maxes[0].fixed.tolist() == [9]
+    assert bytes(fm.tile_global_order_mins[1].var) == b"a" and bytes(fm.tile_global_order_maxes[1].var) == b"c"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Byte fidelity: a corpus fragment rewritten from its own cells, schema, timestamp and uuid
+
+
+def _chunk_bound(folder: Path, array) -> int:
+    """The writer's chunk bound the fragment was made with (not stored): the first chunk of a tile of several
+    chunks (192 bytes in the tiledb-py 0.19-0.25 wheels), in a data file or a metadata section; else 64 KiB."""
+    for f in sorted(folder.glob("a*.tdb")):
+        data = f.read_bytes()
+        if len(data) > 8 and int.from_bytes(data[:8], "little") > 1:
+            return int.from_bytes(data[8:12], "little")
+    fm = array.fragments[0].metadata
+    for name in ("tile_offsets", "tile_mins", "tile_maxes", "tile_sums", "fragment_summary"):
+        for i in range(len(getattr(fm, name) or ()) if name != "fragment_summary" else 1):
+            slot = next(s for s in SECTIONS if s.name == name)
+            if slot.offsets(fm.footer) is None:
+                continue
+            chunks = fm._payload(slot, i)["_generic_tile"].tile.chunks
+            if len(chunks) > 1:
+                return chunks[0].unfiltered_size
+    return 65536
+
+
+def _rewrite(src: Path, dst: Path, key=None):
+    """Rewrite the first fragment of the corpus array ``src`` into a copy of its schema at ``dst``: returns
+    (TileDB's fragment folder, ours)."""
+    array = tdbformat.open_array(src, key=key)
+    frag = array.fragments[0]
+    ts = parse_timestamped_name(frag.name)
+    schema_dir = src / "__schema"
+    dst.mkdir()
+    if schema_dir.is_dir():
+        shutil.copytree(schema_dir, dst / "__schema")
+    else:
+        shutil.copy(src / "__array_schema.tdb", dst)
+    theirs = Path(next(p for p in glob.glob(f"{src}/**/{frag.name}", recursive=True) if os.path.isdir(p)))
+    dims = tdbformat.dimensions(array.schema)
+    ned = frag.metadata.non_empty_domain
+    ranges = None if frag.metadata.dense is False else {d.name: (int(lo), int(hi)) for d, (lo, hi) in zip(dims, ned)}
+    cells = array.read(timestamp=(ts.t1, ts.t1), ranges=ranges)
+    attrs = {k: v for k, v in cells.items() if k not in {d.name for d in dims}}
+    writer = open_writer(dst, timestamp=ts.t1, key=key, max_chunk_size=_chunk_bound(theirs, array))
+    if frag.metadata.dense:
+        writer.write(attrs, subarray=[(int(lo), int(hi)) for lo, hi in ned], uuid=ts.uuid)
+    else:
+        writer.write(attrs, coords=[cells[d.name] for d in dims], uuid=ts.uuid)
+    ours = Path(next(p for p in glob.glob(f"{dst}/**/{frag.name}", recursive=True) if os.path.isdir(p)))
+    return theirs, ours
+
+
+# (case, reason the bytes legitimately differ): README "Byte fidelity" table
+_CODEC_DIFFERS = {"filter_lz4", "filter_pipeline_bwr_byteshuffle_zstd", "filter_webp",
+                  "filter_pipeline_delta_bitshuffle_checksum_lz4"}
+_FIDELITY = ["v22_tiledb-py-0.36.1_core-2.30.0", "v22_tiledb-py-0.31.1_core-2.25.0", "v21_tiledb-py-0.25.1_core-2.19.2",
+             "v20_tiledb-py-0.23.5_core-2.17.5", "v16_tiledb-py-0.19.1_core-2.13.1", "v14_c-api_core-2.10.4",
+             "v12_c-api_core-2.8.3", "v23_c-api_core-2.31-dev-28aeb653"]
+_CASES = ["filter_gzip", "filter_zstd", "filter_rle_int", "filter_rle_string", "filter_dictionary", "filter_xor",
+          "filter_bit_width_reduction", "filter_bitshuffle", "filter_byteshuffle", "filter_checksum_sha256",
+          "filter_double_delta", "filter_positive_delta", "filter_delta", "filter_bzip2", "sparse_var_string_dim",
+          "sparse_2d_rtree", "enumerations", "current_domain"]
+
+
+def _fidelity_cases():
+    for tag in _FIDELITY:
+        for case in _CASES:
+            src = CORPUS / tag / case / "array"
+            if src.is_dir():
+                yield pytest.param(src, id=f"{tag.split('_')[0]}-{tag.split('_')[1]}-{case}")
+
+
+@pytest.mark.parametrize("src", list(_fidelity_cases()))
+def test_rewritten_corpus_fragment_is_byte_identical(tmp_path, src):
+    theirs, ours = _rewrite(src, tmp_path / "a")
+    assert sorted(os.listdir(ours)) == sorted(os.listdir(theirs))
+    for name in sorted(os.listdir(theirs)):
+        assert (ours / name).read_bytes() == (theirs / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("case", sorted(_CODEC_DIFFERS - {"filter_webp"}))
+def test_rewritten_fragment_with_a_differing_codec_decodes_equal(tmp_path, case):
+    src = CORPUS / "v23_c-api_core-2.31-dev-28aeb653" / case / "array"
+    _rewrite(src, tmp_path / "a")
+    want = tdbformat.open_array(src).read()
+    got = tdbformat.open_array(tmp_path / "a").read()
+    for name, values in want.items():
+        assert np.ma.getdata(got[name]).tolist() == np.ma.getdata(values).tolist(), name
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Atomic commits, and what the writer refuses
+
+
+@pytest.mark.parametrize("version", [4, 9, 22])
+def test_a_write_failing_before_its_commit_leaves_the_array_as_it_was(tmp_path, monkeypatch, version):
+    schema = dense_schema(tmp_path, version >= 7)
+    path = str(tmp_path / "a")
+    create(path, schema, version)
+    first = dense_data(np.random.default_rng(1), (8, 6), version >= 7)
+    write(path, first, timestamp=1)
+
+    def fail(self, p, data):
+        raise tdbformat.FormatError("injected failure", file=str(p))
+    monkeypatch.setattr(LocalStorage, "commit", fail)
+    with pytest.raises(tdbformat.FormatError, match="injected"):
+        write(path, dense_data(np.random.default_rng(2), (8, 6), version >= 7), timestamp=2)
+    monkeypatch.undo()
+    with tiledb.open(path) as A:
+        assert A[:]["i"].tolist() == first["i"].tolist()
+    third = dense_data(np.random.default_rng(3), (8, 6), version >= 7)
+    write(path, third, timestamp=3)
+    with tiledb.open(path) as A:
+        assert A[:]["i"].tolist() == third["i"].tolist()
+
+
+@pytest.mark.parametrize("version, feature, since", [(6, "nullable", 7), (4, "var-sized dimensions", 5),
+                                                      (19, "enumerations", 20), (4, "duplicates", 5)])
+def test_create_refuses_a_feature_the_version_cannot_hold(tmp_path, version, feature, since):
+    src = CORPUS / "v22_tiledb-py-0.36.1_core-2.30.0"
+    schema = {"nullable": lambda: dense_schema(tmp_path, True),
+              "var-sized dimensions": lambda: sparse_schema(tmp_path, True, False),
+              "enumerations": lambda: tdbformat.open_array(src / "enumerations" / "array").schema,
+              "duplicates": lambda: _with(sparse_schema(tmp_path, False, False, np.int64), allows_dups=True)}[feature]()
+    with pytest.raises(ValueError, match=f"{feature}.*version {since}"):
+        create(tmp_path / "a", schema, version)
+    assert not (tmp_path / "a").exists()
+
+
+def _with(schema, **changes):
+    schema.update(changes)
+    return schema
+
+
+def test_schema_at_drops_and_adds_version_fields(tmp_path):
+    schema = dense_schema(tmp_path, False)
+    old = schema_at(schema, 4)
+    assert old.domain.domain_type is not None and old.domain.dimensions[0].datatype is None
+    assert old.attributes[0].fill_value is None and old.get("allows_dups") is None
+    back = schema_at(old, 22)
+    assert back.domain.dimensions[0].datatype == schema.domain.dimensions[0].datatype
+    assert back.attributes[0].fill_value == schema.attributes[0].fill_value  # TileDB's default fill
+
+
+def test_bad_arguments_name_the_argument(tmp_path):
+    schema = dense_schema(tmp_path, False)
+    with pytest.raises(ValueError, match="version"):
+        create(tmp_path / "a", schema, 24)
+    with pytest.raises(TypeError, match="schema"):
+        create(tmp_path / "a", 5)
+    create(tmp_path / "a", schema, 22)
+    with pytest.raises(ValueError, match="path"):
+        create(tmp_path / "a", schema, 22)
+    data = dense_data(np.random.default_rng(0), (8, 6), False)
+    with pytest.raises(ValueError, match="subarray"):
+        write(tmp_path / "a", data, subarray=[(0, 7), (1, 6)])
+    with pytest.raises(ValueError, match=r"data\['i'\]"):
+        write(tmp_path / "a", dict(data, i=data["i"][:2]))
+    with pytest.raises(ValueError, match="missing"):
+        write(tmp_path / "a", {"i": data["i"]})
+    with pytest.raises(ValueError, match="max_chunk_size"):
+        open_writer(tmp_path / "a", max_chunk_size=0)
+    with pytest.raises(ValueError, match="uuid"):
+        write(tmp_path / "a", data, uuid="xyz")
+
+
+def test_sparse_duplicates_and_out_of_domain_coordinates_are_refused(tmp_path):
+    path = tmp_path / "a"
+    create(path, sparse_schema(tmp_path, False, True), 22)
+    values = {"f": np.ones(2, np.float32), "s": np.array(["a", "b"], object), "n": np.ones(2, np.uint16)}
+    with pytest.raises(ValueError, match="duplicate"):
+        write(path, values, coords=(np.array([1, 1]), np.array([2, 2])))
+    with pytest.raises(ValueError, match="outside the domain"):
+        write(path, values, coords=(np.array([1, 1000]), np.array([2, 2])))
+    assert not tdbformat.open_array(path).fragments
