@@ -9,8 +9,8 @@ defaults. A feature the version cannot hold is a ValueError naming the feature a
 
 from __future__ import annotations
 
+import secrets
 import time
-import uuid as uuid_mod
 
 import numpy as np
 from construct import Container, ListContainer
@@ -181,8 +181,19 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+_label = {"ms": None, "counter": 0}
+
+
 def new_uuid() -> str:
-    return uuid_mod.uuid4().hex
+    """A name's 32 hex digits as TileDB 2.22+ makes them (random_label.cc): a counter that starts at random in
+    each millisecond and counts up within it, then 24 random hex digits, so names made in one millisecond
+    sort in the order they were made."""
+    ms = now_ms()
+    if ms != _label["ms"]:
+        _label["ms"], _label["counter"] = ms, secrets.randbits(31)
+    else:
+        _label["counter"] = (_label["counter"] + 1) & 0xFFFFFFFF
+    return f"{_label['counter']:08x}{secrets.randbits(32):08x}{secrets.randbits(64):016x}"
 
 
 def _era_folders(version: int) -> list[str]:
