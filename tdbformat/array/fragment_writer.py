@@ -9,6 +9,7 @@ itself v1-4) is written last through ``storage.commit``, so a reader sees the wh
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,7 +23,7 @@ from ..filters.pipeline import MAX_CHUNK
 from ..structs.array_schema import FieldInfo, attributes, dimensions, value_dtype
 from ..structs.fragment import FragmentMetadata, ProcessedConditionsTile, data_file_stem, index_fields
 from ..structs.names import timestamped_name
-from ..structs.tile import Tile
+from ..structs.tile import Tile, write_tile
 from ..versions import FEATURES
 from .rtree import FANOUT, build_levels
 from .tiling import var_bytes
@@ -55,7 +56,6 @@ class FragmentWrite:
 class _Out:
     """One field's stored tiles and per-tile numbers."""
 
-    files: dict = field(default_factory=dict)
     offsets: list = field(default_factory=list)
     var_offsets: list = field(default_factory=list)
     var_sizes: list = field(default_factory=list)
@@ -72,40 +72,47 @@ def fragment_name(version: int, t: int, uuid: str) -> str:
 
 
 class _Encoder:
-    def __init__(self, schema, version, key, max_chunk):
+    def __init__(self, schema, version, key, max_chunk, storage, folder):
         self.schema, self.version, self.max_chunk = schema, version, max_chunk
+        self.storage, self.folder = storage, folder
         self.key = normalize_key(key)
 
     def stored(self, data, pipeline, datatype, cell_size, offsets=None, dim_num=1) -> bytes:
         tile = filter_tile(data, pipeline, datatype=datatype, version=self.version, cell_size=cell_size, key=self.key,
                            encrypted=self.key is not None, offsets=offsets, var=offsets is not None,
                            dim_num=dim_num, max_chunk=self.max_chunk)
-        return Tile.build(tile)
+        return write_tile(tile)
 
     def field(self, info: FieldInfo, tiles, validity, stem, stats: bool, is_dim: bool) -> _Out:
+        """Store a field's tiles, file by file as they are made (a data file is never held whole)."""
         out = _Out()
-        fixed, var, valid = bytearray(), bytearray(), bytearray()
-        for t, cells in enumerate(tiles):
-            out.offsets.append(len(fixed))
-            if info.var:
-                data, offsets = self._var_cells(cells, info)
-                out.var_offsets.append(len(var))
-                out.var_sizes.append(len(data))
-                fixed += (_EMPTY_TILE if skips_offsets(info.filters, info.datatype, self.version) else
-                          self.stored(offsets.tobytes(), self.schema.cell_var_offsets_filters, Datatype.UINT64, 8))
-                var += self.stored(data, info.filters, info.datatype, info.datatype.size, offsets=offsets)
-            else:
-                fixed += self.stored(np.ascontiguousarray(cells).tobytes(), info.filters, info.datatype,
-                                     info.datatype.size * info.cell_val_num)
-            mask = None
-            if info.nullable:
-                mask = np.asarray(validity[t], bool)
-                out.validity_offsets.append(len(valid))
-                valid += self.stored(mask.astype(np.uint8).tobytes(), self.schema.cell_validity_filters,
-                                     Datatype.UINT8, 1)
-            out.stats.append(_tile_stats(info, cells, mask, is_dim) if stats else None)
-        out.files = {f"{stem}.tdb": fixed, f"{stem}_var.tdb": var, f"{stem}_validity.tdb": valid}
-        out.sizes = [len(fixed), len(var), len(valid)]
+        with ExitStack() as files:
+            def sink(suffix):
+                return _Sink(files.enter_context(self.storage.writer(self.storage.join(self.folder,
+                                                                                         f"{stem}{suffix}.tdb"))))
+            fixed = sink("")
+            var = sink("_var") if info.var else _Sink(None)
+            valid = sink("_validity") if info.nullable else _Sink(None)
+            for t, cells in enumerate(tiles):
+                out.offsets.append(fixed.size)
+                if info.var:
+                    data, offsets = self._var_cells(cells, info)
+                    out.var_offsets.append(var.size)
+                    out.var_sizes.append(len(data))
+                    fixed.put(_EMPTY_TILE if skips_offsets(info.filters, info.datatype, self.version) else
+                              self.stored(offsets, self.schema.cell_var_offsets_filters, Datatype.UINT64, 8))
+                    var.put(self.stored(data, info.filters, info.datatype, info.datatype.size, offsets=offsets))
+                else:
+                    fixed.put(self.stored(_raw(cells), info.filters, info.datatype,
+                                          info.datatype.size * info.cell_val_num))
+                mask = None
+                if info.nullable:
+                    mask = np.asarray(validity[t], bool)
+                    out.validity_offsets.append(valid.size)
+                    valid.put(self.stored(_raw(mask.astype(np.uint8)), self.schema.cell_validity_filters,
+                                          Datatype.UINT8, 1))
+                out.stats.append(_tile_stats(info, cells, mask, is_dim) if stats else None)
+        out.sizes = [fixed.size, var.size, valid.size]
         return out
 
     @staticmethod
@@ -120,20 +127,36 @@ class _Encoder:
         """The v1-4 ``__coords`` field: every dimension's coordinates of a tile together, zipped (x1 y1 x2 y2...)
         in v1 unless the coordinate pipeline compresses, else one dimension after the other."""
         out = _Out()
-        data = bytearray()
         pipeline = self.schema.coords_filters
         zipped = FEATURES["zipped_coordinates"](self.version) and not (
             {FilterType(f.type) for f in pipeline.filters} & _COMPRESSORS)
         datatype = dims[0].datatype
-        for cols in zip(*(tiles[d.name] for d in dims)):
-            out.offsets.append(len(data))
-            raw = np.stack(cols, axis=1) if zipped else np.concatenate(cols)
-            data += self.stored(np.ascontiguousarray(raw, datatype.numpy_dtype).tobytes(), pipeline, datatype,
-                                datatype.size * len(dims), dim_num=1 if zipped else len(dims))
-            out.stats.append(None)
-        out.files = {"__coords.tdb": data}
-        out.sizes = [len(data), 0, 0]
+        with self.storage.writer(self.storage.join(self.folder, "__coords.tdb")) as f:
+            data = _Sink(f)
+            for cols in zip(*(tiles[d.name] for d in dims)):
+                out.offsets.append(data.size)
+                raw = np.stack(cols, axis=1) if zipped else np.concatenate(cols)
+                data.put(self.stored(_raw(raw.astype(datatype.numpy_dtype)), pipeline, datatype,
+                                     datatype.size * len(dims), dim_num=1 if zipped else len(dims)))
+                out.stats.append(None)
+        out.sizes = [data.size, 0, 0]
         return out
+
+
+class _Sink:
+    """A data file written tile by tile; its size so far is the next tile's offset (None: no file)."""
+
+    def __init__(self, file):
+        self.file, self.size = file, 0
+
+    def put(self, data: bytes):
+        self.file.write(data)
+        self.size += len(data)
+
+
+def _raw(values: np.ndarray) -> np.ndarray:
+    """A tile's cells as bytes for the pipeline, without copying contiguous ones."""
+    return np.ascontiguousarray(values).reshape(-1).view(np.uint8)
 
 
 _NO_STATS = (Datatype.ANY, Datatype.BLOB, Datatype.GEOM_WKB, Datatype.GEOM_WKT, Datatype.STRING_UTF8,
@@ -201,7 +224,11 @@ def write_fragment(storage, root, fw: FragmentWrite, *, timestamp: int, uuid: st
     """Write the fragment ``fw`` into the array at ``root`` and commit it; returns the fragment's name."""
     schema = fw.schema
     version = schema.version
-    enc = _Encoder(schema, version, key, max_chunk)
+    name = fragment_name(version, timestamp, uuid)
+    folder = storage.join(root, FRAGMENTS_DIR, name) if FEATURES["fragments_folder"](version) else \
+        storage.join(root, name)
+    storage.makedirs(folder)
+    enc = _Encoder(schema, version, key, max_chunk, storage, folder)
     fields = index_fields(schema, version)
     stats = version >= 11
     outs = {}
@@ -210,14 +237,6 @@ def write_fragment(storage, root, fw: FragmentWrite, *, timestamp: int, uuid: st
         outs[i] = enc.field(info, fw.tiles[info.name], fw.validity.get(info.name), stem, stats, is_dim)
     if not fw.dense and not FEATURES["coordinates_per_dimension"](version):
         outs[len(attributes(schema))] = enc.coords(fw.tiles, dimensions(schema))
-    name = fragment_name(version, timestamp, uuid)
-    folder = storage.join(root, FRAGMENTS_DIR, name) if FEATURES["fragments_folder"](version) else \
-        storage.join(root, name)
-    storage.makedirs(folder)
-    for out in outs.values():
-        for filename, data in out.files.items():
-            if data:
-                storage.write(storage.join(folder, filename), bytes(data))
     tile_num = len(next(iter(fw.tiles.values())))
     metadata = _metadata(fw, version, key, fields, outs, tile_num, max_chunk)
     meta_path = storage.join(folder, FRAGMENT_METADATA)

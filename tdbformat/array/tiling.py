@@ -28,8 +28,12 @@ def dense_tiles(values: np.ndarray, subarray, dims, fill, tile_order: Layout, ce
     """``values`` (one per cell of ``subarray``, row-major axes) inside whole tiles padded with ``fill``, as a
     (tiles, cells per tile) array in tile order and cell order (``dims``: the schema's dimension Containers)."""
     counts, extents, box_lo = dense_box(dims, subarray)
-    box = np.full([c * e for c, e in zip(counts, extents)], fill, dtype=values.dtype)
-    box[tuple(slice(int(lo) - b, int(hi) - b + 1) for (lo, hi), b in zip(subarray, box_lo))] = values
+    shape = [c * e for c, e in zip(counts, extents)]
+    if list(values.shape) == shape:  # the subarray is whole tiles: no padding, no copy
+        box = values
+    else:
+        box = np.full(shape, fill, dtype=values.dtype)
+        box[tuple(slice(int(lo) - b, int(hi) - b + 1) for (lo, hi), b in zip(subarray, box_lo))] = values
     n = len(dims)
     split = box.reshape([x for c, e in zip(counts, extents) for x in (c, e)])
     tile_axes = [2 * i for i in range(n)]
