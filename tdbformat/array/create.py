@@ -122,20 +122,50 @@ def _pick(src, version, spans, defaults):
     return out
 
 
+# filter options that only some versions store: (filter type, option, first version, its value when absent)
+_VERSIONED_OPTIONS = [(FilterType.DOUBLE_DELTA, "reinterpret_datatype", 20, Datatype.ANY),
+                      (FilterType.DELTA, "reinterpret_datatype", 19, Datatype.ANY)]
+
+
+def _pipeline_at(pipeline, version):
+    """A filter pipeline with the options ``version`` stores: a reinterpretation other than none is refused
+    before it exists, and absent ones become none after."""
+    if pipeline is None:
+        return None
+    filters = ListContainer()
+    for f in pipeline.filters:
+        options = Container(f.get("options") or {})
+        for ftype, name, since, absent in _VERSIONED_OPTIONS:
+            if FilterType(f.type) != ftype:
+                continue
+            if version < since:
+                if options.get(name) not in (None, absent):
+                    raise ValueError(f"schema: a {ftype.name} filter's {name} needs format version {since} or later, "
+                                     f"not {version}")
+                options[name] = None
+            elif options.get(name) is None:
+                options[name] = absent
+        filters.append(Container(type=f.type, options=options))
+    return Container(max_chunk_size=pipeline.max_chunk_size, filters=filters)
+
+
 def _dimension_at(schema, dim, version):
     out = _pick(dim, version, [("name", 1, None), ("datatype", 5, None), ("cell_val_num", 5, None),
                                ("filters", 5, None), ("domain", 1, None), ("tile_extent", 1, None)],
                 dict(datatype=_dim_type(schema, dim), cell_val_num=1, filters=_empty_pipeline))
     out.tile_extent = dim.get("tile_extent")
+    out.filters = _pipeline_at(out.filters, version)
     return out
 
 
 def _attribute_at(attr, version):
     fill = default_fill(Datatype(attr.datatype), attr.cell_val_num)
-    return _pick(attr, version, [("name", 1, None), ("datatype", 1, None), ("cell_val_num", 1, None),
-                                 ("filters", 1, None), ("fill_value", 6, None), ("nullable", 7, None),
-                                 ("fill_value_validity", 7, None), ("order", 17, None), ("enumeration_name", 20, None)],
-                 dict(fill_value=fill, nullable=False, fill_value_validity=False, order=0, enumeration_name=""))
+    out = _pick(attr, version, [("name", 1, None), ("datatype", 1, None), ("cell_val_num", 1, None),
+                                ("filters", 1, None), ("fill_value", 6, None), ("nullable", 7, None),
+                                ("fill_value_validity", 7, None), ("order", 17, None), ("enumeration_name", 20, None)],
+                dict(fill_value=fill, nullable=False, fill_value_validity=False, order=0, enumeration_name=""))
+    out.filters = _pipeline_at(out.filters, version)
+    return out
 
 
 def _as_container(value):
@@ -171,6 +201,8 @@ def schema_at(schema, version: int = LATEST) -> Container:
              labels=ListContainer, enumerations=ListContainer,
              current_domain=lambda: Container(version=0, empty=True, type=None, ndrectangle=None)))
     out.version = version
+    for name in ("coords_filters", "cell_var_offsets_filters", "cell_validity_filters"):
+        out[name] = _pipeline_at(out[name], version)
     out.domain = Container(domain_type=_dim_type(schema, dims[0]) if version < 5 else None,
                            dimensions=ListContainer(_dimension_at(schema, d, version) for d in dims))
     out.attributes = ListContainer(_attribute_at(a, version) for a in schema.attributes)
