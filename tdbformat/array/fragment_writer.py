@@ -23,7 +23,7 @@ from ..filters.pipeline import MAX_CHUNK
 from ..structs.array_schema import FieldInfo, attributes, dimensions, value_dtype
 from ..structs.fragment import FragmentMetadata, ProcessedConditionsTile, data_file_stem, index_fields
 from ..structs.names import timestamped_name
-from ..structs.tile import Tile, write_tile
+from ..structs.tile import Tile, tile_parts
 from ..versions import FEATURES
 from .rtree import FANOUT, build_levels
 from .tiling import var_bytes
@@ -77,11 +77,12 @@ class _Encoder:
         self.storage, self.folder = storage, folder
         self.key = normalize_key(key)
 
-    def stored(self, data, pipeline, datatype, cell_size, offsets=None, dim_num=1) -> bytes:
+    def stored(self, data, pipeline, datatype, cell_size, offsets=None, dim_num=1) -> list:
+        """The stored tile, as pieces of bytes."""
         tile = filter_tile(data, pipeline, datatype=datatype, version=self.version, cell_size=cell_size, key=self.key,
                            encrypted=self.key is not None, offsets=offsets, var=offsets is not None,
                            dim_num=dim_num, max_chunk=self.max_chunk)
-        return write_tile(tile)
+        return tile_parts(tile)
 
     def field(self, info: FieldInfo, tiles, validity, stem, stats: bool, is_dim: bool) -> _Out:
         """Store a field's tiles, file by file as they are made (a data file is never held whole)."""
@@ -99,7 +100,7 @@ class _Encoder:
                     data, offsets = self._var_cells(cells, info)
                     out.var_offsets.append(var.size)
                     out.var_sizes.append(len(data))
-                    fixed.put(_EMPTY_TILE if skips_offsets(info.filters, info.datatype, self.version) else
+                    fixed.put([_EMPTY_TILE] if skips_offsets(info.filters, info.datatype, self.version) else
                               self.stored(offsets, self.schema.cell_var_offsets_filters, Datatype.UINT64, 8))
                     var.put(self.stored(data, info.filters, info.datatype, info.datatype.size, offsets=offsets))
                 else:
@@ -149,9 +150,9 @@ class _Sink:
     def __init__(self, file):
         self.file, self.size = file, 0
 
-    def put(self, data: bytes):
-        self.file.write(data)
-        self.size += len(data)
+    def put(self, parts: list):
+        self.file.writelines(parts)
+        self.size += sum(map(len, parts))
 
 
 def _raw(values: np.ndarray) -> np.ndarray:
@@ -205,7 +206,7 @@ def _tile_stats(info, cells, mask, is_dim):
         values = np.asarray(cells).view(value_dtype(info.datatype))
         values = values if mask is None else values[mask]
         acc = _sum_dtype(values.dtype.kind)
-        total = np.cumsum(values.astype(acc), dtype=acc)[-1] if len(values) else np.zeros((), acc)[()]
+        total = np.cumsum(values, dtype=acc)[-1] if len(values) else np.zeros((), acc)[()]
     return lo, hi, total, nulls
 
 
