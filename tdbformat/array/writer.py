@@ -143,7 +143,9 @@ def _sparse_fragment(schema, schema_name, coords, data, validity) -> FragmentWri
         raise ValueError("coords: every dimension needs one coordinate per cell")
     perm = sparse_order([keys[d.name] for d in dims], schema.domain.dimensions, Layout(schema.tile_order),
                         Layout(schema.cell_order))
-    sorted_keys = {name: k[perm] for name, k in keys.items()}
+    del keys
+    columns = {name: c[perm] for name, c in columns.items()}  # in global order from here on
+    sorted_keys = {d.name: _ordinal(columns[d.name], d) for d in dims}
     if not schema.get("allows_dups") and n > 1:
         same = np.ones(n - 1, bool)
         for k in sorted_keys.values():
@@ -153,10 +155,10 @@ def _sparse_fragment(schema, schema_name, coords, data, validity) -> FragmentWri
     bounds = tile_bounds(n, int(schema.capacity))
     starts = bounds[:-1]
 
-    def split(column):
-        return np.split(column[perm], bounds[1:-1])
+    def split(column, ordered=False):
+        return np.split(column if ordered else column[perm], bounds[1:-1])
 
-    tiles = {d.name: split(columns[d.name]) for d in dims}
+    tiles = {d.name: split(columns[d.name], ordered=True) for d in dims}
     valid = {}
     for info in attrs:
         values = data[info.name]
@@ -167,16 +169,17 @@ def _sparse_fragment(schema, schema_name, coords, data, validity) -> FragmentWri
         mask = _validity(values, (validity or {}).get(info.name), info, info.name, (n,))
         if mask is not None:
             valid[info.name] = split(mask)
-    mbrs, ned, global_bounds = _sparse_bounds(dims, sorted_keys, columns, perm, starts, bounds)
+    mbrs, ned, global_bounds = _sparse_bounds(dims, sorted_keys, columns, starts, bounds)
     last = int(bounds[-1] - bounds[-2]) if n else 0
     return FragmentWrite(schema, schema_name, False, ned, tiles, valid, mbrs=mbrs, last_tile_cell_num=last,
                          global_bounds=global_bounds)
 
 
-def _sparse_bounds(dims, keys, columns, perm, starts, bounds):
-    """Per tile MBRs, the non-empty domain, and each tile's first and last coordinates in global order."""
+def _sparse_bounds(dims, keys, columns, starts, bounds):
+    """Per tile MBRs, the non-empty domain, and each tile's first and last coordinates in global order (``keys``
+    and ``columns`` in global order)."""
     ends = bounds[1:] - 1
-    global_bounds = {d.name: (columns[d.name][perm][starts], columns[d.name][perm][ends]) for d in dims}
+    global_bounds = {d.name: (columns[d.name][starts], columns[d.name][ends]) for d in dims}
     if any(d.var for d in dims):
         mbrs = []
         for a, b in zip(starts.tolist(), (ends + 1).tolist()):
