@@ -476,7 +476,7 @@ def _summary(fm) -> dict:
 
 def _build_file(fm) -> bytes:
     if fm.legacy is not None:
-        return LegacyFragmentMetadataFile.build(fm.legacy, schema=fm.schema, key=fm.key,
+        return LegacyFragmentMetadataFile.build(fm.legacy, schema=fm.schema, key=fm.key, version=fm.version,
                                                 max_chunk=getattr(fm, "max_chunk", None))  # a writer's chunk bound
     out = bytearray()
     footer = Container(fm.footer)
