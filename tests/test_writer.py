@@ -171,6 +171,8 @@ def _chunk_bound(folder: Path, array) -> int:
     """The writer's chunk bound the fragment was made with (not stored): the first chunk of a tile of several
     chunks (192 bytes in the tiledb-py 0.19-0.25 wheels), in a data file or a metadata section; else 64 KiB."""
     for f in sorted(folder.glob("a*.tdb")):
+        if f.stem.endswith(("_var", "_validity")):  # var data before v11 was chunked by the writer's buffer
+            continue
         data = f.read_bytes()
         if len(data) > 8 and int.from_bytes(data[:8], "little") > 1:
             return int.from_bytes(data[8:12], "little")
@@ -181,8 +183,8 @@ def _chunk_bound(folder: Path, array) -> int:
             if slot.offsets(fm.footer) is None:
                 continue
             chunks = fm._payload(slot, i)["_generic_tile"].tile.chunks
-            if len(chunks) > 1:
-                return chunks[0].unfiltered_size
+            if len(chunks) > 1 and chunks[0].unfiltered_size == 192:  # (old writers chunk sections otherwise too)
+                return 192
     return 65536
 
 
@@ -472,8 +474,8 @@ def _every_first_fragment():
 
 @pytest.mark.parametrize("src", list(_every_first_fragment()))
 def test_every_corpus_fragment_rewrites_to_the_same_cells(tmp_path, src):
-    """Every version's first fragment (not consolidated) rewritten from its cells reads back the same cells,
-    and every file it holds is TileDB's, byte for byte or, where a codec release differs, decoding equal."""
+    """Every version's first fragment (not consolidated) rewritten from its cells holds the same files as
+    TileDB's and reads back the same cells (byte for byte where the codecs agree: the tests above)."""
     key = KEY if src.parent.name == "encrypted_dense" else None
     array = tdbformat.open_array(src, key=key)
     if not array.fragments:
