@@ -495,3 +495,20 @@ def test_every_corpus_fragment_rewrites_to_the_same_cells(tmp_path, src):
         assert (np.ma.getmaskarray(got[name]) == np.ma.getmaskarray(values)).all(), name
         valid = ~np.ma.getmaskarray(values)
         assert np.ma.getdata(got[name])[valid].tolist() == np.ma.getdata(values)[valid].tolist(), name
+
+
+@pytest.mark.parametrize("version", [3, 22])
+def test_multi_value_cells_read_back_in_tiledb_py(tmp_path, version):
+    pair = np.dtype("i4,i4")
+    schema = py_schema(tmp_path, tiledb.ArraySchema(
+        domain=tiledb.Domain(tiledb.Dim("d", domain=(0, 9), tile=5, dtype=np.int32)),
+        attrs=[tiledb.Attr("a", dtype=pair), tiledb.Attr("c", dtype="S3")]))
+    path = str(tmp_path / "a")
+    create(path, schema, version)
+    a = np.zeros(10, pair)
+    a["f0"], a["f1"] = np.arange(10), np.arange(10) * 2
+    c = np.array([b"abc", b"de", b"f"] * 3 + [b"xyz"], "S3")
+    write(path, {"a": a, "c": c}, timestamp=1)
+    with tiledb.open(path) as A:
+        got = A[:]
+    assert got["a"].tolist() == a.tolist() and got["c"].tolist() == c.tolist()
