@@ -327,6 +327,10 @@ def test_bad_arguments_name_the_argument(tmp_path):
         open_writer(tmp_path / "a", max_chunk_size=0)
     with pytest.raises(ValueError, match="uuid"):
         write(tmp_path / "a", data, uuid="xyz")
+    with pytest.raises(ValueError, match="timestamp"):
+        write(tmp_path / "a", data, timestamp=-1)
+    with pytest.raises(TypeError, match=r"i: values of dtype"):
+        write(tmp_path / "a", dict(data, i=np.array([["x"] * 6] * 8)))
 
 
 def test_sparse_duplicates_and_out_of_domain_coordinates_are_refused(tmp_path):
@@ -337,6 +341,8 @@ def test_sparse_duplicates_and_out_of_domain_coordinates_are_refused(tmp_path):
         write(path, values, coords=(np.array([1, 1]), np.array([2, 2])))
     with pytest.raises(ValueError, match="outside the domain"):
         write(path, values, coords=(np.array([1, 1000]), np.array([2, 2])))
+    with pytest.raises(ValueError, match="at least one cell"):
+        write(path, {k: v[:0] for k, v in values.items()}, coords=(np.array([], int), np.array([], int)))
     assert not tdbformat.open_array(path).fragments
 
 

@@ -144,6 +144,8 @@ def _sparse_fragment(schema, schema_name, coords, data, validity) -> FragmentWri
     n = len(next(iter(columns.values())))
     if any(len(c) != n for c in columns.values()):
         raise ValueError("coords: every dimension needs one coordinate per cell")
+    if not n:
+        raise ValueError("coords: a write needs at least one cell")
     perm = sparse_order([keys[d.name] for d in dims], schema.domain.dimensions, Layout(schema.tile_order),
                         Layout(schema.cell_order))
     del keys
@@ -209,7 +211,7 @@ class ArrayWriter:
 
     def __init__(self, path, timestamp=None, key=None, max_chunk_size: int = MAX_CHUNK):
         self.storage, self.root = storage_for(path)
-        self.key, self.timestamp, self.max_chunk_size = key, timestamp, _chunk_bound(max_chunk_size)
+        self.key, self.timestamp, self.max_chunk_size = key, _timestamp(timestamp), _chunk_bound(max_chunk_size)
         schemas = load_schemas(self.storage, self.root, key=key)
         self.schema_name, self.schema = schemas[-1]
         self.fragments: list[str] = []
@@ -250,11 +252,19 @@ class ArrayWriter:
             if coords is None:
                 raise ValueError("coords: a sparse array is written with the coordinates of its cells")
             fw = _sparse_fragment(self.schema, self.schema_name, list(coords), data, validity)
-        t = now_ms() if self.timestamp is None else int(self.timestamp)
+        t = now_ms() if self.timestamp is None else self.timestamp
         name = write_fragment(self.storage, self.root, fw, timestamp=t, uuid=_uuid(uuid), key=self.key,
                               max_chunk=self.max_chunk_size)
         self.fragments.append(name)
         return name
+
+
+def _timestamp(value) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**63:
+        raise ValueError(f"timestamp: expected ms since the epoch, a non-negative int, not {value!r}")
+    return int(value)
 
 
 def _uuid(value) -> str:
