@@ -4,6 +4,7 @@ from . import spec
 from .array import Array, Fragment, open_array
 from .array.metadata import delete_metadata, put_metadata
 from .array.deletes import delete_cells
+from .array.writer import ArrayWriter, create, open_writer, write
 from .groups import Group, create_group
 from .array import schema
 from .errors import ChecksumError, EncryptionError, FormatError, FormatWarning, UnsupportedError, VersionError
@@ -46,4 +47,5 @@ __all__ = [
     "schema",
     "LegacyArray", "ArraySchema0x", "BookKeeping0x", "ArraySchema1x", "FragmentMetadata1x", "GenericTile1x",
     "validate", "Finding", "RULES",
+    "create", "write", "open_writer", "ArrayWriter",
 ]
