@@ -2,6 +2,7 @@
 
 from . import spec
 from .array import Array, Fragment, open_array
+from .array import ConditionError, MemoryBudgetError, Query
 from .errors import ChecksumError, EncryptionError, FormatError, UnsupportedError, VersionError
 from .files import ParsedFile, parse_file
 from .filters import filter_tile, unfilter
@@ -32,4 +33,5 @@ __all__ = [
     "Filter", "FilterPipeline", "GenericTile", "GenericTileHeader", "DataFile", "Tile", "TileChunk",
     "GroupDetails", "group_members", "ArrayMetadata", "fold_metadata", "read_metadata",
     "KNOWN_VERSIONS", "LATEST", "spec",
+    "Query", "ConditionError", "MemoryBudgetError",
 ]

@@ -14,7 +14,8 @@ import math
 import numpy as np
 
 from ..enums import ArrayType
-from .cells import filled, result_bytes
+from ..errors import FormatError
+from .cells import empty_column, filled, result_bytes
 from .condition import parse_condition
 from .query import evaluate
 
@@ -148,8 +149,9 @@ class Query:
             self.dims = dim_names if sparse else []
         else:
             self.dims = dim_names if coords else []
+        self.frame_dims = dim_names if dims is None and coords is None else self.dims  # .df shows coordinates
         self.node = None
-        if cond is not None:
+        if cond:  # TileDB-Py reads an empty condition as none
             fields = {f.name: f for f in arr.dims + arr.attrs}
             self.node = parse_condition(cond, fields, dim_names, sparse=sparse, enumerations=arr.enumeration_labels())
 
@@ -205,10 +207,13 @@ class Query:
         if sparse:
             got = _filter_sparse(arr, got, ranges, self.node)
         else:
-            got = _gather_dense(arr, got, ranges, box, self.node, self.dims, drop)
+            got = _gather_dense(arr, got, ranges, box, self.node, self.frame_dims if frame else self.dims, drop)
+            if self.order == "F":  # TileDB-Py gives the column-major cells in the result's (row-major) shape
+                got = {k: v.ravel(order="F").reshape(v.shape) for k, v in got.items()}
         labels = (multi or self.labels) and not frame
         out = {}
-        order = (self.dims + self.attrs) if multi or not sparse else (self.attrs + self.dims)
+        dims = self.frame_dims if frame else self.dims
+        order = (dims + self.attrs) if multi or not sparse else (self.attrs + dims)
         for name in order:
             out[name] = _labelled(arr, name, got[name]) if labels else got[name]
         return out
@@ -321,7 +326,10 @@ def _filter_sparse(arr, got, ranges, node) -> dict:
     if node is not None:
         values, validity = _columns(got)
         keep &= evaluate(node, values, validity, n)
-    return got if keep.all() else {k: v[keep] for k, v in got.items()}
+    if keep.all():
+        return got
+    infos = {f.name: f for f in arr.dims + arr.attrs}
+    return {k: empty_column(infos[k], v[keep]) for k, v in got.items()}
 
 
 def _gather_dense(arr, got, ranges, box, node, dims, drop) -> dict:
@@ -370,8 +378,15 @@ def _labelled(arr, name, values):
     labels = arr.enumeration_labels().get(name)
     if labels is None:
         return values
-    table = np.array(labels[0])
-    return table[np.ma.getdata(values)] if len(values) else np.array([])
+    codes = np.ma.getdata(values)
+    used = np.unique(codes)
+    if len(used) and int(used[-1]) >= len(labels[0]):
+        raise FormatError(f"attribute {name}: code {int(used[-1])} is past the {len(labels[0])} values of its "
+                          "enumeration")
+    # numpy picks the dtype from the labels present (TileDB-Py builds the array from them): "<U4" if the
+    # longest label read has 4 characters
+    table = np.array([labels[0][int(i)] for i in used])
+    return table[np.searchsorted(used, codes)] if len(values) else np.array([])
 
 
 def slabs(arr, ranges, budget):

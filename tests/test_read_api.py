@@ -1,0 +1,210 @@
+"""TileDB-Py's read API (``A[...]``, ``multi_index``, ``query(...)``, ``df``, Arrow) against TileDB-Py itself, on
+arrays TileDB-Py writes here: dense, sparse with several fragments, var strings, nullables, an enumeration, a
+datetime dimension and a delete; at the default and at explicit timestamps. Equal values, dtypes, masks,
+key order and cell order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tiledb
+
+from oracle import assert_same, canonical
+from tdbformat import ConditionError, open_array
+
+D1, D2 = np.datetime64("2020-01-01", "D"), np.datetime64("2020-01-31", "D")
+
+
+@pytest.fixture(scope="module")
+def dense(tmp_path_factory):
+    uri = str(tmp_path_factory.mktemp("api") / "dense")
+    dom = tiledb.Domain(tiledb.Dim("r", domain=(1, 10), tile=4, dtype=np.int64),
+                        tiledb.Dim("c", domain=(1, 6), tile=3, dtype=np.int64))
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, attrs=[
+        tiledb.Attr("a", dtype=np.int32), tiledb.Attr("f", dtype=np.float64, fill=-1.5),
+        tiledb.Attr("s", dtype=str, var=True, filters=[tiledb.ZstdFilter()])]))
+    a = np.arange(60, dtype=np.int32).reshape(10, 6)
+    with tiledb.open(uri, "w", timestamp=1) as A:
+        A[:] = {"a": a, "f": a / 4, "s": np.array([f"s{v}é" * (v % 3) for v in a.flat], object).reshape(10, 6)}
+    with tiledb.open(uri, "w", timestamp=2) as A:  # a second fragment over part of the first
+        A[3:6, 2:5] = {"a": -a[2:5, 1:4], "f": a[2:5, 1:4] * 1.0,
+                       "s": np.array(["new"] * 9, object).reshape(3, 3)}
+    return uri
+
+
+@pytest.fixture(scope="module")
+def sparse(tmp_path_factory):
+    uri = str(tmp_path_factory.mktemp("api") / "sparse")
+    dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 99), tile=10, dtype=np.int64),
+                        tiledb.Dim("y", domain=(0, 99), tile=10, dtype=np.int64))
+    enum = tiledb.Enumeration("colors", False, ["red", "green", "blue"])
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, sparse=True, capacity=8, enums=[enum], attrs=[
+        tiledb.Attr("a", dtype=np.int32), tiledb.Attr("s", dtype=str, var=True),
+        tiledb.Attr("n", dtype=np.float64, nullable=True),
+        tiledb.Attr("c", dtype=np.uint8, enum_label="colors")]))
+    rng = np.random.default_rng(7)
+    for ts in (1, 2, 3):  # overlapping fragments: newer cells win
+        cells = rng.choice(2500, 300, replace=False)
+        x, y = cells // 50 * 2, cells % 50 * 2
+        n = len(cells)
+        with tiledb.open(uri, "w", timestamp=ts) as A:
+            A[x, y] = {"a": rng.integers(0, 100, n).astype(np.int32),
+                       "s": np.array([f"v{k}" for k in rng.integers(0, 20, n)], object),
+                       "n": np.ma.masked_array(rng.random(n), mask=rng.random(n) < 0.3),
+                       "c": rng.integers(0, 3, n).astype(np.uint8)}
+    with tiledb.open(uri, "d", timestamp=4) as A:
+        A.query(cond="a == 7").submit()
+    return uri
+
+
+@pytest.fixture(scope="module")
+def dated(tmp_path_factory):
+    uri = str(tmp_path_factory.mktemp("api") / "dated")
+    dom = tiledb.Domain(tiledb.Dim("t", domain=(D1, D2 + 300), tile=np.timedelta64(7, "D"), dtype="datetime64[D]"))
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, sparse=True, attrs=[tiledb.Attr("v", dtype=np.int64)]))
+    with tiledb.open(uri, "w") as A:
+        A[D1 + np.arange(0, 200, 3)] = {"v": np.arange(0, 200, 3)}
+    return uri
+
+
+def _same(got, want, ordered=True):
+    if isinstance(want, dict):
+        assert list(got) == list(want), "keys (and their order)"
+        assert_same(got, want) if ordered else assert_same(canonical(got), canonical(want))
+    else:
+        raise AssertionError(f"unexpected result {want!r}")
+
+
+def _check(uri, form, timestamp=None, ordered=True):
+    """``form(A)`` gives what TileDB-Py gives, or fails where it fails."""
+    with tiledb.open(uri, timestamp=timestamp) as A:
+        try:
+            want = form(A)
+        except tiledb.TileDBError:
+            want = None
+    ours = open_array(uri, timestamp=timestamp)
+    if want is None:
+        with pytest.raises((ConditionError, ValueError, IndexError, TypeError)):
+            form(ours)
+    else:
+        _same(form(ours), want, ordered)
+
+
+DENSE_FORMS = {
+    "all": lambda A: A[:], "rows": lambda A: A[2:5], "row": lambda A: A[3], "cell": lambda A: A[3, 2],
+    "box": lambda A: A[2:9, 2:4], "ellipsis": lambda A: A[..., 2], "negative": lambda A: A[-3:],
+    "open_end": lambda A: A[4:, :3],
+    "mi_all": lambda A: A.multi_index[:], "mi_rows": lambda A: A.multi_index[2:4],
+    "mi_lists": lambda A: A.multi_index[[2, (4, 6)], [1, (3, 4)]], "mi_point": lambda A: A.multi_index[5, 5],
+    "q_attrs": lambda A: A.query(attrs=["s"])[1:4], "q_dims": lambda A: A.query(dims=["r"], attrs=["a"])[2:5],
+    "q_coords": lambda A: A.query(coords=True)[2:4, 1:3], "q_mi": lambda A: A.query(attrs=["f"]).multi_index[2:8],
+    "cond": lambda A: A.query(cond="a > 30")[:], "cond_and": lambda A: A.query(cond="a > 10 and f < 12")[:],
+    "cond_str": lambda A: A.query(cond="s == 'new'", attrs=["a", "s"])[:],
+    "cond_dim": lambda A: A.query(cond="r > 3")[:],  # refused: dimensions only in sparse conditions
+    "order_F": lambda A: A.query(order="F")[:],
+}
+
+
+@pytest.mark.parametrize("timestamp", [None, 1])
+@pytest.mark.parametrize("form", DENSE_FORMS, ids=str)
+def test_dense_forms_equal_tiledb_py(dense, form, timestamp):
+    _check(dense, DENSE_FORMS[form], timestamp)
+
+
+CONDS = ["a > 50", "a > 5 and s == 'v3'", "a in [1, 2, 3, 40]", "a not in [1, 2]", "(a < 10) | (a > 90)",
+         "attr('a') >= 50", "x > 20 and dim('y') <= 30", "n == None", "n != None", "c == 'green'",
+         "c in ['red', 'blue']", "c == 'purple'", "not (a > 50)", "5 < a < 20", "s > 'v5'", "a == val(3)",
+         "60 <= a", "a > -1.5", "n < 0.5 or c != 'red'",
+         # TileDB-Py refuses these
+         "a > 'x'", "q > 1", "a + 1 > 2", "a > 1 or", "c < 'blue'", "a is None", "a in 3", "x.y > 1", ""]
+
+SPARSE_FORMS = {
+    "all": lambda A: A[:], "slice": lambda A: A[10:50], "box": lambda A: A[10:50, 5:30], "point": lambda A: A[20],
+    "negative": lambda A: A[-50:], "mi_all": lambda A: A.multi_index[:],
+    "mi_lists": lambda A: A.multi_index[[(10, 20), 40, (60, 70)], :],
+    "mi_points": lambda A: A.multi_index[10:30, [2, 4, 6, (10, 12)]],
+    "q_attrs": lambda A: A.query(attrs=["a"])[:], "q_dims": lambda A: A.query(dims=["x"], attrs=["a", "s"])[10:40],
+    "q_nocoords": lambda A: A.query(coords=False)[:], "q_C": lambda A: A.query(order="C")[:],
+    "q_G": lambda A: A.query(order="G")[:], "q_U": lambda A: A.query(order="U")[5:60],
+    "q_mi_C": lambda A: A.query(order="C", attrs=["c"]).multi_index[[(0, 30), (50, 60)]],
+    **{f"cond {c}": (lambda c: lambda A: A.query(cond=c)[:])(c) for c in CONDS},
+    "cond_mi": lambda A: A.query(cond="a < 30", attrs=["a", "c"]).multi_index[10:60, 0:50],
+    "cond_enum_mi": lambda A: A.query(cond="c == 'blue'").multi_index[:],
+}
+
+
+@pytest.mark.parametrize("timestamp", [None, 2, (2, 3)])
+@pytest.mark.parametrize("form", SPARSE_FORMS, ids=str)
+def test_sparse_forms_equal_tiledb_py(sparse, form, timestamp):
+    _check(sparse, SPARSE_FORMS[form], timestamp)
+
+
+DATED_FORMS = {
+    "all": lambda A: A[:], "range": lambda A: A[D1 + 10:D1 + 40], "point": lambda A: A[D1 + 9],
+    "mi": lambda A: A.multi_index[[(D1, D1 + 20), D1 + 99]], "cond": lambda A: A.query(cond="v > 100")[:],
+}
+
+
+@pytest.mark.parametrize("form", DATED_FORMS, ids=str)
+def test_datetime_dimension_forms_equal_tiledb_py(dated, form):
+    _check(dated, DATED_FORMS[form])
+
+
+def test_df_and_arrow_hold_tiledb_pys_cells(sparse):
+    """TileDB-Py 0.36's ``.df`` refuses pandas 3, so its multi_index result is the oracle: the same columns,
+    nulls where it masks, enumerations as categorical labels."""
+    pa = pytest.importorskip("pyarrow")
+    with tiledb.open(sparse) as A:
+        want = A.query(order="C").multi_index[10:60]
+        codes = A.query(order="C", attrs=["c"])[10:61]["c"]  # query()[...] gives codes
+    arr = open_array(sparse)
+    df = arr.query(order="C").df[10:60]
+    assert list(df.columns) == list(want)
+    for name in ("x", "y", "a", "s"):
+        assert df[name].tolist() == want[name].tolist()
+    n = want["n"]
+    assert df["n"].isna().tolist() == np.ma.getmaskarray(n).tolist()
+    np.testing.assert_array_equal(df["n"].to_numpy()[~np.ma.getmaskarray(n)], np.ma.compressed(n))
+    assert df["c"].dtype.name == "category" and df["c"].astype(str).tolist() == want["c"].tolist()
+    table = arr.to_arrow(order="C", ranges=slice(10, 60))
+    assert isinstance(table, pa.Table) and table.column_names == list(want)
+    assert table["c"].combine_chunks().indices.to_numpy().tolist() == codes.tolist()
+    assert table["s"].to_pylist() == want["s"].tolist()
+    assert table["n"].null_count == int(np.ma.getmaskarray(n).sum())
+    arrow = arr.query(return_arrow=True, order="C").df[10:60]
+    assert arrow.equals(table)
+
+
+def test_dense_df_flattens_row_major(dense):
+    with tiledb.open(dense) as A:
+        want = A.query(coords=True).multi_index[2:4, 1:3]
+    df = open_array(dense).df[2:4, 1:3]
+    for name, values in want.items():
+        assert df[name].tolist() == values.reshape(-1).tolist(), name
+
+
+@pytest.mark.parametrize("budget", [2_000, 60_000])
+def test_incomplete_reads_return_one_reads_cells_in_batches(sparse, dense, budget):
+    arr = open_array(sparse)
+    batches = list(arr.query(order="C", return_incomplete=True, memory_budget=budget).multi_index[:])
+    assert len(batches) > 1 if budget == 2_000 else len(batches) >= 1
+    joined = {k: np.ma.concatenate([b[k] for b in batches]) if k == "n" else np.concatenate([b[k] for b in batches])
+              for k in batches[0]}
+    with tiledb.open(sparse) as A:
+        _same(joined, A.query(order="C").multi_index[:])
+    dense_batches = list(open_array(dense).query(return_incomplete=True, memory_budget=budget)[:])
+    with tiledb.open(dense) as A:
+        want = A[:]
+    for k in want:
+        np.testing.assert_array_equal(np.concatenate([b[k] for b in dense_batches]), want[k])
+    reader = arr.to_arrow(order="C", batches=True, memory_budget=budget)
+    assert reader.read_all()["a"].to_numpy().tolist() == joined["a"].tolist()
+
+
+def test_open_array_modes(sparse):
+    assert open_array(sparse, "r").nonempty_domain() == open_array(sparse).nonempty_domain()
+    with pytest.raises(ValueError, match="mode"):
+        open_array(sparse, "x")
+    with open_array(sparse, mode="r", timestamp=1) as A:
+        with tiledb.open(sparse, timestamp=1) as B:
+            _same(A[:], B[:])
