@@ -49,6 +49,9 @@ def split_var(data: bytes, offsets: np.ndarray, info) -> np.ndarray:
     n = len(offsets)
     if n and (offsets[0] != 0 or np.any(offsets[1:] < offsets[:-1]) or offsets[-1] > len(data)):
         raise FormatError(f"var offsets do not rise from 0 to at most the {len(data)} bytes of the var tile")
+    fast = _arrow_strings(data, offsets, info) if info.datatype in _STRINGS else None
+    if fast is not None:
+        return fast
     ends = np.append(offsets[1:], np.uint64(len(data))).tolist()
     cells = [data[a:b] for a, b in zip(offsets.tolist(), ends)]
     out = np.empty(len(cells), object)
@@ -64,6 +67,31 @@ def split_var(data: bytes, offsets: np.ndarray, info) -> np.ndarray:
             raise FormatError(f"a var cell is not whole {info.datatype.name} values")
         out[:] = [np.frombuffer(c, info.datatype.numpy_dtype) for c in cells]
     return out
+
+
+def _arrow_strings(data: bytes, offsets: np.ndarray, info):
+    """Var string cells as an object array built by pyarrow from the offsets and bytes in one C loop (about 4x
+    faster than slicing and decoding cell by cell; benchmarks/read.py), or None where its result would differ
+    from the loop's: pyarrow missing, UTF-8 that does not validate (the loop keeps bad bytes as surrogates),
+    ASCII cells ending in NUL (the loop strips them, as numpy "S" does for TileDB-Py)."""
+    if len(offsets) < 64:  # too few cells to pay for the round trip
+        return None
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return None
+    bounds = np.append(offsets, np.uint64(len(data))).astype(np.int64)
+    if info.datatype == Datatype.STRING_ASCII:
+        last = bounds[1:] - 1
+        if np.any(np.frombuffer(data, np.uint8)[last[bounds[1:] > bounds[:-1]]] == 0):
+            return None
+    kind = pa.large_string() if info.datatype == Datatype.STRING_UTF8 else pa.large_binary()
+    cells = pa.Array.from_buffers(kind, len(offsets), [None, pa.py_buffer(bounds), pa.py_buffer(data)])
+    try:
+        cells.validate(full=True)
+    except pa.ArrowInvalid:
+        return None
+    return cells.to_numpy(zero_copy_only=False)
 
 
 def filled(info, attribute, shape, empty: bool = False) -> np.ndarray:
