@@ -125,6 +125,9 @@ def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, poo
     # None: every cell survives
     sel = None if all(a is None for a in alives) else np.concatenate(
         [np.ones(c, bool) if a is None else a for a, c in zip(alives, counts)])
+    merged = _merge(arr, frags, columns, counts, sel, layout)
+    if merged is not None:
+        return _result(arr, fields, wanted, columns, validity, merged)
     order_in = np.repeat(np.arange(len(frags)), counts)
     # a fragment is written in global order without duplicates (unless consolidated with cell timestamps,
     # which keeps every version): one fragment needs neither a dedup nor a global sort
@@ -144,11 +147,50 @@ def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, poo
         perm = first[_sort(arr, [c[first] for c in coords], layout)]
         cat = {k: v[perm] for k, v in cat.items()}
         valid = {k: v[perm] for k, v in valid.items()}
-    if not len(coords[0]):
+    return _output(arr, fields, wanted, cat, valid)
+
+
+def _output(arr, fields, wanted, cat, valid) -> dict:
+    if not len(cat[arr.dims[0].name]):
         cat = {f.name: empty_column(f, cat[f.name]) for f in fields}
     out = {d.name: from_ordinal(cat[d.name], d) for d in arr.dims}
     out.update({a.name: masked(cat[a.name], valid.get(a.name)) for a in wanted})
     return out
+
+
+def _merge(arr, frags, columns, counts, sel, layout):
+    """The permutation of the fragments' cells (concatenated oldest first) that a read in ``layout`` gives,
+    found by merging the fragments' sorted runs: each fragment is in global order, so a stable sort of their
+    global-order keys, newest fragment first, is a k-way merge (timsort merges runs) that leaves the newest of
+    equal coordinates first, where deduplication keeps it. None where the general path must sort: one
+    fragment, cell timestamps, duplicates in an order other than global, or no integer global-order key."""
+    schema = arr.schema
+    if len(frags) < 2 or any(f.has_timestamps for f in frags) or (
+            schema.allows_dups and layout != Layout.GLOBAL_ORDER):
+        return None
+    coords = [_joined(columns[d.name], None) for d in arr.dims]
+    key = order.global_keys(coords, schema.domain.dimensions, schema.tile_order, schema.cell_order)
+    if key is None:
+        return None
+    starts = np.cumsum([0] + counts)
+    newest_first = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in reversed(range(len(frags)))])
+    perm = newest_first[np.argsort(key[newest_first], kind="stable")]
+    if not schema.allows_dups:
+        sorted_key = key[perm]
+        first = np.ones(len(perm), bool)
+        first[1:] = sorted_key[1:] != sorted_key[:-1]
+        perm = perm[first]
+    if sel is not None:  # deletes apply after deduplication
+        perm = perm[sel[perm]]
+    if layout in (Layout.ROW_MAJOR, Layout.COL_MAJOR):
+        perm = perm[_sort(arr, [c[perm] for c in coords], layout)]
+    return perm
+
+
+def _result(arr, fields, wanted, columns, validity, perm) -> dict:
+    cat = {k: _joined(v, None)[perm] for k, v in columns.items()}
+    valid = {k: _joined(v, None)[perm] for k, v in validity.items()}
+    return _output(arr, fields, wanted, cat, valid)
 
 
 def _sort(arr, coords, layout):
