@@ -278,3 +278,51 @@ def test_many_fragments_merge_as_tiledb_py_reads_them(tmp_path, dups):
             if dups and order in ("C", "F", "U"):  # equal coordinates come in TileDB's heap order
                 got, want = canonical(got), canonical(want)
             _same(got, want)
+
+
+def _peak_of_batches(query_batches):
+    """(batches, traced peak bytes while each batch was read and held)."""
+    import tracemalloc
+    out, peak = [], 0
+    tracemalloc.start()
+    try:
+        for batch in query_batches:
+            peak = max(peak, tracemalloc.get_traced_memory()[1])
+            out.append({k: v.copy() for k, v in batch.items()})  # the copies are ours, not the read's
+            del batch
+            tracemalloc.reset_peak()
+            tracemalloc.stop()
+            tracemalloc.start()
+    finally:
+        tracemalloc.stop()
+    return out, peak
+
+
+def test_batched_reads_stay_within_their_memory_budget(tmp_path):
+    """A 4 MiB budget over a 200,000-cell sparse array (~5 MiB of results, 10 MiB at a one-read peak) and a
+    16 MiB dense one: each batch is read within the budget (tracemalloc) and together they are one read."""
+    budget = 4 << 20
+    sparse, dense = str(tmp_path / "s"), str(tmp_path / "d")
+    dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 9999), tile=100, dtype=np.int64),
+                        tiledb.Dim("y", domain=(0, 9999), tile=100, dtype=np.int64))
+    tiledb.Array.create(sparse, tiledb.ArraySchema(domain=dom, sparse=True, capacity=5000,
+                                                   attrs=[tiledb.Attr("a", dtype=np.float64)]))
+    rng = np.random.default_rng(5)
+    cells = rng.choice(10**8, 200_000, replace=False)
+    with tiledb.open(sparse, "w") as A:
+        A[cells // 10**4, cells % 10**4] = rng.random(len(cells))
+    dom = tiledb.Domain(tiledb.Dim("r", domain=(0, 1999), tile=100, dtype=np.int64),
+                        tiledb.Dim("c", domain=(0, 1999), tile=100, dtype=np.int64))
+    tiledb.Array.create(dense, tiledb.ArraySchema(domain=dom, attrs=[tiledb.Attr("a", dtype=np.int32)]))
+    with tiledb.open(dense, "w") as A:
+        A[:] = rng.integers(0, 100, (2000, 2000), dtype=np.int32)
+    open_array(sparse)[0:10]  # imports and caches outside the measurement
+    batches, peak = _peak_of_batches(open_array(sparse).query(order="C", return_incomplete=True,
+                                                              memory_budget=budget)[:])
+    assert len(batches) > 1 and peak <= budget
+    with tiledb.open(sparse) as A:
+        _same({k: np.concatenate([b[k] for b in batches]) for k in batches[0]}, A.query(order="C")[:])
+    batches, peak = _peak_of_batches(open_array(dense).query(return_incomplete=True, memory_budget=budget)[:])
+    assert len(batches) > 1 and peak <= budget
+    with tiledb.open(dense) as A:
+        np.testing.assert_array_equal(np.concatenate([b["a"] for b in batches]), A[:]["a"])

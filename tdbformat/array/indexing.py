@@ -192,6 +192,7 @@ class Query:
                 yield got
             elif empty is None:
                 empty = got
+            got = None  # not held while the next batch is read
         if empty:  # nothing in any slab: one empty result, as a complete read gives
             yield empty
 
@@ -402,8 +403,9 @@ def slabs(arr, ranges, budget):
     lo, hi = int(ned[0][0]), int(ned[0][1])
     if ranges[0]:
         lo, hi = max(lo, min(int(r[0]) for r in ranges[0])), min(hi, max(int(r[1]) for r in ranges[0]))
-    # a var cell is a pointer plus its Python object; the tiles being decoded take about as much again
-    per_cell = 2 * sum(result_bytes(f) + 56 * f.var + f.nullable for f in arr.dims + arr.attrs)
+    # a var cell is a pointer plus its Python object; decoded tiles, masks, sort permutations and the result
+    # took up to 6 times the result's bytes at their peak (tracemalloc, sparse and dense reads, tests)
+    per_cell = 6 * sum(result_bytes(f) + 56 * f.var + f.nullable for f in arr.dims + arr.attrs)
     if arr.schema.array_type == ArrayType.DENSE:
         cells = math.prod(int(b) - int(a) + 1 for a, b in (
             [(lo, hi)] + [(_bounds(arr, j) if not rs else (min(r[0] for r in rs), max(r[1] for r in rs)))
