@@ -145,6 +145,22 @@ DATED_FORMS = {
 }
 
 
+CORPUS_ENUM = "tests/data/corpus/v22_tiledb-py-0.36.1_core-2.30.0/enumerations/array"
+ENUM_CONDS = ["size > 10", "size >= 20", "size < 30", "size > 15", "size != 7", "size != 10", "size == 20",
+              "size in [10, 7]", "size not in [10, 7]", "size in [7]", "color == 'red' and size > 10",
+              "color != 'pink'", "color not in ['pink']", "color > 'red'", "plain < 2.5"]
+
+
+@pytest.mark.parametrize("cond", ENUM_CONDS)
+def test_conditions_on_enumerations_equal_tiledb_py(cond):
+    """An ordered integer enumeration and an unordered string one (TileDB-Py's corpus array): labels become
+    codes, a value the enumeration lacks matches only !=, inequalities need an ordered enumeration."""
+    from pathlib import Path
+    uri = str(Path(__file__).resolve().parent.parent / CORPUS_ENUM)
+    _check(uri, lambda A: A.query(cond=cond)[:])
+    _check(uri, lambda A: A.query(cond=cond).multi_index[:])
+
+
 @pytest.mark.parametrize("form", DATED_FORMS, ids=str)
 def test_datetime_dimension_forms_equal_tiledb_py(dated, form):
     _check(dated, DATED_FORMS[form])

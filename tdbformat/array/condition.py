@@ -149,11 +149,9 @@ class _Parser:
                               np.arange(len(found), dtype="<u8") * dtype.itemsize)
         if op not in (QueryConditionOp.EQ, QueryConditionOp.NE) and not ordered:
             raise ConditionError(f"cond: {info.name} {op.name}: inequalities need an ordered enumeration")
-        if codes[0] is None:
-            if op not in (QueryConditionOp.EQ, QueryConditionOp.NE):
-                raise ConditionError(f"cond: {values[0]!r} is not a value of {info.name}'s enumeration")
-            return comparison(info.name, QueryConditionOp.ALWAYS_FALSE if op == QueryConditionOp.EQ
-                              else QueryConditionOp.ALWAYS_TRUE, b"")
+        if codes[0] is None:  # ASTNodeVal::rewrite_for_schema: only != holds for a value not in the enumeration
+            return comparison(info.name, QueryConditionOp.ALWAYS_TRUE if op == QueryConditionOp.NE
+                              else QueryConditionOp.ALWAYS_FALSE, b"")
         return comparison(info.name, op, np.array(codes[0], dtype).tobytes())
 
 
