@@ -3,6 +3,8 @@ fill values and the empty columns TileDB-Py gives (REFERENCE.md §4, §8)."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ..enums import Datatype
@@ -72,13 +74,12 @@ def split_var(data: bytes, offsets: np.ndarray, info) -> np.ndarray:
 def _arrow_strings(data: bytes, offsets: np.ndarray, info):
     """Var string cells as an object array built by pyarrow from the offsets and bytes in one C loop (about 4x
     faster than slicing and decoding cell by cell; benchmarks/read.py), or None where its result would differ
-    from the loop's: pyarrow missing, UTF-8 that does not validate (the loop keeps bad bytes as surrogates),
-    ASCII cells ending in NUL (the loop strips them, as numpy "S" does for TileDB-Py)."""
-    if len(offsets) < 64:  # too few cells to pay for the round trip
-        return None
-    try:
-        import pyarrow as pa
-    except ImportError:
+    from the loop's: UTF-8 that does not validate (the loop keeps bad bytes as surrogates), ASCII cells
+    ending in NUL (the loop strips them, as numpy "S" does for TileDB-Py). Only once pyarrow is imported
+    (``import tiledb`` does it, as do ``.df`` and ``to_arrow``): importing it maps some 230 MiB of address
+    space, which a process under a memory limit, like the fuzzer's workers, cannot spare."""
+    pa = sys.modules.get("pyarrow")
+    if pa is None or len(offsets) < 64:  # too few cells to pay for the round trip
         return None
     bounds = np.append(offsets, np.uint64(len(data))).astype(np.int64)
     if info.datatype == Datatype.STRING_ASCII:
@@ -113,8 +114,10 @@ def filled(info, attribute, shape, empty: bool = False) -> np.ndarray:
 
 def _default_fill(info):
     """TileDB's default fill value of a datatype (before v6 schemas stored one): min of signed integers,
-    max of unsigned ones, NaN for floats, 0x80 for characters."""
+    max of unsigned ones, NaN for floats, 0x80 for characters, 0 for the string types (constants::fill_value)."""
     dt = info.datatype.numpy_dtype
+    if info.datatype.is_string:
+        return np.zeros((), dt)
     if dt.kind == "f":
         return np.array(np.nan, dt)
     if dt.kind == "i" or dt.kind in "Mm":

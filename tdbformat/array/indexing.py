@@ -98,6 +98,7 @@ def multi_index_ranges(arr, sel) -> list:
     """``A.multi_index[sel]`` as a list of inclusive ranges per dimension (None: the whole dimension):
     scalars are points, slices and (lo, hi) tuples inclusive ranges, lists any number of these."""
     sel = _expand(sel, len(arr.dims))
+    sparse = arr.schema.array_type != ArrayType.DENSE
     out = []
     for j, (d, s) in enumerate(zip(arr.dims, sel)):
         items = s if isinstance(s, (list, np.ndarray)) else [s]
@@ -106,12 +107,10 @@ def multi_index_ranges(arr, sel) -> list:
             if isinstance(item, slice):
                 if item.step is not None:
                     raise ValueError(f"multi_index: stepped slices are not supported (dimension {d.name})")
-                if item.start is None and item.stop is None:
-                    ranges = None if len(items) == 1 else ranges
-                    continue
-                ned = arr.nonempty_domain()
-                lo = item.start if item.start is not None else (ned[j][0] if ned else None)
-                hi = item.stop if item.stop is not None else (ned[j][1] if ned else None)
+                if sparse and item.start is None and item.stop is None:
+                    continue  # the whole dimension: no range
+                lo, hi = _open_ends(arr, j)
+                lo, hi = lo if item.start is None else item.start, hi if item.stop is None else item.stop
                 if lo is not None and hi is not None:
                     ranges.append((lo, hi))
             elif isinstance(item, tuple):
@@ -120,8 +119,22 @@ def multi_index_ranges(arr, sel) -> list:
                 ranges.append(item)
             else:
                 ranges.append((item, item))
-        out.append(ranges)
+        out.append(ranges or None)
     return out
+
+
+def _open_ends(arr, j: int) -> tuple:
+    """What an open end of a multi_index slice of dimension ``j`` stands for: the non-empty domain, inside
+    the current domain if the schema sets one (TileDB-Py's iter_ranges); None where neither exists."""
+    ned = arr.nonempty_domain()
+    ned = ned[j] if ned else None
+    current = arr.schema.get("current_domain")
+    cur = None
+    if current is not None and not current.empty:
+        cur = (current.ndrectangle[j].start, current.ndrectangle[j].end)
+    if cur is not None and ned is not None:
+        return max(cur[0], ned[0]), min(cur[1], ned[1])
+    return cur or ned or (None, None)
 
 
 class Query:
@@ -216,7 +229,10 @@ class Query:
         dims = self.frame_dims if frame else self.dims
         order = (dims + self.attrs) if multi or not sparse else (self.attrs + dims)
         for name in order:
-            out[name] = _labelled(arr, name, got[name]) if labels else got[name]
+            values = got[name]
+            if multi and not frame:  # TileDB-Py's multi_index gives a nullable field's values without a mask
+                values = np.ma.getdata(values)
+            out[name] = _labelled(arr, name, values) if labels else values
         return out
 
 
@@ -371,6 +387,8 @@ def _fill_failed(arr, name, values, fail):
     attribute = next(a for a in arr.schema.attributes if a.name == name)
     out = values.copy()
     out[fail] = filled(info, attribute, ())
+    if isinstance(out, np.ma.MaskedArray):  # a nullable cell that fails is null
+        out[fail] = np.ma.masked
     return out
 
 
