@@ -397,3 +397,16 @@ def test_corpus_arrays_read_as_tiledb_py_reads_them(case):
                 _same(form(ours), want)
             except AssertionError as e:
                 raise AssertionError(f"{name}: {e}") from None
+
+
+@pytest.mark.parametrize("name,want", [("INT16", -2**15), ("UINT32", 2**32 - 1), ("CHAR", b"\x80"), ("BLOB", 0),
+                                       ("BOOL", False), ("ANY", 0), ("STRING_UTF8", 0), ("STRING_ASCII", b""),
+                                       ("DATETIME_MS", np.datetime64(-2**63, "ms"))])
+def test_default_fill_values_follow_the_spec(name, want):
+    """REFERENCE.md's table of default fills (pre-v6 schemas): 0 for strings, BLOB, BOOL, ANY; 0x80 for CHAR."""
+    from types import SimpleNamespace
+
+    from tdbformat.array.cells import _default_fill
+    from tdbformat.enums import Datatype
+    got = _default_fill(SimpleNamespace(datatype=Datatype[name]))
+    assert got.tobytes() == np.array(want, got.dtype).tobytes()

@@ -113,18 +113,19 @@ def filled(info, attribute, shape, empty: bool = False) -> np.ndarray:
 
 
 def _default_fill(info):
-    """TileDB's default fill value of a datatype (before v6 schemas stored one): min of signed integers,
-    max of unsigned ones, NaN for floats, 0x80 for characters, 0 for the string types (constants::fill_value)."""
+    """TileDB's default fill value of a datatype (before v6 schemas stored one; REFERENCE.md, constants::fill_value):
+    min of signed integers, max of unsigned ones, NaN for floats, INT64 min for datetimes and times, 0x80 for
+    CHAR, 0 for the rest (strings, BLOB, BOOL, ANY, GEOM_*)."""
     dt = info.datatype.numpy_dtype
-    if info.datatype.is_string:
-        return np.zeros((), dt)
     if dt.kind == "f":
         return np.array(np.nan, dt)
-    if dt.kind == "i" or dt.kind in "Mm":
-        return np.array(np.iinfo(np.int64 if dt.kind in "Mm" else dt).min).astype(dt)
-    if dt.kind == "u":
-        return np.array(np.iinfo(dt).max, dt)
-    return np.frombuffer(b"\x80" * dt.itemsize, dt)[0]
+    if dt.kind in "Mm" or info.datatype.is_time or info.datatype.is_datetime:
+        return np.array(np.iinfo(np.int64).min).astype(dt)
+    if info.datatype.is_integer:
+        return np.array(np.iinfo(dt).min if dt.kind == "i" else np.iinfo(dt).max, dt)
+    if info.datatype == Datatype.CHAR:
+        return np.frombuffer(b"\x80" * dt.itemsize, dt)[0]
+    return np.zeros((), dt)
 
 
 def masked(values: np.ndarray, valid):
