@@ -219,7 +219,7 @@ class Query:
         got = arr.read(attrs=attrs, ranges=box, order=self.order, timestamp=self.timestamp,
                        memory_budget=self.memory_budget)
         if sparse:
-            got = _filter_sparse(arr, got, ranges, self.node)
+            got = _filter_sparse(arr, got, ranges, self.node, self.order)
         else:
             got = _gather_dense(arr, got, ranges, box, self.node, self.frame_dims if frame else self.dims, drop)
             if self.order == "F":  # TileDB-Py gives the column-major cells in the result's (row-major) shape
@@ -334,19 +334,51 @@ def _in_ranges(column: np.ndarray, ranges) -> np.ndarray:
     return keep
 
 
-def _filter_sparse(arr, got, ranges, node) -> dict:
+def _filter_sparse(arr, got, ranges, node, order) -> dict:
+    """The cells of ``got`` (read over the ranges' bounding box) in the ranges and meeting ``node``. A
+    row- or column-major read gives a cell once per range combination holding it (TileDB reads range by
+    range there); other orders give it once, and TileDB refuses global order over several ranges."""
     n = len(got[arr.dims[0].name])
-    keep = np.ones(n, bool)
+    keep, times = np.ones(n, bool), None
     for d, rs in zip(arr.dims, ranges):
         if rs and len(rs) > 1:
-            keep &= _in_ranges(got[d.name], rs)
+            if order == "G":  # TileDB coalesces them first: one range left is the box read
+                if len(_coalesced(rs, d.datatype.numpy_dtype.kind in "iuMm")) > 1:
+                    raise ValueError(f"order: TileDB reads disjoint ranges (dimension {d.name}) in no global order")
+                continue
+            if order in ("C", "F"):
+                count = _coverage(got[d.name], rs)
+                times = count if times is None else times * count
+                keep &= count > 0
+            else:
+                keep &= _in_ranges(got[d.name], rs)
     if node is not None:
         values, validity = _columns(got)
         keep &= evaluate(node, values, validity, n)
-    if keep.all():
+    if keep.all() and (times is None or (times == 1).all()):
         return got
+    index = np.flatnonzero(keep) if times is None else np.repeat(np.arange(n), np.where(keep, times, 0))
     infos = {f.name: f for f in arr.dims + arr.attrs}
-    return {k: empty_column(infos[k], v[keep]) for k, v in got.items()}
+    return {k: empty_column(infos[k], v[index]) for k, v in got.items()}
+
+
+def _coalesced(ranges, integral: bool) -> list:
+    """``ranges`` sorted, with overlapping (and, for integers, adjacent) ones merged."""
+    out = []
+    for lo, hi in sorted(ranges, key=lambda r: r[0]):
+        if out and (lo <= out[-1][1] or (integral and int(lo) == int(out[-1][1]) + 1)):
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _coverage(column: np.ndarray, ranges) -> np.ndarray:
+    """How many of ``ranges`` hold each value of ``column``."""
+    count = np.zeros(len(column), np.int64)
+    for lo, hi in ranges:
+        count += (column >= lo) & (column <= hi)
+    return count
 
 
 def _gather_dense(arr, got, ranges, box, node, dims, drop) -> dict:
