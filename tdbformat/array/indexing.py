@@ -336,8 +336,9 @@ def _in_ranges(column: np.ndarray, ranges) -> np.ndarray:
 
 def _filter_sparse(arr, got, ranges, node, order) -> dict:
     """The cells of ``got`` (read over the ranges' bounding box) in the ranges and meeting ``node``. A
-    row- or column-major read gives a cell once per range combination holding it (TileDB reads range by
-    range there); other orders give it once, and TileDB refuses global order over several ranges."""
+    row- or column-major read gives a cell once per range combination holding it (in 1-D arrays range
+    after range, in the order given); other orders give it once, and a global-order read coalesces the
+    ranges, refusing disjoint ones, as TileDB does."""
     n = len(got[arr.dims[0].name])
     keep, times = np.ones(n, bool), None
     for d, rs in zip(arr.dims, ranges):
@@ -357,7 +358,11 @@ def _filter_sparse(arr, got, ranges, node, order) -> dict:
         keep &= evaluate(node, values, validity, n)
     if keep.all() and (times is None or (times == 1).all()):
         return got
-    index = np.flatnonzero(keep) if times is None else np.repeat(np.arange(n), np.where(keep, times, 0))
+    if times is not None and len(arr.dims) == 1:  # one dimension: TileDB reads range after range, as given
+        column = got[arr.dims[0].name]
+        index = np.concatenate([np.flatnonzero(keep & (column >= lo) & (column <= hi)) for lo, hi in ranges[0]])
+    else:
+        index = np.flatnonzero(keep) if times is None else np.repeat(np.arange(n), np.where(keep, times, 0))
     infos = {f.name: f for f in arr.dims + arr.attrs}
     return {k: empty_column(infos[k], v[index]) for k, v in got.items()}
 
