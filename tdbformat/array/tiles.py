@@ -79,13 +79,18 @@ class Tiles:
     def field(self, frag, idx: int, tiles, pool) -> tuple[np.ndarray, np.ndarray | None]:
         """Values (and validity) of index-space field ``idx`` over ``tiles`` of ``frag``, in tile order."""
         info = frag.metadata.index_fields[idx]
-        spans = _Spans(self.storage, frag, idx, tiles) if len(tiles) > 1 else None
+        spans = self.spans(frag, idx, tiles)
         parts = list(pool.map(lambda k: self.cells(frag, idx, k, spans=spans), tiles))
         if not parts:
             return np.empty(0, result_dtype(info)), (np.empty(0, bool) if info.nullable else None)
         values = np.concatenate([p[0] for p in parts])
         valid = np.concatenate([p[1] for p in parts]) if info.nullable else None
         return values, valid
+
+    def spans(self, frag, idx: int, tiles):
+        """What :meth:`cells` takes as ``spans=`` to read ``tiles`` of field ``idx`` a file at a time (None for
+        one tile)."""
+        return _Spans(self.storage, frag, idx, sorted(tiles)) if len(tiles) > 1 else None
 
     def coords(self, frag, dims, tiles, pool) -> list[np.ndarray]:
         """The coordinates of sparse tiles, one array per dimension (datetimes as int64: :func:`ordinal`):
