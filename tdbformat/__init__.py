@@ -2,6 +2,7 @@
 
 from . import spec
 from .array import Array, Fragment, open_array
+from .array import ConditionError, MemoryBudgetError, Query
 from .array.metadata import delete_metadata, put_metadata
 from .array.deletes import delete_cells
 from .array.writer import ArrayWriter, create, open_writer, write
@@ -48,4 +49,5 @@ __all__ = [
     "LegacyArray", "ArraySchema0x", "BookKeeping0x", "ArraySchema1x", "FragmentMetadata1x", "GenericTile1x",
     "validate", "Finding", "RULES",
     "create", "write", "open_writer", "ArrayWriter",
+    "Query", "ConditionError", "MemoryBudgetError",
 ]
