@@ -79,7 +79,7 @@ class Array(TileDBPyReads):
         self.key = normalize_key(key)
         #: the (start, end) window in ms the array is opened at (reads default to it)
         self.window = read_window(timestamp)
-        self.schemas = directory.load_schemas(self.storage, self.path, self.key)
+        self.schemas = [(n, show.Schema(s)) for n, s in directory.load_schemas(self.storage, self.path, self.key)]
         self.schema = self.schemas[-1][1]
         self.encrypted = self.schema["_generic_tile"].encryption_type != EncryptionType.NO_ENCRYPTION
         self.dims = schema_mod.dimensions(self.schema)
