@@ -199,10 +199,11 @@ class FileView:
     #: bytes fetched at least per miss: a section header and its payload in one request
     BLOCK = 64 << 10
 
-    def __init__(self, storage, path, what: str = "file", preload: int = 0):
+    def __init__(self, storage, path, what: str = "file", preload: int = 0, segments=()):
+        """``segments``: ``(start, bytes)`` of the file already fetched (e.g. by :meth:`Storage.read_many`)."""
         self.storage, self.path, self.what = storage, path, what
         self._size = storage.size_of(path, what)
-        self._segments = [storage.read_tail(path, preload, what)] if preload else []
+        self._segments = list(segments) + ([storage.read_tail(path, preload, what)] if preload else [])
 
     def __len__(self) -> int:
         return self._size
