@@ -108,7 +108,9 @@ def _slices(arr) -> list:
 def _sparse(arr, spec, attrs):
     dd = _dask("dataframe")
     dim = arr.dims[0].name
-    return dd.from_map(_sparse_part, _slices(arr), spec=spec, attrs=attrs, dim=dim, label="tdbformat-sparse")
+    # dask would turn object columns into pyarrow strings, decoding the bytes of byte-string fields
+    with _dask("config").set({"dataframe.convert-string": False}):
+        return dd.from_map(_sparse_part, _slices(arr), spec=spec, attrs=attrs, dim=dim, label="tdbformat-sparse")
 
 
 def _sparse_part(cut, spec, attrs, dim):
