@@ -24,6 +24,8 @@ from .structs.group import GroupDetails
 from .structs.metadata import ArrayMetadata, fold_metadata
 from .structs.tile import DataFile, Tile, TileChunk
 from .versions import KNOWN_VERSIONS, LATEST
+from .array.dask import to_dask
+from .storage import storage_for
 
 __all__ = [
     "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError", "FormatWarning",
@@ -41,3 +43,4 @@ __all__ = [
     "create_group", "Group",
     "schema",
 ]
+__all__ += ["to_dask", "storage_for"]
