@@ -351,3 +351,17 @@ def test_parse_file_takes_storage_options(remote, s3, server):
     url = server.url(case) + "/" + local.relative_to(corpus.root(case)).as_posix()
     got = tdbformat.parse_file(url, storage_options=s3)
     assert got.kind == "fragment_metadata" and got.build() == local.read_bytes()
+
+
+def test_file_and_memory_urls_read_equal_to_the_local_read():
+    case = next(c for c in ARRAY_CASES if corpus.case_id(c) == "v22_tiledb-py-0.36.1_core-2.30.0/dense_2d_multiattr")
+    local = tdbformat.open_array(corpus.root(case)).read()
+    memory = fsspec.filesystem("memory")
+    url = f"memory://m{uuid.uuid4().hex}/array"
+    for p in corpus.files(corpus.root(case)):
+        memory.pipe_file(f"{url}/{p.relative_to(corpus.root(case)).as_posix()}", p.read_bytes())
+    for got in (tdbformat.open_array(corpus.root(case).as_uri()).read(), tdbformat.open_array(url).read()):
+        assert set(got) == set(local)
+        for name in local:
+            _equal(got[name], local[name], name)
+    memory.rm(url.rsplit("/", 1)[0], recursive=True)
