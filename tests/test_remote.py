@@ -365,3 +365,30 @@ def test_file_and_memory_urls_read_equal_to_the_local_read():
         for name in local:
             _equal(got[name], local[name], name)
     memory.rm(url.rsplit("/", 1)[0], recursive=True)
+
+
+@pytest.mark.parametrize("tail", [64, 1024])
+def test_every_footer_from_a_tail_equals_the_whole_files(tail, monkeypatch):
+    """Every corpus fragment of v5+ (versioned names) opened from a ``tail``-byte tail (plus the rest of a
+    longer footer, found by its stored length): the footer equals the one parsed from the whole file, and
+    less than the whole file was fetched."""
+    from tdbformat import directory
+    from tdbformat.storage import FileView
+    monkeypatch.setattr(tdbformat.array.ranged, "TAIL", tail)
+    storage, ranged = LocalStorage(), 0
+    for case in ARRAY_CASES:
+        root, key = corpus.root(case), corpus.key(case)
+        try:
+            schemas = dict(directory.load_schemas(storage, root, key))
+            entries = [(e.metadata_file, e.name) for e in directory.Listing.of(storage, root, key).fragments]
+        except (FormatError, UnsupportedError):
+            continue
+        for (path, name), meta in zip(entries, open_fragment_metadata(storage, entries, schemas, key)):
+            if not isinstance(meta._data, FileView):
+                continue
+            whole = fragment_mod.FragmentMetadata.parse(storage.read(path), schema=schemas, key=key, name=name)
+            assert fragment_mod.Footer.build(meta.footer, schema=schemas) == \
+                fragment_mod.Footer.build(whole.footer, schema=schemas), path
+            assert meta.footer_offset == whole.footer_offset and meta._data.fetched() < len(meta._data)
+            ranged += 1
+    assert ranged > 500

@@ -4,9 +4,10 @@ batch of concurrent ranged reads (REFERENCE.md §12.1), instead of every metadat
 The footer sits at the end of the file: from v10 (and v5-9 with a var-sized dimension) a u64 footer length
 is its last 8 bytes, and before that its size follows from the schema (:func:`structs.footer.find_footer`
 knows both). One read of the last :data:`TAIL` bytes holds the footer of any array but one with huge var
-non-empty domains; a fragment whose footer is longer, or whose name carries no version (v1-4, where the
-whole file may be one legacy generic tile), is read whole as before. The sections (tile offsets, R-tree,
-mins and maxes) stay behind a :class:`storage.FileView` and are fetched when a read first needs them.
+non-empty domains; a longer footer with a stored length costs one more ranged read, and a fragment whose
+name carries no version (v1-4, where the whole file may be one legacy generic tile) is read whole as
+before. The sections (tile offsets, R-tree, mins and maxes) stay behind a :class:`storage.FileView` and
+are fetched when a read first needs them.
 """
 
 from __future__ import annotations
@@ -44,9 +45,14 @@ def _from_tail(storage, path, name, schemas, key, start: int, tail: bytes):
                                                    filename=str(path))
     try:
         offset, size, _ = fragment_mod.find_footer(tail, schemas, version, name)
-    except FormatError:  # a footer longer than the tail: the whole file, as a local open reads it
-        return fragment_mod.FragmentMetadata.parse(bytes(view), schema=schemas, key=key, name=name,
-                                                   filename=str(path))
+    except FormatError:
+        stored = int.from_bytes(tail[-8:], "little")  # a u64 footer length longer than the tail: fetch it all
+        if len(tail) < 8 or not len(tail) - 8 < stored <= len(view) - 8:
+            return fragment_mod.FragmentMetadata.parse(bytes(view), schema=schemas, key=key, name=name,
+                                                       filename=str(path))
+        start = len(view) - 8 - stored
+        tail = view[start:len(view)]
+        offset, size, _ = fragment_mod.find_footer(tail, schemas, version, name)
     footer = fragment_mod.Footer.parse(tail[offset:offset + size], schema=schemas, filename=str(path))
     schema = fragment_mod.pick_schema(schemas, footer.get("array_schema_name"))
     meta = fragment_mod.FragmentMetadata(footer, schema=schema, key=key, data=view)
