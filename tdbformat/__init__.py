@@ -30,6 +30,8 @@ from .array.legacy import LegacyArray
 from .structs.prev1_0x import ArraySchema0x, BookKeeping0x
 from .structs.prev1_1x import ArraySchema1x, FragmentMetadata1x, GenericTile1x
 from .validate import RULES, Finding, validate  # noqa: E402 (the function shadows its package's name, on purpose)
+from .array.dask import to_dask
+from .storage import storage_for
 
 __all__ = [
     "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError", "FormatWarning",
@@ -51,3 +53,4 @@ __all__ = [
     "create", "write", "open_writer", "ArrayWriter",
     "Query", "ConditionError", "MemoryBudgetError",
 ]
+__all__ += ["to_dask", "storage_for"]
