@@ -74,8 +74,8 @@ def read_window(timestamp) -> tuple[int, int]:
 class Array(TileDBPyReads):
     """An opened array: its schemas, committed fragments, delete commits, metadata and enumerations."""
 
-    def __init__(self, path, key=None, timestamp=None):
-        self.storage, self.path = storage_for(path)
+    def __init__(self, path, key=None, timestamp=None, storage_options=None):
+        self.storage, self.path = storage_for(path, storage_options)
         self.key = normalize_key(key)
         #: the (start, end) window in ms the array is opened at (reads default to it)
         self.window = read_window(timestamp)
@@ -176,6 +176,12 @@ class Array(TileDBPyReads):
         back under their own names and shapes, tuples as tuples, single numbers as numpy scalars."""
         return tiledb_py_metadata(directory.read_metadata(self.path, self.key, self.window, self.storage))
 
+    def to_dask(self, attrs=None):
+        """A lazy dask view: ``{attribute: dask.array}`` (dense, one chunk per space tile) or a
+        ``dask.dataframe`` (sparse); each task reads only its own tiles (:func:`.dask.to_dask`)."""
+        from .dask import to_dask
+        return to_dask(self, attrs)
+
     @property
     def enumerations(self) -> dict:
         """``{enumeration name: list of values}``; an enumerated attribute's cells are codes into these."""
@@ -238,10 +244,12 @@ def check_ranges(dims, ranges) -> dict:
     return out
 
 
-def open_array(path, mode: str = "r", key=None, timestamp=None) -> Array:
-    """Open the array at ``path`` as ``tiledb.open`` does: ``mode`` "r" to read, "w" to write (an
-    ``open_writer``); ``key``: AES-256-GCM key of an encrypted array; ``timestamp``: the end, or (start,
-    end), in ms, of what reads see by default (the current time if None), or the writes' timestamp.
+def open_array(path, mode: str = "r", key=None, timestamp=None, storage_options=None) -> Array:
+    """Open the array at ``path`` (a local path or an fsspec URL: s3://, gs://, az://, http(s)://, memory://,
+    file://) as ``tiledb.open`` does: ``mode`` "r" to read, "w" to write (an ``open_writer``); ``key``:
+    AES-256-GCM key of an encrypted array; ``timestamp``: the end, or (start, end), in ms, of what reads see
+    by default (the current time if None), or the writes' timestamp; ``storage_options``: passed to fsspec,
+    as pandas and dask do.
     An array from before format version 1 (TileDB 0.x, 1.0-1.3) opens as a :class:`~.legacy.LegacyArray`."""
     if mode == "w":
         from .writer import open_writer
@@ -249,9 +257,9 @@ def open_array(path, mode: str = "r", key=None, timestamp=None) -> Array:
     if mode != "r":
         raise ValueError(f"mode: expected 'r' (read) or 'w' (write), not {mode!r}")
     from .legacy import open_legacy
-    legacy = open_legacy(path)
+    legacy = open_legacy(path, storage_options)
     if legacy is None:
-        return Array(path, key=key, timestamp=timestamp)
+        return Array(path, key=key, timestamp=timestamp, storage_options=storage_options)
     if key is not None:
         raise FormatError(f"{path}: an array of the {legacy.version} dialect (before format version 1) is never "
                           "encrypted: open it without key=")

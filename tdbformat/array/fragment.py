@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import warnings
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -13,7 +12,9 @@ from .. import show
 from ..errors import EncryptionError, FormatError, FormatWarning
 from ..structs import consolidated as consolidated_mod
 from ..structs import fragment as fragment_mod
+from ..storage import LocalStorage
 from ..structs.names import parse_timestamped_name
+from .ranged import open_fragment_metadata
 
 __all__ = ["Fragment", "load_fragments", "mbr_bounds"]
 
@@ -152,13 +153,25 @@ def load_fragments(storage, listing, schemas: dict, key=None) -> list[Fragment]:
             continue
         footers.update({f.name.rstrip("/").rsplit("/", 1)[-1]: footer
                         for f, footer in zip(parsed.fragments, parsed.footers)})
-    frags = [_fragment(storage, entry, schemas, key, footers.get(entry.name)) for entry in listing.fragments]
+    tails = {}
+    if not isinstance(storage, LocalStorage):  # an object store: fetch only the footers, all in one batch
+        own = [e for e in listing.fragments if e.name not in footers]
+        tails = dict(zip((e.name for e in own), open_fragment_metadata(
+            storage, [(e.metadata_file, e.name) for e in own], schemas, key)))
+    frags = [_fragment(storage, entry, schemas, key, footers.get(entry.name), tails.get(entry.name))
+             for entry in listing.fragments]
     frags.sort(key=lambda f: (f.timestamp_range, f.name))
     return frags
 
 
-def _fragment(storage, entry, schemas, key, footer) -> Fragment:
-    data = storage.read(entry.metadata_file, what="fragment metadata file")
+def _fragment(storage, entry, schemas, key, footer, meta=None) -> Fragment:
+    ts = parse_timestamped_name(entry.name)
+    if meta is not None:
+        return Fragment(entry.name, entry.folder, (ts.t1, ts.t2), lambda: meta)
+    if isinstance(storage, LocalStorage):
+        data = storage.read(entry.metadata_file, what="fragment metadata file")
+    else:  # sections are fetched when a read first needs them
+        data = storage.view(entry.metadata_file, what="fragment metadata file")
 
     def load():
         if footer is not None:
@@ -166,5 +179,4 @@ def _fragment(storage, entry, schemas, key, footer) -> Fragment:
                 footer, schema=fragment_mod.pick_schema(schemas, footer.get("array_schema_name")), key=key, data=data)
         return fragment_mod.FragmentMetadata.parse(data, schema=schemas, key=key, name=entry.name,
                                                    filename=str(entry.metadata_file))
-    ts = parse_timestamped_name(entry.name)
     return Fragment(entry.name, entry.folder, (ts.t1, ts.t2), load)

@@ -414,8 +414,8 @@ def _read_sparse(arr, wanted, ranges, layout, budget) -> dict:
     return out
 
 
-def open_legacy(path) -> LegacyArray | None:
+def open_legacy(path, storage_options=None) -> LegacyArray | None:
     """The array at ``path`` opened as a pre-v1 array, or None if it is not one (v1+, or no array)."""
-    storage, p = storage_for(path)
+    storage, p = storage_for(path, storage_options)
     found = directory.dialect(storage, p)
     return LegacyArray((storage, p), found) if found else None

@@ -197,8 +197,9 @@ def _tile_end(data, offset: int) -> int:
     """Where the generic tile at ``offset`` ends: its 34-byte header, its pipeline, its persisted tile."""
     if not 0 <= offset <= len(data) - GENERIC_TILE_BASE_SIZE:
         raise FormatError(f"no generic tile header at offset {offset} of a {len(data)}-byte file", offset=offset)
-    persisted_size, = struct.unpack_from("<Q", data, offset + 4)
-    pipeline_size, = struct.unpack_from("<I", data, offset + 30)
+    head = bytes(data[offset:offset + GENERIC_TILE_BASE_SIZE])  # a slice: data may be a lazy file view
+    persisted_size, = struct.unpack_from("<Q", head, 4)
+    pipeline_size, = struct.unpack_from("<I", head, 30)
     return offset + GENERIC_TILE_BASE_SIZE + pipeline_size + persisted_size
 
 
