@@ -3,7 +3,11 @@
 from . import spec
 from .array import Array, Fragment, open_array
 from .array.writer import ArrayWriter, create, open_writer, write
-from .errors import ChecksumError, EncryptionError, FormatError, UnsupportedError, VersionError
+from .array.metadata import delete_metadata, put_metadata
+from .array.deletes import delete_cells
+from .groups import Group, create_group
+from .array import schema
+from .errors import ChecksumError, EncryptionError, FormatError, FormatWarning, UnsupportedError, VersionError
 from .files import ParsedFile, parse_file
 from .filters import filter_tile, unfilter
 from .structs.tile import FilteredTile
@@ -23,7 +27,7 @@ from .structs.tile import DataFile, Tile, TileChunk
 from .versions import KNOWN_VERSIONS, LATEST
 
 __all__ = [
-    "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError",
+    "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError", "FormatWarning",
     "ParsedFile", "parse_file", "open_array", "Array", "Fragment",
     "ArraySchema", "FieldInfo", "VAR_NUM", "attributes", "dimensions", "fill_value", "schema_version",
     "check_not_pre_v1",
@@ -34,4 +38,8 @@ __all__ = [
     "GroupDetails", "group_members", "ArrayMetadata", "fold_metadata", "read_metadata",
     "KNOWN_VERSIONS", "LATEST", "spec",
     "create", "write", "open_writer", "ArrayWriter",
+    "put_metadata", "delete_metadata",
+    "delete_cells",
+    "create_group", "Group",
+    "schema",
 ]

@@ -122,12 +122,13 @@ def _progress(blocks, lo, hi, show: bool):
     if not show:
         yield from blocks
         return
+    from rich.console import Console
     from rich.progress import Progress
 
     total = 1
     for a, b in zip(lo, hi):
         total *= b - a + 1
-    with Progress(transient=True) as bar:  # on stderr only when both streams are terminals
+    with Progress(transient=True, console=Console(stderr=True)) as bar:  # shown only when both streams are terminals
         task = bar.add_task("reading", total=total)
         for block in blocks:
             yield block

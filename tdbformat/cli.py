@@ -12,10 +12,13 @@ __all__ = ["main", "parser"]
 
 def cmd_inspect(args) -> int:
     from .files import inspect_path
-    from .render import to_json, to_tree
+    from .render import files_json, to_tree
 
-    parsed = inspect_path(args.path, key=args.key)
-    print(to_json(parsed) if args.json else to_tree(parsed))
+    parsed = inspect_path(args.path, key=args.key, progress=_progress_wanted())
+    if args.json:
+        _print_json(_doc("inspect", args.path, files=files_json(parsed)))
+    else:
+        print(to_tree(parsed))
     return 0
 
 
@@ -32,6 +35,11 @@ def _print_json(doc) -> None:
     import json
 
     print(json.dumps(doc, ensure_ascii=False, allow_nan=False))
+
+
+def _progress_wanted() -> bool:
+    """Progress bars go to stderr, and only when a person watches both streams (never into a pipe)."""
+    return sys.stdout.isatty() and sys.stderr.isatty()
 
 
 def _console():
@@ -213,7 +221,7 @@ def cmd_cat(args) -> int:
         return _show_group(args, *found[1:], "cat")
     fmt = "json" if args.json else "csv" if args.csv else "tsv"
     write_cells(found[1], sys.stdout, fmt=fmt, attrs=args.attrs, order=args.order, ranges=args.range,
-                limit=args.limit, labels=not args.codes, progress=sys.stdout.isatty() and sys.stderr.isatty())
+                limit=args.limit, labels=not args.codes, progress=_progress_wanted())
     return 0
 
 # --- end people ---
@@ -224,7 +232,7 @@ def cmd_cat(args) -> int:
 def cmd_diff_versions(args) -> int:
     from .spec_render import render_diff
 
-    print(render_diff(args.a, args.b, args.struct, args.format), end="")
+    print(render_diff(args.a, args.b, args.struct, "json" if args.json else args.format), end="")
     return 0
 
 
@@ -239,15 +247,19 @@ def cmd_spec(args) -> int:
         for path in [*write_spec_versions(args.write), *write_ksy(Path(args.write) / "ksy")]:
             print(path)
         return 0
-    print(spec_json(args.version) if args.format == "json" else spec_markdown(args.version))
+    print(spec_json(args.version) if args.json or args.format == "json" else spec_markdown(args.version))
     return 0
 
 
 def cmd_export_ksy(args) -> int:
     from .ksy import export_ksy
 
-    for path in export_ksy(args.version, args.out):
-        print(path)
+    paths = export_ksy(args.version, args.out)
+    if args.json:
+        _print_json(_doc("export-ksy", args.out, version=args.version, files=[str(p) for p in paths]))
+    else:
+        for path in paths:
+            print(path)
     return 0
 
 
@@ -256,7 +268,7 @@ def cmd_diff(args) -> int:
     from .spec_render import render_file_diff
 
     a, b = parse_file(args.file_a, key=args.key), parse_file(args.file_b, key=args.key)
-    print(render_file_diff(a, b, args.format), end="")
+    print(render_file_diff(a, b, "json" if args.json else args.format), end="")
     return 0
 
 # --- end format versions and spec ---
@@ -310,23 +322,27 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("b", type=int, choices=KNOWN_VERSIONS, metavar="B")
     s.add_argument("--struct", help="one structure, by title (e.g. 'Array schema')")
     s.add_argument("--format", choices=["text", "markdown", "html", "json"], default="text")
+    s.add_argument("--json", action="store_true", help="the same as --format json (docs/json-schema/diff-versions.v1.json)")
     s.set_defaults(func=cmd_diff_versions)
 
     s = sub.add_parser("spec", help="the whole format at one version as spec tables")
     s.add_argument("--version", type=int, choices=KNOWN_VERSIONS, default=LATEST)
     s.add_argument("--format", choices=["markdown", "json"], default="markdown")
+    s.add_argument("--json", action="store_true", help="the same as --format json (docs/json-schema/spec.v1.json)")
     s.add_argument("--write", metavar="DIR", help="instead, regenerate DIR (spec_versions/): v01.md ... CHANGES.md, ksy/vNN/*.ksy")
     s.set_defaults(func=cmd_spec)
 
     s = sub.add_parser("export-ksy", help="write a Kaitai Struct .ksy per structure of one format version")
     s.add_argument("--version", type=int, choices=KNOWN_VERSIONS, required=True)
     s.add_argument("--out", default=".", metavar="DIR", help="folder to write into (default: the current one)")
+    s.add_argument("--json", action="store_true", help="list the written files as JSON (docs/json-schema/export-ksy.v1.json)")
     s.set_defaults(func=cmd_export_ksy)
 
     s = sub.add_parser("diff", help="compare two files of the same kind field by field, with byte offsets")
     s.add_argument("file_a")
     s.add_argument("file_b")
     s.add_argument("--format", choices=["text", "json"], default="text")
+    s.add_argument("--json", action="store_true", help="the same as --format json (docs/json-schema/diff.v1.json)")
     s.add_argument("--key", help="AES-256-GCM key of an encrypted array (32 characters or 64 hex digits)")
     s.set_defaults(func=cmd_diff)
     # --- end format versions and spec ---

@@ -15,6 +15,9 @@ The only module that knows folder and suffix names. It reads through a :class:`~
 
 from __future__ import annotations
 
+import numbers
+import time
+import uuid
 from dataclasses import dataclass, field
 
 from .errors import FormatError
@@ -23,12 +26,14 @@ from .structs import commits
 from .structs.array_schema import ArraySchema
 from .structs.group import GroupDetails, merge_members
 from .structs.metadata import ArrayMetadata, fold_metadata
-from .structs.names import parse_timestamped_name
+from .structs.names import parse_timestamped_name, timestamped_name
 from .versions import FEATURES
 
 __all__ = ["file_kind", "array_root", "schema_files", "load_schemas", "is_group", "Listing", "Delete",
            "metadata_files", "enumeration_path", "FRAGMENT_METADATA", "overlaps", "read_metadata",
-           "group_members"]
+           "group_members",
+           "new_name", "checked_timestamp", "array_format_version", "group_format_version", "metadata_path", "delete_commit_path",
+           "group_details_path", "group_marker_path"]
 
 FRAGMENT_METADATA = "__fragment_metadata.tdb"
 LEGACY_SCHEMA = "__array_schema.tdb"
@@ -127,8 +132,10 @@ def _name_from_uri(uri: str) -> str:
 
 @dataclass
 class Delete:
-    """A delete commit: cells written at or before ``timestamp`` that match the condition are deleted
-    (``condition`` is stored negated: it holds for the cells that stay)."""
+    """A delete (or update) commit: cells written at or before ``timestamp`` that match the condition are
+    deleted (``condition`` is stored negated: it holds for the cells that stay). TileDB's readers treat an
+    update's condition the same way and ignore its values (array_operations.cc,
+    load_delete_and_update_conditions)."""
 
     marker: str
     timestamp: int
@@ -183,6 +190,8 @@ class Listing:
                 ignored.update(_name_from_uri(u) for u in self._parse(commits.IgnoreFile, p, "ignore file").uris)
             elif suffix == ".del":
                 deletes[name] = self._parse(commits.DeleteCommit, p, "delete commit", key=self.key).condition
+            elif suffix == ".upd":  # TileDB's readers apply an update's condition as a delete, not its values
+                deletes[name] = self._parse(commits.UpdateCommit, p, "update commit", key=self.key).condition
         for name, p in self._files(commit_dir):
             if _suffix(name) == ".con" and name not in ignored:
                 for entry in self._parse(commits.ConsolidatedCommits, p, "consolidated commits", key=self.key).entries:
@@ -270,3 +279,55 @@ def group_members(folder, key=None, storage: Storage | None = None) -> list:
         storage, folder = storage_for(folder)
     return merge_members([GroupDetails.parse(storage.read(p, what="group details file"), key=key, filename=str(p))
                           for p in metadata_files(storage, storage.join(folder, GROUP_DIR))])
+
+
+# --- names and places of new files (the write side) ---
+
+def new_name(timestamp=None, version: int | None = None, t2=None) -> str:
+    """A fresh timestamped name ``__<t1>_<t2>_<uuid>[_<version>]`` (REFERENCE.md §3.1): ``timestamp`` in ms
+    (None: now), ``t2`` defaults to it; a random uuid, 32 lowercase hex as TileDB writes them."""
+    t1 = checked_timestamp(timestamp)
+    return timestamped_name(t1, t1 if t2 is None else checked_timestamp(t2, "t2"), uuid.uuid4().hex, version)
+
+
+def checked_timestamp(timestamp, argument: str = "timestamp") -> int:
+    """``timestamp`` as an int of ms (None: now), or ValueError naming the argument."""
+    if timestamp is None:
+        return time.time_ns() // 1_000_000
+    if isinstance(timestamp, bool) or not isinstance(timestamp, numbers.Integral) or not 0 <= int(timestamp) < 2**64 - 1:
+        raise ValueError(f"{argument}: expected an int of milliseconds in [0, 2**64-1), not {timestamp!r}")
+    return int(timestamp)
+
+
+def array_format_version(storage: Storage, root, key=None) -> int:
+    """The format version of the array at ``root``: its latest schema's."""
+    return load_schemas(storage, root, key)[-1][1].version
+
+
+def group_format_version(storage: Storage, root, key=None) -> int | None:
+    """The format version of the group at ``root``: that of its latest details file's generic tile; None
+    when it has none (a group's marker does not say)."""
+    files = metadata_files(storage, storage.join(root, GROUP_DIR))
+    if not files:
+        return None
+    return GroupDetails.parse(storage.read(files[-1], what="group details file"), key=key,
+                              filename=str(files[-1]))._generic_tile.version
+
+
+def metadata_path(storage: Storage, root, name: str):
+    """Where a metadata file named ``name`` of the array or group at ``root`` goes."""
+    return storage.join(root, META_DIR, name)
+
+
+def delete_commit_path(storage: Storage, root, name: str):
+    """Where the delete commit named ``name`` (without ``.del``) of the array at ``root`` goes (v16+)."""
+    return storage.join(root, COMMITS_DIR, name + ".del")
+
+
+def group_details_path(storage: Storage, root, name: str):
+    """Where a group details file named ``name`` of the group at ``root`` goes."""
+    return storage.join(root, GROUP_DIR, name)
+
+
+def group_marker_path(storage: Storage, root):
+    return storage.join(root, GROUP_MARKER)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from construct import ConstructError
 
-__all__ = ["FormatError", "ChecksumError", "EncryptionError", "VersionError", "UnsupportedError", "located"]
+__all__ = ["FormatError", "ChecksumError", "EncryptionError", "VersionError", "UnsupportedError", "FormatWarning",
+           "located"]
 
 
 class FormatError(ValueError):
@@ -99,3 +100,8 @@ def as_format_error(err: Exception, **known) -> FormatError:
     located(out, path=getattr(err, "path", None), offset=getattr(err, "_tdb_offset", None),
             version=getattr(err, "_tdb_version", None), within=getattr(err, "_tdb_within", None))
     return located(out, **known)
+
+
+class FormatWarning(UserWarning):
+    """A file that is wrong but redundant, read around: e.g. a consolidated ``.meta`` whose footers each
+    fragment's own metadata file also holds."""

@@ -122,9 +122,16 @@ class _Empty:
         return b""
 
 
-def inspect_path(path, key=None) -> list[ParsedFile]:
-    """Every TileDB file at ``path`` (a file, or a folder walked recursively), parsed."""
+def inspect_path(path, key=None, progress: bool = False) -> list[ParsedFile]:
+    """Every TileDB file at ``path`` (a file, or a folder walked recursively), parsed; ``progress`` shows a
+    bar on stderr while a folder is parsed."""
     storage, p = storage_for(path)
-    if storage.is_dir(p):
-        return [parse_file(f, key=key) for f in storage.walk(p)]
-    return [parse_file(p, key=key)]
+    if not storage.is_dir(p):
+        return [parse_file(p, key=key)]
+    files = storage.walk(p)
+    if progress:
+        from rich.console import Console
+        from rich.progress import track
+
+        files = track(files, description="parsing", transient=True, console=Console(stderr=True))
+    return [parse_file(f, key=key) for f in files]

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import enum
-import json
 import math
 
 import numpy as np
 
-__all__ = ["to_tree", "to_json", "plain"]
+__all__ = ["to_tree", "files_json", "plain"]
 
 _PREVIEW = 8
 
@@ -91,6 +90,6 @@ def to_tree(parsed_files) -> str:
     return "\n".join(out)
 
 
-def to_json(parsed_files) -> str:
-    return json.dumps([{"path": str(pf.path), "kind": pf.kind, "value": plain(pf.view)} for pf in parsed_files],
-                      indent=1)
+def files_json(parsed_files) -> list:
+    """Each parsed file as ``{"path", "kind", "value"}`` with plain JSON values."""
+    return [{"path": str(pf.path), "kind": pf.kind, "value": plain(pf.view)} for pf in parsed_files]

@@ -14,7 +14,9 @@ import numpy as np
 
 from .errors import FormatError
 from .fields import Section
+from .structs.fragment import FragmentMetadata, fragment_sections
 from .render import _scalar
+from .show import JSON_VERSION
 from .spec import (BEHAVIOUR, KNOWN_VERSIONS, aligned, diff, feature_changes, features, fields, footer_lookup,
                    metadata_file_layout, structure, structures)
 from .storage import LocalStorage
@@ -90,8 +92,13 @@ def _metadata_file_markdown(version: int) -> list[str]:
     return out
 
 
+def _schema_id(command: str) -> str:
+    """The ``json_schema`` of a --json document: its shape is docs/json-schema/<command>.v<N>.json."""
+    return f"{command}.v{JSON_VERSION}"
+
+
 def spec_json(version: int) -> str:
-    return json.dumps({"version": version, "structures": {
+    return json.dumps({"json_schema": _schema_id("spec"), "version": version, "structures": {
         title: {"page": s.page, "fields": [asdict(f) for f in fields(s, version)]}
         for title, s in structures().items()}}, indent=1)
 
@@ -195,7 +202,7 @@ def _diff_html(a, b, blocks) -> str:
 
 
 def _diff_json(a, b, blocks) -> str:
-    return json.dumps({"from": a, "to": b, "structures": {
+    return json.dumps({"json_schema": _schema_id("diff-versions"), "from": a, "to": b, "structures": {
         title: [{"kind": k, "old": asdict(l) if l else None, "new": asdict(r) if r else None, "since": v}
                 for k, l, r, v in rows] for title, rows in blocks}}, indent=1)
 
@@ -324,6 +331,8 @@ def _where(at) -> str:
     if at is None:
         return ""
     base, offset = at
+    if isinstance(base, tuple):  # a part at base[1] of the file, or one whose place is not tracked
+        return "" if base[1] is None else str(base[1] + offset)
     return str(offset) if base is None else f"GT@{base} payload+{offset}"
 
 
@@ -347,14 +356,28 @@ def _equal(a, b) -> bool:
     return type(a) is type(b) and a == b if isinstance(a, enum.Enum) else a == b
 
 
+def _parts(value) -> list:
+    """(name, value, base) to diff. Fragment metadata is its footer, whose offsets count from where the footer
+    starts in the file, and its sections, shown without offsets (each counts from its own generic tile)."""
+    if not isinstance(value, FragmentMetadata):
+        return [("", value, None)]
+    return [(name, part, ("file", getattr(value, "footer_offset", 0)) if name == "footer" else ("unplaced", None))
+            for name, part in fragment_sections(value).items()]
+
+
 def render_file_diff(a, b, fmt: str = "text") -> str:
     """Two ParsedFiles compared field by field."""
     if a.kind != b.kind:
         raise FormatError(f"the files are of different kinds: {a.kind} and {b.kind}")
-    rows = [(p, _where(wa), va, _where(wb), vb) for p, wa, va, wb, vb in diff_values(a.value, b.value)]
+    parts_a, parts_b = ({n: (v, base) for n, v, base in _parts(f.value)} for f in (a, b))
+    rows = []
+    for name in dict.fromkeys([*parts_a, *parts_b]):
+        (va, base_a), (vb, base_b) = parts_a.get(name, (None, None)), parts_b.get(name, (None, None))
+        rows += [(p, _where(wa), x, _where(wb), y)
+                 for p, wa, x, wb, y in diff_values(va, vb, name, base_a=base_a, base_b=base_b)]
     if fmt == "json":
         keys = ("path", "offset_a", "value_a", "offset_b", "value_b")
-        return json.dumps({"kind": a.kind, "a": str(a.path), "b": str(b.path),
+        return json.dumps({"json_schema": _schema_id("diff"), "kind": a.kind, "a": str(a.path), "b": str(b.path),
                            "differences": [dict(zip(keys, r)) for r in rows]}, indent=1)
     out = [f"A: {a.path}", f"B: {b.path}", f"{a.kind}: {len(rows)} fields differ"]
     if rows:

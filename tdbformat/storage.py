@@ -12,6 +12,7 @@ place (:meth:`Storage.commit`), so a reader sees a file whole or not at all.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import uuid
@@ -154,8 +155,14 @@ class LocalStorage(Storage):
 
     def commit(self, path, data: bytes) -> None:
         tmp = Path(path).with_name(f".{Path(path).name}.{uuid.uuid4().hex}.tmp")
-        self.write(tmp, data)
-        self._os(lambda: os.replace(tmp, path), path)
+        try:
+            self.write(tmp, data)
+            self._os(lambda: os.replace(tmp, path), path)
+        except FormatError:
+            # TileDB 2.30 loads every file of __meta/, a partial one too: leave none behind
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            raise
 
     def delete(self, path) -> None:
         self._os(lambda: os.remove(path), path)

@@ -18,7 +18,7 @@ from construct import Int32ul, Subconstruct
 
 from .errors import FormatError, VersionError
 
-__all__ = ["LATEST", "KNOWN_VERSIONS", "since", "until", "between", "format_version", "FormatVersion", "Feature",
+__all__ = ["LATEST", "KNOWN_VERSIONS", "checked_version", "since", "until", "between", "format_version", "FormatVersion", "Feature",
            "FEATURES"]
 
 #: The newest format version, written by TileDB 2.30 and later.
@@ -27,6 +27,13 @@ LATEST = 23
 KNOWN_VERSIONS = tuple(range(1, LATEST + 1))
 
 _KEY = "_format_version"
+
+
+def checked_version(version, argument: str = "version") -> int:
+    """``version`` as an int if it is a known format version, else ValueError naming ``argument``."""
+    if isinstance(version, bool) or version not in KNOWN_VERSIONS:
+        raise ValueError(f"{argument}: expected a format version from 1 to {LATEST}, not {version!r}")
+    return int(version)
 
 
 def format_version(context, required: bool = True):

@@ -22,9 +22,9 @@ LAYERS = [
     ["storage"],
     ["directory"],
     ["show"],
-    ["files", "array"],
+    ["files", "array", "groups"],
     ["spec"],
-    ["ksy", "spec_render", "cat"],
+    ["ksy", "spec_render", "cat", "conformance"],
     ["cli"],
     [""],  # the package's __init__: the public API
 ]

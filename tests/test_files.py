@@ -70,8 +70,9 @@ def test_inspect_json_of_a_whole_array():
     case = next(c for c in cases() if c.name == "sparse_delete" and c.parent.name.startswith("v23"))
     out = subprocess.run([sys.executable, "-m", "tdbformat.cli", "inspect", "--json", str(root(case))],
                          capture_output=True, text=True, check=True).stdout
-    parsed = json.loads(out)
-    assert len(parsed) == len(truth(case)["files"])
+    doc = json.loads(out)
+    parsed = doc["files"]
+    assert doc["json_schema"] == "inspect.v1" and len(parsed) == len(truth(case)["files"])
     footers = [p["value"]["footer"] for p in parsed if p["kind"] == "fragment_metadata"]
     schema = next(p["value"] for p in parsed if p["kind"] == "array_schema")
     assert schema["generic_tile"]["version"] == 23 and schema["payload"]["capacity"] == truth(case)["schema"]["capacity"]

@@ -244,3 +244,70 @@ def test_reprs_name_what_tiledb_py_names(case):
     assert repr(arr).startswith(("DenseArray(", "SparseArray("))
     for f in arr.fragments:
         assert repr(f).startswith(f"Fragment(name={f.name!r}, version={f.version}")
+
+
+def _driver(argvs) -> list:
+    r = subprocess.run([sys.executable, "-c", _DRIVER], input=json.dumps(argvs), capture_output=True, text=True,
+                       cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout)
+
+
+def test_format_commands_json_validates(tmp_path):
+    """inspect, spec, diff-versions, diff and export-ksy: --json on every version, valid against its schema."""
+    by_version = {}
+    for c in ARRAYS:
+        by_version.setdefault(c.parent.name.split("_")[0], c)
+    schema_files = [next(p for p in sorted(corpus.root(c).rglob("*")) if p.is_file() and
+                         (p.parent.name == "__schema" or p.name == "__array_schema.tdb")) for c in by_version.values()]
+    frag_md = sorted(corpus.root(by_version["v22"]).rglob("__fragment_metadata.tdb"))
+    runs = [("inspect", ["inspect", str(corpus.root(c)), "--json",
+                         *(["--key", corpus.key(c)] if corpus.key(c) else [])]) for c in by_version.values()]
+    runs += [("spec", ["spec", "--version", str(v), "--json"]) for v in range(1, 24)]
+    runs += [("diff-versions", ["diff-versions", str(v), str(v + 1), "--json"]) for v in range(1, 23)]
+    runs += [("diff", ["diff", str(a), str(b), "--json"]) for a, b in zip(schema_files, schema_files[1:])]
+    runs += [("diff", ["diff", str(frag_md[0]), str(frag_md[-1]), "--json"])]
+    runs += [("export-ksy", ["export-ksy", "--version", "22", "--out", str(tmp_path), "--json"])]
+    for (command, argv), (rc, out) in zip(runs, _driver([argv for _, argv in runs])):
+        assert rc == 0, (argv, out[-500:])
+        doc = json.loads(out)
+        _validator(command).validate(doc)
+        if command == "export-ksy":
+            assert doc["files"] and all(Path(f).is_file() for f in doc["files"])
+
+
+def _run_in_terminal(argv) -> tuple[bytes, bytes]:
+    """argv run with stdout and stderr on two pseudo-terminals, as a person at a terminal runs it."""
+    import os
+    import pty
+    import select
+
+    (out_m, out_s), (err_m, err_s) = pty.openpty(), pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "tdbformat.cli", *argv], stdout=out_s, stderr=err_s, cwd=ROOT,
+                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "TERM": "xterm"})
+    os.close(out_s), os.close(err_s)
+    got, open_fds = {out_m: b"", err_m: b""}, {out_m, err_m}
+    while open_fds:  # a pty master reads until the child's side is closed (then EIO or b"")
+        for fd in select.select(list(open_fds), [], [], 5)[0] or list(open_fds):
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                data = b""
+            if data:
+                got[fd] += data
+            else:
+                open_fds.discard(fd)
+                os.close(fd)
+    proc.wait(timeout=120)
+    return got[out_m], got[err_m]
+
+
+def test_progress_bars_only_at_a_terminal():
+    """inspect of a whole array shows a bar on stderr at a terminal, and nothing of it into a pipe."""
+    case = max(ARRAYS, key=lambda c: sum(1 for _ in corpus.root(c).rglob("*")))
+    argv = ["inspect", str(corpus.root(case)), *(["--key", corpus.key(case)] if corpus.key(case) else [])]
+    out, err = _run_in_terminal(argv)
+    assert b"parsing" in err and b"array_schema" in out
+    piped = subprocess.run([sys.executable, "-m", "tdbformat.cli", *argv], capture_output=True, cwd=ROOT,
+                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "TERM": "xterm"})
+    assert piped.returncode == 0 and b"parsing" not in piped.stderr and b"\x1b[" not in piped.stdout

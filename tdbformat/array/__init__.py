@@ -186,7 +186,10 @@ def _wanted(schema, attrs) -> list:
     """The attributes ``attrs=`` names (all if None), checked against ``schema``."""
     if isinstance(attrs, str) or (attrs is not None and not all(isinstance(a, str) for a in attrs)):
         raise TypeError(f"attrs: expected a list of attribute names, not {attrs!r}")
-    wanted = [a for a in schema_mod.attributes(schema) if attrs is None or a.name in attrs]
+    every = schema_mod.attributes(schema)
+    by_name = {a.name: a for a in every}
+    # TileDB-Py returns the attributes in the order asked for
+    wanted = every if attrs is None else [by_name[a] for a in dict.fromkeys(attrs) if a in by_name]
     if attrs is not None and len(wanted) != len(set(attrs)):
         raise ValueError(f"attrs: no attribute(s) {sorted(set(attrs) - {a.name for a in wanted})} "
                          f"(attributes: {', '.join(a.name for a in schema_mod.attributes(schema))})")

@@ -3,12 +3,13 @@ tiles are, and the bounding rectangles of its sparse tiles (REFERENCE.md §11-§
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import show
-from ..errors import FormatError
+from ..errors import EncryptionError, FormatError, FormatWarning
 from ..structs import consolidated as consolidated_mod
 from ..structs import fragment as fragment_mod
 from ..structs.names import parse_timestamped_name
@@ -115,8 +116,17 @@ def load_fragments(storage, listing, schemas: dict, key=None) -> list[Fragment]:
     (``{file name: schema}``); a consolidated ``.meta`` footer stands in for the file's own."""
     footers = {}
     for p in listing.consolidated_metadata:  # oldest first, so the newest wins
-        parsed = consolidated_mod.ConsolidatedFragmentMetadata.parse(
-            storage.read(p, what="consolidated fragment metadata"), schema=schemas, key=key, filename=str(p))
+        data = storage.read(p, what="consolidated fragment metadata")
+        try:
+            parsed = consolidated_mod.ConsolidatedFragmentMetadata.parse(data, schema=schemas, key=key,
+                                                                         filename=str(p))
+        except EncryptionError:
+            raise
+        except FormatError as e:
+            # a .meta only copies footers that each fragment's own file holds: TileDB >= 2.8 writes v11 ones
+            # at offsets 8 bytes off (DISCREPANCIES.md), which TileDB cannot open, and we read past
+            warnings.warn(f"{e}; reading each fragment's own metadata file instead", FormatWarning, stacklevel=3)
+            continue
         footers.update({f.name.rstrip("/").rsplit("/", 1)[-1]: footer
                         for f, footer in zip(parsed.fragments, parsed.footers)})
     frags = [_fragment(storage, entry, schemas, key, footers.get(entry.name)) for entry in listing.fragments]

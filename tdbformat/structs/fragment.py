@@ -36,7 +36,7 @@ __all__ = [
     "Footer", "FooterPayload", "NDRectangle", "RTree", "TileOffsets", "TileMinMax", "TileSums",
     "FragmentSummary", "ProcessedConditions", "LegacyFragmentMetadata", "ConsolidatedFragmentMetadata",
     "RTreeTile", "TileOffsetsTile", "TileMinMaxTile", "TileSumsTile", "FragmentSummaryTile",
-    "ProcessedConditionsTile", "LegacyFragmentMetadataFile", "TileGlobalOrderOffsets", "OptionalSection",
+    "ProcessedConditionsTile", "LegacyFragmentMetadataFile", "fragment_sections", "TileGlobalOrderOffsets", "OptionalSection",
     "FragmentMetadata", "SECTIONS", "index_fields", "find_footer", "pick_schema", "data_file_stem", "data_files",
 ]
 
@@ -430,6 +430,15 @@ class FragmentMetadata:
         return _build_file(self)
 
 
+def fragment_sections(fm: FragmentMetadata) -> dict:
+    """The footer (or the v1-2 metadata) and every section the fragment's version has, by name."""
+    if fm.legacy is not None:
+        return {"legacy": fm.legacy}
+    present = {s.name: getattr(fm, s.name) for s in SECTIONS}
+    return {"footer": fm.footer, **{k: list(v) if isinstance(v, _Lazy) else v for k, v in present.items()
+                                    if v is not None}}
+
+
 def _parse_file(cls, data, schema, key, name, version, filename):
     if schema is None:
         raise FormatError(NEED_SCHEMA, file=filename)
@@ -443,7 +452,9 @@ def _parse_file(cls, data, schema, key, name, version, filename):
     end = _tile_end(data, max((o for slot in SECTIONS for o in slot.offsets(footer) or ()), default=0))
     if end > offset:
         raise FormatError(f"the last section ends at {end}, past the footer at {offset}", file=filename, offset=end)
-    return cls(footer, schema=schema, key=key, data=data, unreferenced=data[end:offset])
+    fm = cls(footer, schema=schema, key=key, data=data, unreferenced=data[end:offset])
+    fm.footer_offset = offset
+    return fm
 
 
 def _dense_tile_num(schema, ned) -> int:

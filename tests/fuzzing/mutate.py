@@ -19,9 +19,10 @@ from tdbformat.files import file_kind
 
 from .sites import find_sites, write_site
 
-__all__ = ["Input", "inputs", "mutate", "wrong_key", "CORPUS"]
+__all__ = ["Input", "inputs", "mutate", "wrong_key", "CORPUS", "BEHAVIOURS"]
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
+BEHAVIOURS = CORPUS.parent / "behaviours"
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ def inputs() -> tuple[Input, ...]:
         for p in sorted((CORPUS / "historic" / kind).iterdir()):
             if p.is_dir():
                 out.append(Input(f"historic/{p.name}", p, None, kind == "groups"))
+    for t in sorted(BEHAVIOURS.glob("*/truth.json")):  # tests/test_behaviours.py's real files
+        out.append(Input(f"behaviours/{t.parent.name}", t.parent / "array", None, False))
     return tuple(out)
 
 
@@ -147,7 +150,7 @@ def _swap_role(rng, data, path, **_):
     if not same:
         return _truncate(rng, data)
     other = rng.choice(same)
-    return other.read_bytes(), f"swapped for {other.relative_to(CORPUS)}"
+    return other.read_bytes(), f"swapped for {other.relative_to(CORPUS.parent)}"
 
 
 _FILE_MUTATIONS = [(_truncate, 3), (_empty, 1), (_bitflip, 4), (_byterun, 3), (_lie, 8), (_blowup, 3),
