@@ -22,7 +22,7 @@ LAYERS = [
     ["storage"],
     ["directory"],
     ["show"],
-    ["files", "array", "groups"],
+    ["files", "array", "groups", "convert"],
     ["spec"],
     ["ksy", "spec_render", "cat", "conformance"],
     ["cli"],
