@@ -18,22 +18,22 @@ from concurrent.futures import ThreadPoolExecutor
 
 from construct import Container
 
-from . import directory
-from .array import check_ranges, open_array
-from .array.cells import nonempty_bound
-from .array.create import check_version, create, new_uuid, schema_at
-from .array.deletes import DELETES_SINCE, delete_cells
-from .array.dense import read_dense
-from .array.metadata import METADATA_SINCE
-from .array.sparse import read_sparse
-from .array.writer import open_writer
-from .enums import ArrayType, Layout
-from .storage import storage_for
-from .structs.array_schema import ArraySchema, attributes
-from .structs.commits import negate
-from .structs.enumeration import Enumeration
-from .structs.metadata import ArrayMetadata
-from .structs.names import parse_timestamped_name, timestamped_name
+from .. import directory
+from ..enums import ArrayType, Layout
+from ..storage import storage_for
+from ..structs.array_schema import ArraySchema, attributes
+from ..structs.commits import negate
+from ..structs.enumeration import Enumeration
+from ..structs.metadata import ArrayMetadata
+from ..structs.names import parse_timestamped_name, timestamped_name
+from . import check_ranges, open_array
+from .cells import nonempty_bound
+from .create import check_version, create, new_uuid, schema_at
+from .deletes import DELETES_SINCE, delete_cells
+from .dense import read_dense
+from .metadata import METADATA_SINCE
+from .sparse import read_sparse
+from .writer import open_writer
 
 __all__ = ["convert"]
 
