@@ -84,8 +84,8 @@ def _plan(array, version: int, merge: bool) -> list:
     first = min(times, default=directory.checked_timestamp(None))
     # the legacy schema file has no timestamp, and a schema written later than the first write (the latest one,
     # before v10) would hide that write's cells from TileDB: such a schema is written at the first write's time
-    plan = [(first if name == directory.LEGACY_SCHEMA or i == 0 else _name_time(name), 0, _SCHEMA, s)
-            for i, (name, s) in enumerate(schemas)]
+    plan = [(first if name == directory.LEGACY_SCHEMA else min(first, _name_time(name)) if i == 0
+             else _name_time(name), 0, _SCHEMA, (name, s)) for i, (name, s) in enumerate(schemas)]
     if merge:
         plan += [(max(times), 1, _FRAGMENT, None)] if frags else []
     else:
@@ -100,15 +100,23 @@ def _metadata_files(array) -> list:
     return directory.metadata_files(array.storage, folder) if array.storage.is_dir(folder) else []
 
 
-def _write_schema(array, dst, schema, t: int, version: int, key) -> None:
-    """The first schema through ``create``; later ones (v10+) beside it at their own timestamps; then the
-    enumeration files the schema names (v20+), rebuilt at ``version``."""
+def _write_schema(array, dst, item, t: int, version: int, key) -> None:
+    """The first schema through ``create``; later ones (v10+) beside it at their own timestamps; each under its
+    source name when it has one (fragments name their schema); then the enumeration files the schema names
+    (v20+), rebuilt at ``version``."""
+    name, schema = item
     storage, root = storage_for(dst)
+    folder = storage.join(root, directory.SCHEMA_DIR)
+    keep = version >= 10 and name != directory.LEGACY_SCHEMA and _name_time(name) == t
+    data = ArraySchema.build(schema_at(schema, version), key=key, version=version)
     if not storage.is_dir(root):
         create(dst, schema, version, key=key, timestamp=t)
+        if keep:  # create names the file with a new uuid: put it under the source's name instead
+            made = directory.schema_files(storage, root)[0]
+            storage.commit(storage.join(folder, name), data)
+            storage.delete(made)
     else:
-        data = ArraySchema.build(schema_at(schema, version), key=key, version=version)
-        storage.commit(storage.join(root, directory.SCHEMA_DIR, timestamped_name(t, t, new_uuid())), data)
+        storage.commit(storage.join(folder, name if keep else timestamped_name(t, t, new_uuid())), data)
     for ref in schema.get("enumerations") or []:
         src = directory.enumeration_path(array.storage, array.path, ref.filename)
         value = Enumeration.parse(array.storage.read(src, what="enumeration file"), key=key, filename=str(src))
