@@ -5,6 +5,7 @@ from .array import Array, Fragment, open_array
 from .array.writer import ArrayWriter, create, open_writer, write
 from .array.metadata import delete_metadata, put_metadata
 from .array.deletes import delete_cells
+from .array.convert import convert
 from .groups import Group, create_group
 from .array import schema
 from .errors import ChecksumError, EncryptionError, FormatError, FormatWarning, UnsupportedError, VersionError
@@ -42,4 +43,5 @@ __all__ = [
     "delete_cells",
     "create_group", "Group",
     "schema",
+    "convert",
 ]
