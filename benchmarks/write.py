@@ -43,13 +43,17 @@ def _run(lib: str, case: str, n: int) -> dict:
     uri = tempfile.mkdtemp(prefix=f"write-{lib}-{case}-")
     os.rmdir(uri)
     tiledb.Array.create(uri, _schema(case, n))
+    # made in place, so that the baseline peak is the data itself and not the temporaries that made it
+    data = np.empty(n)
+    coords = None
     if case == "dense":
-        data = np.cumsum(rng.standard_normal(n))
-        coords = None
+        rng.standard_normal(out=data)
+        np.cumsum(data, out=data)
     else:
         flat = rng.choice(10000 * 10000, n, replace=False)
         coords = (flat // 10000, flat % 10000)
-        data = rng.random(n)
+        del flat
+        rng.random(out=data)
     import tdbformat
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()

@@ -171,6 +171,8 @@ def _chunk_bound(folder: Path, array) -> int:
     """The writer's chunk bound the fragment was made with (not stored): the first chunk of a tile of several
     chunks (192 bytes in the tiledb-py 0.19-0.25 wheels), in a data file or a metadata section; else 64 KiB."""
     for f in sorted(folder.glob("a*.tdb")):
+        if f.stem.endswith(("_var", "_validity")):  # var data before v11 was chunked by the writer's buffer
+            continue
         data = f.read_bytes()
         if len(data) > 8 and int.from_bytes(data[:8], "little") > 1:
             return int.from_bytes(data[8:12], "little")
@@ -181,8 +183,8 @@ def _chunk_bound(folder: Path, array) -> int:
             if slot.offsets(fm.footer) is None:
                 continue
             chunks = fm._payload(slot, i)["_generic_tile"].tile.chunks
-            if len(chunks) > 1:
-                return chunks[0].unfiltered_size
+            if len(chunks) > 1 and chunks[0].unfiltered_size == 192:  # (old writers chunk sections otherwise too)
+                return 192
     return 65536
 
 
@@ -325,6 +327,10 @@ def test_bad_arguments_name_the_argument(tmp_path):
         open_writer(tmp_path / "a", max_chunk_size=0)
     with pytest.raises(ValueError, match="uuid"):
         write(tmp_path / "a", data, uuid="xyz")
+    with pytest.raises(ValueError, match="timestamp"):
+        write(tmp_path / "a", data, timestamp=-1)
+    with pytest.raises(TypeError, match=r"i: values of dtype"):
+        write(tmp_path / "a", dict(data, i=np.array([["x"] * 6] * 8)))
 
 
 def test_sparse_duplicates_and_out_of_domain_coordinates_are_refused(tmp_path):
@@ -335,6 +341,8 @@ def test_sparse_duplicates_and_out_of_domain_coordinates_are_refused(tmp_path):
         write(path, values, coords=(np.array([1, 1]), np.array([2, 2])))
     with pytest.raises(ValueError, match="outside the domain"):
         write(path, values, coords=(np.array([1, 1000]), np.array([2, 2])))
+    with pytest.raises(ValueError, match="at least one cell"):
+        write(path, {k: v[:0] for k, v in values.items()}, coords=(np.array([], int), np.array([], int)))
     assert not tdbformat.open_array(path).fragments
 
 
@@ -472,8 +480,8 @@ def _every_first_fragment():
 
 @pytest.mark.parametrize("src", list(_every_first_fragment()))
 def test_every_corpus_fragment_rewrites_to_the_same_cells(tmp_path, src):
-    """Every version's first fragment (not consolidated) rewritten from its cells reads back the same cells,
-    and every file it holds is TileDB's, byte for byte or, where a codec release differs, decoding equal."""
+    """Every version's first fragment (not consolidated) rewritten from its cells holds the same files as
+    TileDB's and reads back the same cells (byte for byte where the codecs agree: the tests above)."""
     key = KEY if src.parent.name == "encrypted_dense" else None
     array = tdbformat.open_array(src, key=key)
     if not array.fragments:
@@ -493,3 +501,66 @@ def test_every_corpus_fragment_rewrites_to_the_same_cells(tmp_path, src):
         assert (np.ma.getmaskarray(got[name]) == np.ma.getmaskarray(values)).all(), name
         valid = ~np.ma.getmaskarray(values)
         assert np.ma.getdata(got[name])[valid].tolist() == np.ma.getdata(values)[valid].tolist(), name
+
+
+@pytest.mark.parametrize("version", [3, 22])
+def test_multi_value_cells_read_back_in_tiledb_py(tmp_path, version):
+    pair = np.dtype("i4,i4")
+    schema = py_schema(tmp_path, tiledb.ArraySchema(
+        domain=tiledb.Domain(tiledb.Dim("d", domain=(0, 9), tile=5, dtype=np.int32)),
+        attrs=[tiledb.Attr("a", dtype=pair), tiledb.Attr("c", dtype="S3")]))
+    path = str(tmp_path / "a")
+    create(path, schema, version)
+    a = np.zeros(10, pair)
+    a["f0"], a["f1"] = np.arange(10), np.arange(10) * 2
+    c = np.array([b"abc", b"de", b"f"] * 3 + [b"xyz"], "S3")
+    write(path, {"a": a, "c": c}, timestamp=1)
+    with tiledb.open(path) as A:
+        got = A[:]
+    assert got["a"].tolist() == a.tolist() and got["c"].tolist() == c.tolist()
+
+
+def _dims_for(case):
+    if case == "strings":
+        return [tiledb.Dim("x", dtype="ascii"), tiledb.Dim("y", domain=(0, 99), tile=10, dtype=np.int32)]
+    return [tiledb.Dim("x", domain=(-10.0, 10.0), tile=2.5, dtype=np.float64),
+            tiledb.Dim("t", domain=(np.datetime64("2020-01-01", "D"), np.datetime64("2021-01-01", "D")),
+                       tile=np.timedelta64(30, "D"), dtype="datetime64[D]")]
+
+
+@pytest.mark.parametrize("case, order", [("float_datetime", "row-major"), ("float_datetime", "hilbert"),
+                                         ("strings", "hilbert"), ("strings", "col-major")])
+def test_a_fragment_written_by_tiledb_py_is_written_byte_identically(tmp_path, case, order):
+    """The oracle writes a fragment now; we write the same cells with its uuid and timestamp: the same bytes."""
+    rng = np.random.default_rng(7)
+    attrs = [tiledb.Attr("a", dtype=np.int32, filters=[tiledb.ZstdFilter()]),
+             tiledb.Attr("s", dtype=str, var=True, nullable=True, filters=[tiledb.GzipFilter()]),
+             tiledb.Attr("n", dtype=np.float32, nullable=True)]
+    schema = tiledb.ArraySchema(domain=tiledb.Domain(*_dims_for(case)), sparse=True, cell_order=order,
+                                tile_order="row-major" if order == "hilbert" else order, capacity=5, attrs=attrs)
+    src = tmp_path / "tiledb"
+    tiledb.Array.create(str(src), schema)
+    n = 50
+    if case == "strings":
+        cells = {(bytes([97 + k % 26]) * (1 + k % 3), int(y)) for k, y in zip(rng.integers(0, 200, n),
+                                                                               rng.integers(0, 100, n))}
+        x = np.array([c[0] for c in cells], object)
+        y = np.array([c[1] for c in cells], np.int32)
+    else:
+        x = rng.uniform(-10, 10, n)
+        y = np.datetime64("2020-01-01", "D") + rng.integers(0, 366, n).astype("timedelta64[D]")
+    n = len(x)
+    # nullable fields, all valid: TileDB-Py 0.36's sparse writes ignore a masked array's mask
+    values = {"a": np.arange(n, dtype=np.int32), "s": np.array(["v" * (i % 4) for i in range(n)], object),
+              "n": rng.random(n).astype(np.float32)}
+    with tiledb.open(str(src), "w", timestamp=1) as A:
+        A[x, y] = values
+    name = os.listdir(src / "__fragments")[0]
+    ours = tmp_path / "ours"
+    ours.mkdir()
+    shutil.copytree(src / "__schema", ours / "__schema")
+    write(ours, values, coords=(x, y), timestamp=1, uuid=parse_timestamped_name(name).uuid)
+    theirs, mine = src / "__fragments" / name, ours / "__fragments" / name
+    assert sorted(os.listdir(mine)) == sorted(os.listdir(theirs))
+    for f in sorted(os.listdir(theirs)):
+        assert (mine / f).read_bytes() == (theirs / f).read_bytes(), f

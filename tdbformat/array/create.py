@@ -190,6 +190,8 @@ def schema_at(schema, version: int = LATEST) -> Container:
             raise ValueError(f"schema: {feature} need format version {since} or later, not {version}")
     if not schema.attributes:
         raise ValueError("schema: an array needs at least one attribute")
+    if schema.array_type == 0 and schema.cell_order == Layout.HILBERT:
+        raise ValueError("schema: a dense array cannot have the Hilbert cell order (TileDB refuses it)")
     dims = schema.domain.dimensions
     out = _pick(schema, version, [
         ("allows_dups", 5, None), ("array_type", 1, None), ("tile_order", 1, None), ("cell_order", 1, None),

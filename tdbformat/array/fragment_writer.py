@@ -50,6 +50,7 @@ class FragmentWrite:
     mbrs: object = None
     last_tile_cell_num: int = 0
     global_bounds: dict | None = None  # v23 sparse: dimension -> (first cells, last cells) of each tile
+    written: list | None = None  # dense: per tile, which cells the subarray wrote (None: all of them)
 
 
 @dataclass
@@ -84,7 +85,7 @@ class _Encoder:
                            dim_num=dim_num, max_chunk=self.max_chunk)
         return tile_parts(tile)
 
-    def field(self, info: FieldInfo, tiles, validity, stem, stats: bool, is_dim: bool) -> _Out:
+    def field(self, info: FieldInfo, tiles, validity, stem, stats: bool, is_dim: bool, written=None) -> _Out:
         """Store a field's tiles, file by file as they are made (a data file is never held whole)."""
         out = _Out()
         with ExitStack() as files:
@@ -112,7 +113,11 @@ class _Encoder:
                     out.validity_offsets.append(valid.size)
                     valid.put(self.stored(_raw(mask.astype(np.uint8)), self.schema.cell_validity_filters,
                                           Datatype.UINT8, 1))
-                out.stats.append(_tile_stats(info, cells, mask, is_dim) if stats else None)
+                if stats:  # of the cells written, as TileDB's dense writer counts them
+                    sel = slice(None) if written is None else written[t]
+                    out.stats.append(_tile_stats(info, cells[sel], None if mask is None else mask[sel], is_dim))
+                else:
+                    out.stats.append(None)
         out.sizes = [fixed.size, var.size, valid.size]
         return out
 
@@ -235,7 +240,7 @@ def write_fragment(storage, root, fw: FragmentWrite, *, timestamp: int, uuid: st
     outs = {}
     for i, info, is_dim in _index_data(fw, version):
         stem = data_file_stem(version, i, fields, len(attributes(schema)))
-        outs[i] = enc.field(info, fw.tiles[info.name], fw.validity.get(info.name), stem, stats, is_dim)
+        outs[i] = enc.field(info, fw.tiles[info.name], fw.validity.get(info.name), stem, stats, is_dim, fw.written)
     if not fw.dense and not FEATURES["coordinates_per_dimension"](version):
         outs[len(attributes(schema))] = enc.coords(fw.tiles, dimensions(schema))
     tile_num = len(next(iter(fw.tiles.values())))

@@ -32,7 +32,8 @@ def dense_tiles(values: np.ndarray, subarray, dims, fill, tile_order: Layout, ce
     if list(values.shape) == shape:  # the subarray is whole tiles: no padding, no copy
         box = values
     else:
-        box = np.full(shape, fill, dtype=values.dtype)
+        box = np.empty(shape, dtype=values.dtype)
+        box.fill(fill)  # not np.full: it turns a bytes fill of object cells into numpy "S", dropping NULs
         box[tuple(slice(int(lo) - b, int(hi) - b + 1) for (lo, hi), b in zip(subarray, box_lo))] = values
     n = len(dims)
     split = box.reshape([x for c, e in zip(counts, extents) for x in (c, e)])

@@ -77,33 +77,36 @@ def _by_attribute(schema, data) -> dict:
     return data
 
 
-def _fill(schema_attr, info):
-    raw = schema_attr.get("fill_value")
-    if raw is None:
-        raw = default_fill(info.datatype, info.cell_val_num)
-    if info.var:
-        return bytes(raw)
-    return np.frombuffer(bytes(raw), cell_dtype(info))[0]
+def _padding(info, version: int):
+    """What TileDB's dense writer leaves in the cells of a tile outside the written subarray (readers never see
+    them: the non-empty domain excludes them): from v9 zeroed memory (a var cell of one zero value; null),
+    before the datatype's default fill value (the corpus's v6-v7 fill_values; v8, of the same 2.2 releases,
+    is taken to be the same)."""
+    if version >= 9:
+        return bytes(info.datatype.size) if info.var else np.zeros((), cell_dtype(info))[()]
+    fill = default_fill(info.datatype, info.cell_val_num)
+    return fill if info.var else np.frombuffer(fill, cell_dtype(info))[0]
 
 
 def _dense_fragment(schema, schema_name, subarray, data, validity) -> FragmentWrite:
     dims = dimensions(schema)
     shape = tuple(int(hi) - int(lo) + 1 for lo, hi in subarray)
     tiles, valid = {}, {}
-    for attr, info in zip(schema.attributes, attributes(schema)):
+    order = (Layout(schema.tile_order), Layout(schema.cell_order))
+    for info in attributes(schema):
         values = data[info.name]
         column = _column(values, info, info.name)
         if column.shape != shape:
             raise ValueError(f"data[{info.name!r}]: shape {column.shape} does not match the subarray's {shape}")
-        order = (Layout(schema.tile_order), Layout(schema.cell_order))
-        tiles[info.name] = list(dense_tiles(column, subarray, schema.domain.dimensions, _fill(attr, info), *order))
+        tiles[info.name] = list(dense_tiles(column, subarray, schema.domain.dimensions, _padding(info, schema.version), *order))
         mask = _validity(values, (validity or {}).get(info.name), info, info.name, shape)
         if mask is not None:
-            valid[info.name] = list(dense_tiles(mask, subarray, schema.domain.dimensions,
-                                                bool(attr.get("fill_value_validity")), *order))
+            valid[info.name] = list(dense_tiles(mask, subarray, schema.domain.dimensions, False, *order))
     cells = int(np.prod([int(d.tile_extent) for d in schema.domain.dimensions]))
+    written = dense_tiles(np.ones(shape, bool), subarray, schema.domain.dimensions, False, *order)
     ned = [np.array([lo, hi], value_dtype(d.datatype)) for d, (lo, hi) in zip(dims, subarray)]
-    return FragmentWrite(schema, schema_name, True, ned, tiles, valid, last_tile_cell_num=cells)
+    return FragmentWrite(schema, schema_name, True, ned, tiles, valid, last_tile_cell_num=cells,
+                         written=None if written.all() else list(written))
 
 
 def _coordinate(values, info, name) -> np.ndarray:
@@ -141,6 +144,8 @@ def _sparse_fragment(schema, schema_name, coords, data, validity) -> FragmentWri
     n = len(next(iter(columns.values())))
     if any(len(c) != n for c in columns.values()):
         raise ValueError("coords: every dimension needs one coordinate per cell")
+    if not n:
+        raise ValueError("coords: a write needs at least one cell")
     perm = sparse_order([keys[d.name] for d in dims], schema.domain.dimensions, Layout(schema.tile_order),
                         Layout(schema.cell_order))
     del keys
@@ -206,7 +211,7 @@ class ArrayWriter:
 
     def __init__(self, path, timestamp=None, key=None, max_chunk_size: int = MAX_CHUNK):
         self.storage, self.root = storage_for(path)
-        self.key, self.timestamp, self.max_chunk_size = key, timestamp, _chunk_bound(max_chunk_size)
+        self.key, self.timestamp, self.max_chunk_size = key, _timestamp(timestamp), _chunk_bound(max_chunk_size)
         schemas = load_schemas(self.storage, self.root, key=key)
         self.schema_name, self.schema = schemas[-1]
         self.fragments: list[str] = []
@@ -247,11 +252,19 @@ class ArrayWriter:
             if coords is None:
                 raise ValueError("coords: a sparse array is written with the coordinates of its cells")
             fw = _sparse_fragment(self.schema, self.schema_name, list(coords), data, validity)
-        t = now_ms() if self.timestamp is None else int(self.timestamp)
+        t = now_ms() if self.timestamp is None else self.timestamp
         name = write_fragment(self.storage, self.root, fw, timestamp=t, uuid=_uuid(uuid), key=self.key,
                               max_chunk=self.max_chunk_size)
         self.fragments.append(name)
         return name
+
+
+def _timestamp(value) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**63:
+        raise ValueError(f"timestamp: expected ms since the epoch, a non-negative int, not {value!r}")
+    return int(value)
 
 
 def _uuid(value) -> str:
