@@ -26,6 +26,9 @@ from .structs.group import GroupDetails
 from .structs.metadata import ArrayMetadata, fold_metadata
 from .structs.tile import DataFile, Tile, TileChunk
 from .versions import KNOWN_VERSIONS, LATEST
+from .array.legacy import LegacyArray
+from .structs.prev1_0x import ArraySchema0x, BookKeeping0x
+from .structs.prev1_1x import ArraySchema1x, FragmentMetadata1x, GenericTile1x
 
 __all__ = [
     "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError", "FormatWarning",
@@ -44,4 +47,5 @@ __all__ = [
     "create_group", "Group",
     "schema",
     "convert",
+    "LegacyArray", "ArraySchema0x", "BookKeeping0x", "ArraySchema1x", "FragmentMetadata1x", "GenericTile1x",
 ]

@@ -265,7 +265,12 @@ def cmd_export_ksy(args) -> int:
 
 def cmd_diff(args) -> int:
     from .files import parse_file
-    from .spec_render import render_file_diff
+    from .spec_render import dialect_diff, render_file_diff
+    from .versions import DIALECTS
+
+    if args.file_a in DIALECTS:  # ``tdbformat diff 1.x 1``: what changed at format version 1
+        print(dialect_diff(args.file_a, int(args.file_b) if args.file_b.isdigit() else -1), end="")
+        return 0
 
     a, b = parse_file(args.file_a, key=args.key), parse_file(args.file_b, key=args.key)
     print(render_file_diff(a, b, "json" if args.json else args.format), end="")
@@ -567,7 +572,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="list the written files as JSON (docs/json-schema/export-ksy.v1.json)")
     s.set_defaults(func=cmd_export_ksy)
 
-    s = sub.add_parser("diff", help="compare two files of the same kind field by field, with byte offsets")
+    s = sub.add_parser("diff", help="compare two files of the same kind field by field, with byte offsets "
+                       "(or 'diff 1.x 1': the 1.x dialect's layouts against format version 1's)")
     s.add_argument("file_a")
     s.add_argument("file_b")
     s.add_argument("--format", choices=["text", "json"], default="text")

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .. import directory, show
+from ..errors import FormatError
 from ..enums import ArrayType, EncryptionType, Layout
 from ..filters.encryption import normalize_key
 from ..structs import array_schema as schema_mod
@@ -226,5 +227,15 @@ def check_ranges(dims, ranges) -> dict:
 
 def open_array(path, key=None, timestamp=None) -> Array:
     """Open the array at ``path`` (``key``: AES-256-GCM key of an encrypted array; ``timestamp``: the end,
-    or (start, end), in ms, of what reads see by default, as ``tiledb.open``: the current time if None)."""
-    return Array(path, key=key, timestamp=timestamp)
+    or (start, end), in ms, of what reads see by default, as ``tiledb.open``: the current time if None).
+    An array from before format version 1 (TileDB 0.x, 1.0-1.3) opens as a :class:`~.legacy.LegacyArray`."""
+    from .legacy import open_legacy
+    legacy = open_legacy(path)
+    if legacy is None:
+        return Array(path, key=key, timestamp=timestamp)
+    if key is not None:
+        raise FormatError(f"{path}: an array of the {legacy.version} dialect (before format version 1) is never "
+                          "encrypted: open it without key=")
+    if timestamp is not None:
+        raise ValueError("timestamp: fragments before format version 1 have no timestamps to open at")
+    return legacy
