@@ -214,3 +214,25 @@ def test_encrypted_arrays_convert_with_their_key(tmp_path):
         assert_same(_tiledb_cells(tmp_path / f"v{target}", k), _tiledb_cells(src, k))
         with pytest.raises(tiledb.TileDBError):
             tiledb.open(str(tmp_path / f"v{target}"))
+
+
+def _label_cells(path, name) -> dict:
+    with tiledb.open(str(path)) as A:
+        uri = A.schema.dim_label(name).uri
+    with tiledb.open(uri if "://" in uri or uri.startswith("/") else f"{path}/{uri}") as L:
+        return {"label": L[:]["label"], "domain": L.nonempty_domain()}
+
+
+@pytest.mark.parametrize("writer", sorted(p.parent.name for p in CORPUS.glob("v*/dimension_labels")))
+def test_dimension_labels_arrays_are_converted_too(tmp_path, writer):
+    src = CORPUS / writer / "dimension_labels" / "array"
+    want = _label_cells(src, "lx")
+    for target in (18, 22):
+        tdbformat.convert(src, tmp_path / f"v{target}", target)
+        assert tdbformat.open_array(tmp_path / f"v{target}" / "__labels" / "l0").schema.version == target
+        got = _label_cells(tmp_path / f"v{target}", "lx")
+        np.testing.assert_array_equal(got["label"], want["label"])
+        assert got["domain"] == want["domain"]
+        assert_same(_tiledb_cells(tmp_path / f"v{target}", None), _tiledb_cells(src, None))
+    with pytest.raises(ValueError, match="dimension labels need format version 18 or later, not 17"):
+        tdbformat.convert(src, tmp_path / "v17", 17)

@@ -43,7 +43,8 @@ _SCHEMA, _FRAGMENT, _METADATA, _DELETE = range(4)
 
 def convert(src, dst, version: int, merge: bool = False, key=None) -> list[str]:
     """Rewrite the array at ``src`` as a new array at ``dst`` in format ``version`` (see the module doc);
-    ``key`` decrypts the source and encrypts the destination. Returns the names of the fragments written."""
+    ``key`` decrypts the source and encrypts the destination. Returns the names of the fragments written (not
+    counting those of dimension labels' arrays)."""
     version = check_version(version)
     if not isinstance(merge, bool):
         raise TypeError(f"merge: expected a bool, not {type(merge).__name__}")
@@ -61,7 +62,19 @@ def convert(src, dst, version: int, merge: bool = False, key=None) -> list[str]:
             _write_metadata(array, dst, item, version, key)
         else:
             delete_cells(dst, negate(item.condition), timestamp=t, key=key)
+    _convert_labels(array, dst, version, merge, key)
     return written
+
+
+def _convert_labels(array, dst, version: int, merge: bool, key) -> None:
+    """Each dimension label's array (v18+, kept inside the array under ``__labels/``) converted likewise."""
+    storage, root = storage_for(dst)
+    for label in array.schema.get("labels") or []:
+        if label.is_external or not label.relative_uri:
+            raise ValueError(f"dimension label {label.name!r}: its array lies outside the array ({label.uri}); "
+                             "convert it on its own")
+        src = array.storage.join(array.path, *label.uri.split("/"))
+        convert(src, storage.join(root, *label.uri.split("/")), version, merge=merge, key=key)
 
 
 def _name_time(name: str) -> int:
