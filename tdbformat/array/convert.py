@@ -53,11 +53,11 @@ def convert(src, dst, version: int, merge: bool = False, key=None) -> list[str]:
         raise ValueError(f"dst: {dst} exists (convert writes a new array)")
     array = open_array(src, key=key)
     written = []
-    for t, _, kind, item in sorted(_plan(array, version, merge), key=lambda e: e[:3]):
+    for t, kind, _, item in sorted(_plan(array, version, merge), key=lambda e: e[:3]):
         if kind == _SCHEMA:
             _write_schema(array, dst, item, t, version, key)
         elif kind == _FRAGMENT:
-            written.append(_write_fragment(array, dst, item, version, key))
+            written.append(_write_fragment(array, dst, item, t, version, key))
         elif kind == _METADATA:
             _write_metadata(array, dst, item, version, key)
         else:
@@ -82,10 +82,10 @@ def _name_time(name: str) -> int:
 
 
 def _plan(array, version: int, merge: bool) -> list:
-    """(timestamp, order, kind, item) of every write, after checking that ``version`` holds all of them."""
+    """(timestamp, kind, order, item) of every write, after checking that ``version`` holds all of them."""
     frags, meta, deletes = array.fragments, _metadata_files(array), array.deletes
-    times = [f.timestamp_range[1] for f in frags] + [d.timestamp for d in deletes]
-    times += [_name_time(array.storage.name(p)) for p in meta]
+    cell_times = [f.timestamp_range[1] for f in frags] + [d.timestamp for d in deletes]
+    times = cell_times + [_name_time(array.storage.name(p)) for p in meta]
     schemas = array.schemas if version >= 10 and not merge else array.schemas[-1:]
     for _, s in schemas:
         schema_at(s, version)  # a ValueError naming a schema feature the version lacks
@@ -98,13 +98,13 @@ def _plan(array, version: int, merge: bool) -> list:
     # the legacy schema file has no timestamp, and a schema written later than the first write (the latest one,
     # before v10) would hide that write's cells from TileDB: such a schema is written at the first write's time
     plan = [(first if name == directory.LEGACY_SCHEMA else min(first, _name_time(name)) if i == 0
-             else _name_time(name), 0, _SCHEMA, (name, s)) for i, (name, s) in enumerate(schemas)]
-    if merge:
-        plan += [(max(times), 1, _FRAGMENT, None)] if frags else []
+             else _name_time(name), _SCHEMA, i, (name, s)) for i, (name, s) in enumerate(schemas)]
+    if merge:  # one fragment at the time of the last write or delete
+        plan += [(max(cell_times), _FRAGMENT, 0, None)] if frags else []
     else:
-        plan += [(f.timestamp_range[1], i + 1, _FRAGMENT, f) for i, f in enumerate(frags)]
-        plan += [(d.timestamp, i, _DELETE, d) for i, d in enumerate(deletes)]
-    plan += [(_name_time(array.storage.name(p)), i, _METADATA, p) for i, p in enumerate(meta)]
+        plan += [(f.timestamp_range[1], _FRAGMENT, i, f) for i, f in enumerate(frags)]
+        plan += [(d.timestamp, _DELETE, i, d) for i, d in enumerate(deletes)]
+    plan += [(_name_time(array.storage.name(p)), _METADATA, i, p) for i, p in enumerate(meta)]
     return plan
 
 
@@ -155,18 +155,17 @@ def _uuid(name: str) -> str | None:
     return u if len(u) == 32 and all(c in "0123456789abcdef" for c in u) else None
 
 
-def _write_fragment(array, dst, frag, version: int, key) -> str:
-    """``frag`` (None: every cell a read sees now) rewritten into ``dst`` at its end timestamp."""
+def _write_fragment(array, dst, frag, t: int, version: int, key) -> str:
+    """``frag`` (None: every cell a read sees now) rewritten into ``dst`` at ``t``."""
     dims = array.dims
     if frag is None:
-        t = max([f.timestamp_range[1] for f in array.fragments] + [d.timestamp for d in array.deletes])
         ned = array.nonempty_domain(raw=True)
         dense = array.schema.array_type == ArrayType.DENSE
         ranges = {d.name: tuple(nonempty_bound(d, v) for v in b) for d, b in zip(dims, ned)} if dense else None
         cells, uuid = array.read(ranges=ranges), None
     else:
         schema = frag.schema if version >= 10 else array.schema
-        t, ned, dense, uuid = frag.timestamp_range[1], frag.non_empty_domain, frag.dense, _uuid(frag.name)
+        ned, dense, uuid = frag.non_empty_domain, frag.dense, _uuid(frag.name)
         cells = _cells(array, frag, schema)
     names = {d.name for d in dims}
     data = {k: v for k, v in cells.items() if k not in names}
