@@ -358,6 +358,27 @@ def schema_from_json(doc: dict):
         current_domain=S.CurrentDomain(d["current_domain"]) if d.get("current_domain") else None)
 
 
+def _dict_form(value, key=None):
+    """The dict ``ArraySchema.build`` takes, from JSON: enum fields may be given by name ("SPARSE", "INT64",
+    "ROW_MAJOR", a filter's "ZSTD" and its compressor's)."""
+    from .enums import ArrayType, Compressor, Datatype, FilterType, Layout
+
+    enums = {"array_type": ArrayType, "tile_order": Layout, "cell_order": Layout, "datatype": Datatype,
+             "filter": FilterType, "compressor": Compressor}
+    if isinstance(value, dict):
+        is_filter = "options" in value and "type" in value
+        return {k: _dict_form(v, "filter" if is_filter and k == "type" else k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_dict_form(v) for v in value]
+    if isinstance(value, str) and key in enums:
+        try:
+            return enums[key][value]
+        except KeyError:
+            raise ValueError(f"--schema: {key} {value!r} is not one of {', '.join(e.name for e in enums[key])}") \
+                from None
+    return value
+
+
 def cmd_create(args) -> int:
     import json
 
@@ -365,7 +386,7 @@ def cmd_create(args) -> int:
     from .versions import LATEST
 
     doc = json.loads(_read_input(args.schema, "schema JSON"))
-    schema = doc if "domain" in doc and "attributes" in doc else schema_from_json(doc)
+    schema = _dict_form(doc) if "domain" in doc and "attributes" in doc else schema_from_json(doc)
     version = LATEST if args.version is None else args.version
     create(args.path, schema, version, key=args.key, timestamp=args.timestamp)
     if hasattr(schema, "enumeration_dicts") and version >= 20:

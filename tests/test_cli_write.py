@@ -12,7 +12,7 @@ import pytest
 from tdbformat.cli import main
 
 from corpus import CORPUS
-from oracle import assert_same
+from oracle import assert_same, canonical
 
 tiledb = pytest.importorskip("tiledb")
 
@@ -118,3 +118,28 @@ def test_bad_input_is_refused_with_the_reason(tmp_path, capsys):
     assert "a nullable attribute: needs format version 7 or later, not v6" in \
         _fails(capsys, "create", tmp_path / "b", "--schema", tmp_path / "s.json", "--version", 6)
     assert not list((tmp_path / "a").rglob("*.wrt"))  # nothing was committed by the refused writes
+
+
+def test_create_from_the_dict_form(tmp_path, capsys):
+    """The dict ``ArraySchema.build`` takes, as JSON with enum fields by name; TileDB-Py reads what it made."""
+    dims = [{"name": "x", "datatype": "INT64", "cell_val_num": 1, "domain": [0, 99], "tile_extent": 10,
+             "filters": {"max_chunk_size": 65536, "filters": [{"type": "ZSTD", "options": {"compressor": "ZSTD", "level": 4}}]}}]
+    doc = {"array_type": "SPARSE", "tile_order": "ROW_MAJOR", "cell_order": "COL_MAJOR", "capacity": 3,
+           "allows_dups": True, "domain": {"dimensions": dims},
+           # create's feature checks need both pipelines before it fills defaults (see the report)
+           "coords_filters": {"max_chunk_size": 65536, "filters": []},
+           "cell_var_offsets_filters": {"max_chunk_size": 65536, "filters": []},
+           "attributes": [{"name": "a", "datatype": "FLOAT32", "cell_val_num": 1,
+                           "filters": {"max_chunk_size": 65536, "filters": []}}]}
+    (tmp_path / "d.json").write_text(json.dumps(doc))
+    _run(capsys, "create", tmp_path / "a", "--schema", tmp_path / "d.json", "--version", 11)
+    (tmp_path / "c.csv").write_text("x,a\n5,1.5\n5,2.5\n0,-1\n99,7\n")
+    _run(capsys, "write", tmp_path / "a", tmp_path / "c.csv", "--timestamp", 9)
+    with tiledb.open(str(tmp_path / "a")) as A:
+        assert A.schema.sparse and A.schema.allows_duplicates and A.schema.capacity == 3
+        assert A.schema.domain.dim(0).filters[0] == tiledb.ZstdFilter(4)
+        got = canonical(A.query(order="U")[:])
+    assert got["x"].tolist() == [0, 5, 5, 99] and got["a"].tolist() == [-1, 1.5, 2.5, 7]
+    (tmp_path / "e.json").write_text(json.dumps({**doc, "array_type": "SPARSEST"}))
+    assert "array_type 'SPARSEST' is not one of DENSE, SPARSE" in \
+        _fails(capsys, "create", tmp_path / "b", "--schema", tmp_path / "e.json")
