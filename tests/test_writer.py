@@ -564,3 +564,21 @@ def test_a_fragment_written_by_tiledb_py_is_written_byte_identically(tmp_path, c
     assert sorted(os.listdir(mine)) == sorted(os.listdir(theirs))
     for f in sorted(os.listdir(theirs)):
         assert (mine / f).read_bytes() == (theirs / f).read_bytes(), f
+
+
+def test_validity_argument_and_duplicates_read_back_in_tiledb_py(tmp_path):
+    schema = tiledb.ArraySchema(domain=tiledb.Domain(tiledb.Dim("x", domain=(0, 9), tile=5, dtype=np.int64)),
+                                sparse=True, allows_duplicates=True,
+                                attrs=[tiledb.Attr("n", dtype=np.int16, nullable=True)])
+    path = tmp_path / "a"
+    create(path, py_schema(tmp_path, schema), 22)
+    x = np.array([3, 1, 3, 3, 8])
+    n = np.array([10, 20, 30, 40, 50], np.int16)
+    valid = np.array([True, False, True, True, False])
+    write(path, {"n": n}, coords=(x,), validity={"n": valid}, timestamp=1)
+    with tiledb.open(str(path)) as A:
+        got = A.query(order="U")[:]
+    cells = sorted(zip(got["x"].tolist(), np.ma.getmaskarray(got["n"]).tolist(), np.ma.getdata(got["n"]).tolist()))
+    want = sorted((int(a), not v, int(b)) for a, v, b in zip(x, valid, n))
+    assert [c[:2] for c in cells] == [w[:2] for w in want]
+    assert [c[2] for c in cells if not c[1]] == [w[2] for w in want if not w[1]]
