@@ -2,10 +2,10 @@
 
 from . import spec
 from .array import Array, Fragment, open_array
-from .array.writer import ArrayWriter, create, open_writer, write
 from .array.metadata import delete_metadata, put_metadata
 from .array.deletes import delete_cells
 from .array.convert import convert
+from .array.writer import ArrayWriter, create, open_writer, write
 from .groups import Group, create_group
 from .array import schema
 from .errors import ChecksumError, EncryptionError, FormatError, FormatWarning, UnsupportedError, VersionError
@@ -29,6 +29,7 @@ from .versions import KNOWN_VERSIONS, LATEST
 from .array.legacy import LegacyArray
 from .structs.prev1_0x import ArraySchema0x, BookKeeping0x
 from .structs.prev1_1x import ArraySchema1x, FragmentMetadata1x, GenericTile1x
+from .validate import RULES, Finding, validate  # noqa: E402 (the function shadows its package's name, on purpose)
 
 __all__ = [
     "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError", "FormatWarning",
@@ -41,11 +42,12 @@ __all__ = [
     "Filter", "FilterPipeline", "GenericTile", "GenericTileHeader", "DataFile", "Tile", "TileChunk",
     "GroupDetails", "group_members", "ArrayMetadata", "fold_metadata", "read_metadata",
     "KNOWN_VERSIONS", "LATEST", "spec",
-    "create", "write", "open_writer", "ArrayWriter",
     "put_metadata", "delete_metadata",
     "delete_cells",
     "create_group", "Group",
     "schema",
-    "convert",
     "LegacyArray", "ArraySchema0x", "BookKeeping0x", "ArraySchema1x", "FragmentMetadata1x", "GenericTile1x",
+    "validate", "Finding", "RULES",
+    "create", "write", "open_writer", "ArrayWriter",
+    "convert",
 ]

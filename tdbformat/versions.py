@@ -271,3 +271,9 @@ class _LibraryVersionField(Subconstruct):
 
 #: The library version ``int32[3]`` a 1.x file stores (1.0 to 1.3).
 LibraryVersion = _LibraryVersionField()
+#: The first TileDB release that writes (and so reads) each format version: spec/array_format_history.md
+#: ("Introduced in TileDB X"). A release reads every format version up to its own.
+FIRST_RELEASE = {1: "1.4", 2: "1.5", 3: "1.6", 4: "1.7", 5: "2.0", 6: "2.1", 7: "2.2", 8: "2.2.3", 9: "2.3",
+                 10: "2.4", 11: "2.7", 12: "2.8", 13: "2.9", 14: "2.10", 15: "2.11", 16: "2.12", 17: "2.14",
+                 18: "2.15", 19: "2.16", 20: "2.17", 21: "2.19", 22: "2.25", 23: "2.30"}
+__all__ += ["FIRST_RELEASE"]

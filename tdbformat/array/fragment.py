@@ -14,7 +14,7 @@ from ..structs import consolidated as consolidated_mod
 from ..structs import fragment as fragment_mod
 from ..structs.names import parse_timestamped_name
 
-__all__ = ["Fragment", "load_fragments"]
+__all__ = ["Fragment", "load_fragments", "mbr_bounds"]
 
 _KINDS = {"": ("tile_offsets", "file_sizes", 0), "_var": ("tile_var_offsets", "file_var_sizes", 1),
           "_validity": ("tile_validity_offsets", "file_validity_sizes", 2)}
@@ -99,16 +99,22 @@ class Fragment:
             leaves = []
         else:
             leaves = meta.rtree.levels[-1].mbrs
-        if isinstance(leaves, np.ndarray):
-            return [(leaves[d.name][:, 0], leaves[d.name][:, 1]) for d in dims]
-        out = []
-        for j in range(len(dims)):
-            rs = [m[j] for m in leaves]
-            lo, hi = np.empty(len(rs), object), np.empty(len(rs), object)
-            lo[:] = [r.start if isinstance(r, dict) else r[0] for r in rs]
-            hi[:] = [r.end if isinstance(r, dict) else r[1] for r in rs]
-            out.append((lo, hi))
-        return out
+        return mbr_bounds(leaves, dims)
+
+
+def mbr_bounds(mbrs, dims) -> list[tuple]:
+    """Per dimension, the (lows, highs) of a list of MBRs as an R-tree level stores them (a numpy structured
+    array for fixed-size dimensions, NDRectangles with a var-sized one, or v1-2 [lo, hi] pairs)."""
+    if isinstance(mbrs, np.ndarray):
+        return [(mbrs[d.name][:, 0], mbrs[d.name][:, 1]) for d in dims]
+    out = []
+    for j in range(len(dims)):
+        rs = [m[j] for m in mbrs]
+        lo, hi = np.empty(len(rs), object), np.empty(len(rs), object)
+        lo[:] = [r.start if isinstance(r, dict) else r[0] for r in rs]
+        hi[:] = [r.end if isinstance(r, dict) else r[1] for r in rs]
+        out.append((lo, hi))
+    return out
 
 
 def load_fragments(storage, listing, schemas: dict, key=None) -> list[Fragment]:

@@ -39,7 +39,8 @@ class Tiles:
         try:
             if end < start:
                 raise FormatError(f"the tile ends at {end}, before it starts")
-            tile = read_tile(self.storage.read(path, start, end, what="data file"), start)
+            # offsets count from the tile here; located() below makes them file offsets (base=start)
+            tile = read_tile(self.storage.read(path, start, end, what="data file"))
             out = None if cells is None else _claimed(tile, *cells)
             # tiles already decode in the read's pool: one more pool per tile only fights it for the cores
             data, offsets = decode_tile(tile, pipeline, datatype=datatype, version=frag.version, cell_size=cell_size,
