@@ -246,3 +246,10 @@ def test_dimension_labels_arrays_are_converted_too(tmp_path, writer):
         assert_same(_tiledb_cells(tmp_path / f"v{target}", None), _tiledb_cells(src, None))
     with pytest.raises(ValueError, match="dimension labels need format version 18 or later, not 17"):
         tdbformat.convert(src, tmp_path / "v17", 17)
+
+
+def test_arrays_before_format_version_1_are_refused(tmp_path):
+    src = CORPUS.parent / "prev1" / "tiledb-1.2.2" / "my_dense_array"
+    with pytest.raises(tdbformat.UnsupportedError, match=r"of the 1\.2 dialect \(before format version 1\); convert reads"):
+        tdbformat.convert(src, tmp_path / "a", 22)
+    assert not (tmp_path / "a").exists()

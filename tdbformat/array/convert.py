@@ -20,13 +20,14 @@ from construct import Container
 
 from .. import directory
 from ..enums import ArrayType, Layout
+from ..errors import UnsupportedError
 from ..storage import storage_for
 from ..structs.array_schema import ArraySchema, attributes
 from ..structs.commits import negate
 from ..structs.enumeration import Enumeration
 from ..structs.metadata import ArrayMetadata
 from ..structs.names import parse_timestamped_name, timestamped_name
-from . import check_ranges, open_array
+from . import Array, check_ranges, open_array
 from .cells import nonempty_bound
 from .create import check_version, create, new_uuid, schema_at
 from .deletes import DELETES_SINCE, delete_cells
@@ -52,6 +53,9 @@ def convert(src, dst, version: int, merge: bool = False, key=None) -> list[str]:
     if storage.is_file(root) or storage.is_dir(root):
         raise ValueError(f"dst: {dst} exists (convert writes a new array)")
     array = open_array(src, key=key)
+    if not isinstance(array, Array):  # a LegacyArray: its 0.x/1.x schema has no v1+ form yet
+        raise UnsupportedError(f"src: {src} is an array of the {array.version} dialect (before format version 1); "
+                               "convert reads arrays of format versions 1 to 23")
     written = []
     for t, kind, _, item in sorted(_plan(array, version, merge), key=lambda e: e[:3]):
         if kind == _SCHEMA:
