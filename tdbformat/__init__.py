@@ -2,6 +2,7 @@
 
 from . import spec
 from .array import Array, Fragment, open_array
+from .array import ConditionError, MemoryBudgetError, Query
 from .array.metadata import delete_metadata, put_metadata
 from .array.deletes import delete_cells
 from .array.convert import convert
@@ -30,6 +31,8 @@ from .array.legacy import LegacyArray
 from .structs.prev1_0x import ArraySchema0x, BookKeeping0x
 from .structs.prev1_1x import ArraySchema1x, FragmentMetadata1x, GenericTile1x
 from .validate import RULES, Finding, validate  # noqa: E402 (the function shadows its package's name, on purpose)
+from .array.dask import to_dask
+from .storage import storage_for
 
 __all__ = [
     "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError", "FormatWarning",
@@ -50,4 +53,6 @@ __all__ = [
     "validate", "Finding", "RULES",
     "create", "write", "open_writer", "ArrayWriter",
     "convert",
+    "Query", "ConditionError", "MemoryBudgetError",
 ]
+__all__ += ["to_dask", "storage_for"]

@@ -78,9 +78,9 @@ _STRUCTS = {
 }
 
 
-def file_kind(path) -> str:
+def file_kind(path, storage_options=None) -> str:
     """The kind of the file at ``path``, from its name and the folder it is in."""
-    storage, p = storage_for(path)
+    storage, p = storage_for(path, storage_options)
     return directory.file_kind(storage, p)
 
 
@@ -106,9 +106,10 @@ class _FragmentMetadataFile:
 _NEEDS_SCHEMA = {"fragment_metadata", "consolidated_fragment_metadata"}
 
 
-def parse_file(path, key=None) -> ParsedFile:
-    """Parse the TileDB file at ``path`` (``key=`` for an encrypted array)."""
-    storage, p = storage_for(path)
+def parse_file(path, key=None, storage_options=None) -> ParsedFile:
+    """Parse the TileDB file at ``path``, a local path or a URL (``key=`` for an encrypted array;
+    ``storage_options=`` for the URL's fsspec filesystem, e.g. ``{"endpoint_url": ...}``)."""
+    storage, p = storage_for(path, storage_options)
     kind = directory.file_kind(storage, p)
     data = storage.read(p, what=f"{kind.replace('_', ' ')} file")
     struct = _STRUCTS[kind]()
@@ -134,16 +135,16 @@ class _Empty:
         return b""
 
 
-def inspect_path(path, key=None, progress: bool = False) -> list[ParsedFile]:
-    """Every TileDB file at ``path`` (a file, or a folder walked recursively), parsed; ``progress`` shows a
-    bar on stderr while a folder is parsed."""
-    storage, p = storage_for(path)
+def inspect_path(path, key=None, progress: bool = False, storage_options=None) -> list[ParsedFile]:
+    """Every TileDB file at ``path`` (a file, or a folder walked recursively; a local path or a URL), parsed;
+    ``progress`` shows a bar on stderr while a folder is parsed."""
+    storage, p = storage_for(path, storage_options)
     if not storage.is_dir(p):
-        return [parse_file(p, key=key)]
+        return [parse_file(p, key=key, storage_options=storage_options)]
     files = storage.walk(p)
     if progress:
         from rich.console import Console
         from rich.progress import track
 
         files = track(files, description="parsing", transient=True, console=Console(stderr=True))
-    return [parse_file(f, key=key) for f in files]
+    return [parse_file(f, key=key, storage_options=storage_options) for f in files]

@@ -7,7 +7,12 @@ missing file, a folder where a file belongs, no permission) becomes a ``FormatEr
 and what was expected there. Writes are atomic: data goes to a temporary name first and is renamed into
 place (:meth:`Storage.commit`), so a reader sees a file whole or not at all.
 
-:class:`LocalStorage` serves local paths; an fsspec storage will serve URLs through the same methods.
+:class:`LocalStorage` serves local paths; :class:`FsspecStorage` serves URLs (``s3://``, ``gs://``, ``az://``,
+``http(s)://``, ``memory://``, ``file://``) through the same methods, with fsspec as the optional extra
+``tdbformat[remote]``. Reads are ranged: :meth:`Storage.read` fetches ``[start, end)`` only,
+:meth:`Storage.read_tail` a file's last bytes (a footer), :meth:`Storage.read_many` many ranges at once
+(coalesced and concurrent on object stores), and :meth:`Storage.view` a lazy bytes-like file that fetches
+the slices asked of it.
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import FormatError
+from .errors import FormatError, UnsupportedError
 
 __all__ = ["Storage", "LocalStorage", "storage_for"]
+__all__ += ["FsspecStorage", "FileView", "URL_SCHEMES", "coalesce"]
 
 
 class Storage:
@@ -56,12 +62,17 @@ class Storage:
     def read(self, path, start: int = 0, end: int | None = None, what: str = "file") -> bytes:
         """Bytes ``[start, end)`` of the file at ``path`` (``end`` None: to its end), after checking the
         range against the file's real size. ``what`` names the file's role in errors."""
+        end = self.checked(path, start, end, what)
+        return self._read(path, start, end - start) if end > start else b""
+
+    def checked(self, path, start: int, end: int | None, what: str = "file") -> int:
+        """``end`` (None: the file's size) once ``[start, end)`` is known to lie inside the file."""
         size = self.size_of(path, what)
         end = size if end is None else end
         if not 0 <= start <= end <= size:
             raise FormatError(f"bytes [{start}, {end}) lie outside the {size}-byte {what}", file=str(path),
                               offset=start)
-        return self._read(path, start, end - start) if end > start else b""
+        return end
 
     def size_of(self, path, what: str = "file") -> int:
         """The size of a file that must be there, else a FormatError naming it."""
@@ -82,6 +93,21 @@ class Storage:
             p = self.join(folder, name)
             out += self.walk(p) if self.is_dir(p) else [p]
         return out
+
+    def read_tail(self, path, length: int, what: str = "file") -> tuple[int, bytes]:
+        """``(start, bytes)``: the last ``length`` bytes of the file (all of it if shorter), in one read."""
+        size = self.size_of(path, what)
+        start = max(0, size - length)
+        return start, self.read(path, start, size, what)
+
+    def read_many(self, ranges, what: str = "file") -> list[bytes]:
+        """The bytes of each ``(path, start, end)`` in ``ranges``, in order, each checked as :meth:`read`
+        checks one. Object stores override it to coalesce and fetch concurrently."""
+        return [self.read(path, start, end, what) for path, start, end in ranges]
+
+    def view(self, path, what: str = "file", preload: int = 0) -> "FileView":
+        """The file as a lazy bytes-like :class:`FileView` (its last ``preload`` bytes fetched now)."""
+        return FileView(self, path, what, preload)
 
     def write(self, path, data: bytes) -> None:
         raise NotImplementedError
@@ -187,10 +213,240 @@ class LocalStorage(Storage):
             raise FormatError(f"cannot access: {e.strerror or e}", file=str(path)) from None
 
 
-def storage_for(path) -> tuple[Storage, object]:
-    """The storage that serves ``path``, and the path as that storage spells it."""
+class FileView:
+    """A file fetched as it is sliced: ``len(view)`` is its real size and ``view[a:b]`` its bytes. A slice
+    not yet fetched costs one ranged read of at least :attr:`BLOCK` bytes, kept for the slices that follow
+    (a fragment metadata file's sections sit next to each other). ``bytes(view)`` reads the rest whole."""
+
+    #: bytes fetched at least per miss: a section header and its payload in one request
+    BLOCK = 64 << 10
+
+    def __init__(self, storage, path, what: str = "file", preload: int = 0, segments=()):
+        """``segments``: ``(start, bytes)`` of the file already fetched (e.g. by :meth:`Storage.read_many`)."""
+        self.storage, self.path, self.what = storage, path, what
+        self._size = storage.size_of(path, what)
+        self._segments = list(segments) + ([storage.read_tail(path, preload, what)] if preload else [])
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, key) -> bytes:
+        if not isinstance(key, slice) or key.step not in (None, 1):
+            raise TypeError("FileView: only contiguous slices, e.g. view[a:b]")
+        start, stop, _ = key.indices(self._size)
+        stop = max(start, stop)
+        for at, data in self._segments:
+            if at <= start and stop <= at + len(data):
+                return data[start - at:stop - at]
+        data = self.storage.read(self.path, start, min(self._size, max(stop, start + self.BLOCK)), self.what)
+        self._segments.append((start, data))
+        return data[:stop - start]
+
+    def __bytes__(self) -> bytes:
+        return self[:]
+
+    def fetched(self) -> int:
+        """Bytes fetched so far (what a ranged open saves is ``len(view) - view.fetched()``)."""
+        return sum(len(d) for _, d in self._segments)
+
+
+#: URL schemes that :func:`storage_for` serves through fsspec, and the fsspec backend each one needs
+URL_SCHEMES = {"s3": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs", "abfs": "adlfs", "abfss": "adlfs",
+               "http": "aiohttp", "https": "aiohttp", "memory": None, "file": None}
+
+
+def _fsspec():
+    try:
+        import fsspec
+    except ImportError:
+        raise UnsupportedError("URLs need fsspec: pip install 'tdbformat[remote]'") from None
+    return fsspec
+
+
+def _filesystem(protocol: str, options: dict):
+    try:
+        return _fsspec().filesystem(protocol, **options)
+    except ImportError as e:
+        raise UnsupportedError(f"{protocol}:// URLs need fsspec's backend {URL_SCHEMES.get(protocol)}: pip install "
+                               f"'tdbformat[remote]' {URL_SCHEMES.get(protocol) or ''} ({e})") from None
+
+
+class FsspecStorage(Storage):
+    """Files behind an fsspec filesystem; paths are URLs (``s3://bucket/array/__schema``).
+
+    Object stores have no rename and no folders: an object PUT is already whole-or-nothing, so
+    :meth:`commit` writes the object in one request (TileDB's commit protocol orders the objects: data,
+    then the commit marker last); where the filesystem renames (``file://``, ``memory://``) it writes a
+    temporary name and moves it into place. Sizes seen in a listing are kept, so a tile read costs one
+    request, not a size lookup and a read.
+    """
+
+    #: ranges fewer bytes apart than this are fetched in one request by :meth:`read_many`
+    MAX_GAP = 64 << 10
+    _RENAMES = ("file", "memory")
+
+    def __init__(self, protocol: str, storage_options=None):
+        if storage_options is not None and not isinstance(storage_options, dict):
+            raise TypeError(f"storage_options: expected a dict, not {type(storage_options).__name__}")
+        self.protocol, self.storage_options = protocol, dict(storage_options or {})
+        self.fs, self._sizes = _filesystem(protocol, self.storage_options), {}
+
+    def __reduce__(self):  # the filesystem pickles as its protocol and options (dask ships storages)
+        return FsspecStorage, (self.protocol, self.storage_options)
+
+    def join(self, folder, *names):
+        return "/".join([str(folder).rstrip("/"), *names])
+
+    def name(self, path) -> str:
+        return str(path).rstrip("/").rsplit("/", 1)[-1]
+
+    def parent(self, path):
+        up = str(path).rstrip("/").rsplit("/", 1)[0]
+        return path if up.endswith(":/") else up
+
+    def size(self, path) -> int:
+        return self.size_of(path)
+
+    def is_file(self, path) -> bool:
+        return self._file_size(path) is not None
+
+    def _file_size(self, path) -> int | None:
+        if path not in self._sizes:
+            info = _call(lambda: self.fs.info(path), path, missing=dict)
+            if info.get("type") != "file":
+                return None
+            self._sizes[path] = int(info["size"])
+        return self._sizes[path]
+
+    def is_dir(self, path) -> bool:
+        return bool(_call(lambda: self.fs.isdir(path), path))
+
+    def _entries(self, folder) -> list[dict]:
+        """The listing of ``folder`` (fresh: other writers add files), its file sizes remembered."""
+        self.fs.invalidate_cache(folder)
+        base = self.fs._strip_protocol(folder).rstrip("/")
+        out = [e for e in _call(lambda: self.fs.ls(folder, detail=True), folder, missing=list) if e["name"].rstrip("/") != base]
+        for e in out:
+            if e.get("type") == "file":
+                self._sizes[self.join(folder, self.name(e["name"]))] = int(e["size"])
+        return out
+
+    def list(self, folder) -> list[str]:
+        return sorted(self.name(e["name"]) for e in self._entries(folder))
+
+    def walk(self, folder) -> list:
+        base = self.fs._strip_protocol(folder).rstrip("/")
+        found = _call(lambda: self.fs.find(folder, detail=True), folder)
+        out = []
+        for name, info in found.items():
+            path = str(folder).rstrip("/") + name[len(base):]
+            self._sizes[path] = int(info["size"])
+            out.append(path)
+        return sorted(out, key=lambda p: p.split("/"))
+
+    def _read(self, path, start: int, length: int) -> bytes:
+        data = _call(lambda: self.fs.cat_file(path, start=start, end=start + length), path)
+        return _check_fetched(data, path, start, start + length)
+
+    def read_many(self, ranges, what: str = "file") -> list[bytes]:
+        """Each ``(path, start, end)`` of ``ranges``, in order: neighbouring ranges of a file (less than
+        :attr:`MAX_GAP` apart) merge into one request, and the requests run concurrently."""
+        ranges = [(path, int(start), self.checked(path, int(start), int(end), what)) for path, start, end in ranges]
+        blocks, owner = coalesce(ranges, self.MAX_GAP)
+        got = _call(lambda: self.fs.cat_ranges(*map(list, zip(*blocks)), on_error="return"),
+                         blocks[0][0]) if blocks else []
+        for (path, start, end), data in zip(blocks, got):
+            _check_fetched(data, path, start, end)
+        return [got[owner[i]][start - blocks[owner[i]][1]:end - blocks[owner[i]][1]]
+                for i, (path, start, end) in enumerate(ranges)]
+
+    def write(self, path, data: bytes) -> None:
+        def write():
+            if self.protocol in self._RENAMES:
+                self.fs.makedirs(self.parent(path), exist_ok=True)
+            self.fs.pipe_file(path, bytes(data))
+        _call(write, path)
+        self._sizes[path] = len(data)
+
+    def commit(self, path, data: bytes) -> None:
+        if self.protocol not in self._RENAMES:
+            self.write(path, data)  # one PUT: the object appears whole or not at all
+            return
+        tmp = self.join(self.parent(path), f".{self.name(path)}.{uuid.uuid4().hex}.tmp")
+        try:
+            self.write(tmp, data)
+            _call(lambda: self.fs.mv(tmp, path), path)
+        finally:  # a failed move leaves the temporary: remove it, never mask the error
+            self._sizes.pop(tmp, None)
+            with contextlib.suppress(Exception):
+                self.fs.rm_file(tmp) if self.fs.exists(tmp) else None
+        self._sizes[path] = len(data)
+
+    def delete(self, path) -> None:
+        _call(lambda: self.fs.rm_file(path), path)
+        self._sizes.pop(path, None)
+
+
+def _call(call, path, missing=None):
+    """``call()``, its errors ours; ``missing()`` is the answer for no such file, when given."""
+    try:
+        return call()
+    except FormatError:
+        raise
+    except FileNotFoundError as e:
+        if missing is None:
+            raise _error(e, path) from None
+        return missing()
+    except Exception as e:  # noqa: BLE001 - fsspec, botocore, aiohttp and the OS raise their own kinds
+        raise _error(e, path) from None
+
+
+def coalesce(ranges, max_gap: int) -> tuple[list, list]:
+    """``(blocks, owner)``: ``ranges`` (``(path, start, end)``) merged into ``[path, start, end]`` blocks
+    wherever two ranges of a file lie less than ``max_gap`` bytes apart; ``owner[i]`` is range i's block."""
+    blocks, owner = [], [0] * len(ranges)
+    for i in sorted(range(len(ranges)), key=lambda i: ranges[i][:2]):
+        path, start, end = ranges[i]
+        if blocks and blocks[-1][0] == path and start <= blocks[-1][2] + max_gap:
+            blocks[-1][2] = max(blocks[-1][2], end)
+        else:
+            blocks.append([path, start, end])
+        owner[i] = len(blocks) - 1
+    return blocks, owner
+
+
+def _check_fetched(data, path, start: int, end: int) -> bytes:
+    """``data``, fetched for ``[start, end)`` of ``path``, unless it is an error or not that long (the object
+    changed since its size was taken)."""
+    if isinstance(data, BaseException):
+        raise _error(data, path)
+    if len(data) != end - start:
+        raise FormatError(f"expected {end - start} bytes at offset {start}, read {len(data)}", file=str(path),
+                          offset=start)
+    return data
+
+
+def _error(e: BaseException, path) -> FormatError:
+    """The one place an fsspec backend's error becomes ours, naming the URL."""
+    if isinstance(e, FileNotFoundError):
+        return FormatError("not found", file=str(path))
+    return FormatError(f"cannot access: {type(e).__name__}: {e}", file=str(path))
+
+
+def storage_for(path, storage_options=None) -> tuple[Storage, object]:
+    """The storage that serves ``path``, and the path as that storage spells it: a URL of
+    :data:`URL_SCHEMES` goes through fsspec (``storage_options`` passed to its filesystem, as pandas and
+    dask do), a local path to :class:`LocalStorage`."""
     if isinstance(path, Storage):
         raise TypeError("path: expected a path, not a Storage")
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path: expected a str or os.PathLike, not {type(path).__name__}")
+    if isinstance(path, str) and "://" in path:
+        scheme = path.split("://", 1)[0].lower()
+        if scheme not in URL_SCHEMES:
+            raise ValueError(f"path: unsupported URL scheme {scheme}:// (supported: "
+                             f"{', '.join(s + '://' for s in URL_SCHEMES)})")
+        return FsspecStorage(scheme, storage_options), path.rstrip("/")
+    if storage_options:
+        raise ValueError("storage_options: only URLs take storage options, not a local path")
     return LocalStorage(), Path(path)

@@ -582,3 +582,24 @@ def test_validity_argument_and_duplicates_read_back_in_tiledb_py(tmp_path):
     want = sorted((int(a), not v, int(b)) for a, v, b in zip(x, valid, n))
     assert [c[:2] for c in cells] == [w[:2] for w in want]
     assert [c[2] for c in cells if not c[1]] == [w[2] for w in want if not w[1]]
+
+
+def test_meta_of_an_array_opened_for_writing(tmp_path):
+    """A.meta[k] = v and del A.meta[k] on a writer, read back by TileDB-Py as its own."""
+    import tiledb as tdb
+
+    import tdbformat
+
+    uri = str(tmp_path / "m")
+    dom = tdb.Domain(tdb.Dim("d", domain=(0, 9), tile=5, dtype=np.int64))
+    tdb.Array.create(uri, tdb.ArraySchema(domain=dom, attrs=[tdb.Attr("a", dtype=np.int32)]))
+    with tdbformat.open_writer(uri, timestamp=5) as A:
+        A.meta["n"] = 3
+        A.meta["x"] = "text"
+        A.meta.update({"f": 1.5})
+    with tdbformat.open_writer(uri, timestamp=6) as A:
+        del A.meta["x"]
+    with tdb.open(uri) as B:
+        assert dict(B.meta.items()) == {"n": 3, "f": 1.5}
+    with tdb.open(uri, timestamp=5) as B:
+        assert dict(B.meta.items()) == {"n": 3, "x": "text", "f": 1.5}

@@ -1,8 +1,9 @@
-"""A committed fragment: its name, timestamps and metadata (footer at once, sections on first use), where its
+"""A committed fragment: its name, timestamps and metadata (parsed on first use: footer, then sections), where its
 tiles are, and the bounding rectangles of its sparse tiles (REFERENCE.md §11-§13)."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass, field
 
@@ -20,19 +21,35 @@ _KINDS = {"": ("tile_offsets", "file_sizes", 0), "_var": ("tile_var_offsets", "f
           "_validity": ("tile_validity_offsets", "file_validity_sizes", 2)}
 
 
-@dataclass
 class Fragment:
-    """One committed fragment."""
+    """One committed fragment. Opening an array reads each fragment's metadata file but parses it only when
+    a read, or one of the properties below, first needs it (TileDB too loads fragment metadata on demand)."""
 
-    name: str
-    path: object
-    version: int
-    timestamp_range: tuple[int, int]
-    #: (lo, hi) per dimension
-    non_empty_domain: list
-    cell_num: int
-    #: the parsed fragment metadata (``structs.fragment.FragmentMetadata``)
-    metadata: object = field(repr=False)
+    def __init__(self, name: str, path, timestamp_range: tuple[int, int], load):
+        self.name, self.path, self.timestamp_range = name, path, timestamp_range
+        self._load = load
+
+    @functools.cached_property
+    def metadata(self):
+        """The parsed fragment metadata (``structs.fragment.FragmentMetadata``), its cell count checked (which
+        proves a dense fragment's tile grid) before anything uses it."""
+        meta = self._load()
+        int(meta.cell_num)
+        return meta
+
+    @property
+    def version(self) -> int:
+        return self.metadata.version
+
+    @functools.cached_property
+    def non_empty_domain(self) -> list:
+        """(lo, hi) per dimension."""
+        return [(r.start, r.end) if isinstance(r, dict) else tuple(np.asarray(r).tolist())
+                for r in self.metadata.non_empty_domain]
+
+    @property
+    def cell_num(self) -> int:
+        return int(self.metadata.cell_num)
 
     def __repr__(self) -> str:
         return show.fragment_repr(self)
@@ -142,12 +159,12 @@ def load_fragments(storage, listing, schemas: dict, key=None) -> list[Fragment]:
 
 def _fragment(storage, entry, schemas, key, footer) -> Fragment:
     data = storage.read(entry.metadata_file, what="fragment metadata file")
-    if footer is not None:
-        meta = fragment_mod.FragmentMetadata(
-            footer, schema=fragment_mod.pick_schema(schemas, footer.get("array_schema_name")), key=key, data=data)
-    else:
-        meta = fragment_mod.FragmentMetadata.parse(data, schema=schemas, key=key, name=entry.name,
+
+    def load():
+        if footer is not None:
+            return fragment_mod.FragmentMetadata(
+                footer, schema=fragment_mod.pick_schema(schemas, footer.get("array_schema_name")), key=key, data=data)
+        return fragment_mod.FragmentMetadata.parse(data, schema=schemas, key=key, name=entry.name,
                                                    filename=str(entry.metadata_file))
-    ned = [(r.start, r.end) if isinstance(r, dict) else tuple(np.asarray(r).tolist()) for r in meta.non_empty_domain]
     ts = parse_timestamped_name(entry.name)
-    return Fragment(entry.name, entry.folder, meta.version, (ts.t1, ts.t2), ned, int(meta.cell_num), meta)
+    return Fragment(entry.name, entry.folder, (ts.t1, ts.t2), load)

@@ -22,6 +22,7 @@ from ..structs.array_schema import attributes, dimensions, value_dtype
 from .cells import cell_dtype
 from .create import create, default_fill, new_uuid, now_ms
 from .fragment_writer import FragmentWrite, write_fragment
+from .metadata import delete_metadata, put_metadata
 from .tiling import dense_tiles, sparse_order, tile_bounds
 
 __all__ = ["open_writer", "write", "ArrayWriter", "create"]
@@ -210,6 +211,7 @@ class ArrayWriter:
     """An array opened for writing (:func:`open_writer`): each assignment writes one fragment."""
 
     def __init__(self, path, timestamp=None, key=None, max_chunk_size: int = MAX_CHUNK):
+        self.path = path
         self.storage, self.root = storage_for(path)
         self.key, self.timestamp, self.max_chunk_size = key, _timestamp(timestamp), _chunk_bound(max_chunk_size)
         schemas = load_schemas(self.storage, self.root, key=key)
@@ -232,6 +234,12 @@ class ArrayWriter:
 
     def close(self):
         pass
+
+    @property
+    def meta(self) -> "_WriteMeta":
+        """TileDB-Py's ``A.meta`` of an array opened for writing: ``A.meta[k] = v`` and ``del A.meta[k]`` each
+        write one ``__meta`` file at the writer's timestamp."""
+        return _WriteMeta(self)
 
     def __setitem__(self, index, value):
         self.write(value, **({"subarray": _subarray(self.schema, index)} if self.dense else
@@ -265,6 +273,23 @@ def _timestamp(value) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**63:
         raise ValueError(f"timestamp: expected ms since the epoch, a non-negative int, not {value!r}")
     return int(value)
+
+
+class _WriteMeta:
+    def __init__(self, writer: ArrayWriter):
+        self._writer = writer
+
+    def __setitem__(self, name, value):
+        w = self._writer
+        put_metadata(w.path, {name: value}, timestamp=w.timestamp, key=w.key)
+
+    def __delitem__(self, name):
+        w = self._writer
+        delete_metadata(w.path, [name], timestamp=w.timestamp, key=w.key)
+
+    def update(self, mapping):
+        w = self._writer
+        put_metadata(w.path, dict(mapping), timestamp=w.timestamp, key=w.key)
 
 
 def _uuid(value) -> str:

@@ -160,14 +160,19 @@ def _commits(storage, root, listing, report) -> None:
 
 def _fragments(storage, listing, schemas, key, report) -> list:
     """The committed fragments whose metadata parses; each that does not is a finding."""
+    def parsed(frags):  # fragment metadata is parsed on first use: use it now, so a bad one fails here
+        for f in frags:
+            f.metadata
+        return frags
+
     try:
-        return load_fragments(storage, listing, schemas, key)
+        return parsed(load_fragments(storage, listing, schemas, key))
     except FormatError:
         pass
     out = []
     for entry in listing.fragments:
         try:
-            out += load_fragments(storage, replace(listing, fragments=[entry]), schemas, key)
+            out += parsed(load_fragments(storage, replace(listing, fragments=[entry]), schemas, key))
         except FormatError as e:
             if _footer_offsets(storage, entry, schemas, report):
                 continue
