@@ -5,6 +5,7 @@ from .array import Array, Fragment, open_array
 from .array import ConditionError, MemoryBudgetError, Query
 from .array.metadata import delete_metadata, put_metadata
 from .array.deletes import delete_cells
+from .array.convert import convert
 from .array.writer import ArrayWriter, create, open_writer, write
 from .groups import Group, create_group
 from .array import schema
@@ -51,6 +52,7 @@ __all__ = [
     "LegacyArray", "ArraySchema0x", "BookKeeping0x", "ArraySchema1x", "FragmentMetadata1x", "GenericTile1x",
     "validate", "Finding", "RULES",
     "create", "write", "open_writer", "ArrayWriter",
+    "convert",
     "Query", "ConditionError", "MemoryBudgetError",
 ]
 __all__ += ["to_dask", "storage_for"]

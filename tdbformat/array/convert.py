@@ -1,0 +1,187 @@
+"""Rewriting an array at another format version (issue #16): :func:`convert`.
+
+The destination gets, in timestamp order, what a reader of the source sees: the schema history (from v10 each
+schema at its own timestamp; before v10 one schema, the latest, through which every fragment is then read),
+every live fragment (its cells alone, rewritten at its timestamp with its uuid), the array metadata files
+(their entries and names kept) and the delete commits (v16+). ``merge=True`` writes instead every cell a read
+sees now as one fragment, deletes applied. A feature the target cannot hold is a ValueError naming it and the
+first version that has it, raised before anything is written.
+
+The source is only read. The destination must not exist; a failure part-way leaves it half-written, for the
+user to delete.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+from construct import Container
+
+from .. import directory
+from ..enums import ArrayType, Layout
+from ..errors import UnsupportedError
+from ..storage import storage_for
+from ..structs.array_schema import ArraySchema, attributes
+from ..structs.commits import negate
+from ..structs.enumeration import Enumeration
+from ..structs.metadata import ArrayMetadata
+from ..structs.names import parse_timestamped_name, timestamped_name
+from . import Array, check_ranges, open_array
+from .cells import nonempty_bound
+from .create import check_version, create, new_uuid, schema_at
+from .deletes import DELETES_SINCE, delete_cells
+from .dense import read_dense
+from .metadata import METADATA_SINCE
+from .sparse import read_sparse
+from .writer import open_writer
+
+__all__ = ["convert"]
+
+# writes at one timestamp go schema first, then cells, then what applies to cells
+_SCHEMA, _FRAGMENT, _METADATA, _DELETE = range(4)
+
+
+def convert(src, dst, version: int, merge: bool = False, key=None) -> list[str]:
+    """Rewrite the array at ``src`` as a new array at ``dst`` in format ``version`` (see the module doc);
+    ``key`` decrypts the source and encrypts the destination. Returns the names of the fragments written (not
+    counting those of dimension labels' arrays)."""
+    version = check_version(version)
+    if not isinstance(merge, bool):
+        raise TypeError(f"merge: expected a bool, not {type(merge).__name__}")
+    storage, root = storage_for(dst)
+    if storage.is_file(root) or storage.is_dir(root):
+        raise ValueError(f"dst: {dst} exists (convert writes a new array)")
+    array = open_array(src, key=key)
+    if not isinstance(array, Array):  # a LegacyArray: its 0.x/1.x schema has no v1+ form yet
+        raise UnsupportedError(f"src: {src} is an array of the {array.version} dialect (before format version 1); "
+                               "convert reads arrays of format versions 1 to 23")
+    written = []
+    for t, kind, _, item in sorted(_plan(array, version, merge), key=lambda e: e[:3]):
+        if kind == _SCHEMA:
+            _write_schema(array, dst, item, t, version, key)
+        elif kind == _FRAGMENT:
+            written.append(_write_fragment(array, dst, item, t, version, key))
+        elif kind == _METADATA:
+            _write_metadata(array, dst, item, version, key)
+        else:
+            delete_cells(dst, negate(item.condition), timestamp=t, key=key)
+    _convert_labels(array, dst, version, merge, key)
+    return written
+
+
+def _convert_labels(array, dst, version: int, merge: bool, key) -> None:
+    """Each dimension label's array (v18+, kept inside the array under ``__labels/``) converted likewise."""
+    storage, root = storage_for(dst)
+    for label in array.schema.get("labels") or []:
+        if label.is_external or not label.relative_uri:
+            raise ValueError(f"dimension label {label.name!r}: its array lies outside the array ({label.uri}); "
+                             "convert it on its own")
+        src = array.storage.join(array.path, *label.uri.split("/"))
+        convert(src, storage.join(root, *label.uri.split("/")), version, merge=merge, key=key)
+
+
+def _name_time(name: str) -> int:
+    return parse_timestamped_name(name).t1
+
+
+def _plan(array, version: int, merge: bool) -> list:
+    """(timestamp, kind, order, item) of every write, after checking that ``version`` holds all of them."""
+    frags, meta, deletes = array.fragments, _metadata_files(array), array.deletes
+    cell_times = [f.timestamp_range[1] for f in frags] + [d.timestamp for d in deletes]
+    times = cell_times + [_name_time(array.storage.name(p)) for p in meta]
+    schemas = array.schemas if version >= 10 and not merge else array.schemas[-1:]
+    for _, s in schemas:
+        schema_at(s, version)  # a ValueError naming a schema feature the version lacks
+    if meta and version < METADATA_SINCE:
+        raise ValueError(f"array metadata need format version {METADATA_SINCE} or later, not {version}")
+    if deletes and version < DELETES_SINCE and not merge:
+        raise ValueError(f"delete commits need format version {DELETES_SINCE} or later, not {version} "
+                         "(merge=True writes the cells left after them instead)")
+    first = min(times, default=directory.checked_timestamp(None))
+    # the legacy schema file has no timestamp, and a schema written later than the first write (the latest one,
+    # before v10) would hide that write's cells from TileDB: such a schema is written at the first write's time
+    plan = [(first if name == directory.LEGACY_SCHEMA else min(first, _name_time(name)) if i == 0
+             else _name_time(name), _SCHEMA, i, (name, s)) for i, (name, s) in enumerate(schemas)]
+    if merge:  # one fragment at the time of the last write or delete
+        plan += [(max(cell_times), _FRAGMENT, 0, None)] if frags else []
+    else:
+        plan += [(f.timestamp_range[1], _FRAGMENT, i, f) for i, f in enumerate(frags)]
+        plan += [(d.timestamp, _DELETE, i, d) for i, d in enumerate(deletes)]
+    plan += [(_name_time(array.storage.name(p)), _METADATA, i, p) for i, p in enumerate(meta)]
+    return plan
+
+
+def _metadata_files(array) -> list:
+    folder = array.storage.join(array.path, directory.META_DIR)
+    return directory.metadata_files(array.storage, folder) if array.storage.is_dir(folder) else []
+
+
+def _write_schema(array, dst, item, t: int, version: int, key) -> None:
+    """The first schema through ``create``; later ones (v10+) beside it at their own timestamps; each under its
+    source name when it has one (fragments name their schema); then the enumeration files the schema names
+    (v20+), rebuilt at ``version``."""
+    name, schema = item
+    storage, root = storage_for(dst)
+    folder = storage.join(root, directory.SCHEMA_DIR)
+    keep = version >= 10 and name != directory.LEGACY_SCHEMA and _name_time(name) == t
+    data = ArraySchema.build(schema_at(schema, version), key=key, version=version)
+    if not storage.is_dir(root):
+        create(dst, schema, version, key=key, timestamp=t)
+        if keep:  # create names the file with a new uuid: put it under the source's name instead
+            made = directory.schema_files(storage, root)[0]
+            storage.commit(storage.join(folder, name), data)
+            storage.delete(made)
+    else:
+        storage.commit(storage.join(folder, name if keep else timestamped_name(t, t, new_uuid())), data)
+    for ref in schema.get("enumerations") or []:
+        src = directory.enumeration_path(array.storage, array.path, ref.filename)
+        value = Enumeration.parse(array.storage.read(src, what="enumeration file"), key=key, filename=str(src))
+        target = directory.enumeration_path(storage, root, ref.filename)
+        if not storage.is_file(target):
+            storage.commit(target, Enumeration.build(value, version=version, key=key))
+
+
+def _cells(array, frag, schema) -> dict:
+    """The cells of ``frag`` alone, through ``schema`` (attributes it lacks read as fill values), no deletes."""
+    dims, wanted = array.dims, attributes(schema)
+    with ThreadPoolExecutor(os.cpu_count()) as pool:
+        if frag.dense:
+            ranges = check_ranges(dims, {d.name: tuple(nonempty_bound(d, v) for v in bounds)
+                                         for d, bounds in zip(dims, frag.non_empty_domain)})
+            return read_dense(array, schema, [frag], wanted, ranges, Layout.ROW_MAJOR, pool)
+        return read_sparse(array, schema, [frag], wanted, {}, Layout.UNORDERED, frag.timestamp_range, [], pool)
+
+
+def _uuid(name: str) -> str | None:
+    """A fragment's uuid when it is one the writer can name a fragment with (32 lowercase hex digits)."""
+    u = parse_timestamped_name(name).uuid
+    return u if len(u) == 32 and all(c in "0123456789abcdef" for c in u) else None
+
+
+def _write_fragment(array, dst, frag, t: int, version: int, key) -> str:
+    """``frag`` (None: every cell a read sees now) rewritten into ``dst`` at ``t``."""
+    dims = array.dims
+    if frag is None:
+        ned = array.nonempty_domain(raw=True)
+        dense = array.schema.array_type == ArrayType.DENSE
+        ranges = {d.name: tuple(nonempty_bound(d, v) for v in b) for d, b in zip(dims, ned)} if dense else None
+        cells, uuid = array.read(ranges=ranges), None
+    else:
+        schema = frag.schema if version >= 10 else array.schema
+        ned, dense, uuid = frag.non_empty_domain, frag.dense, _uuid(frag.name)
+        cells = _cells(array, frag, schema)
+    names = {d.name for d in dims}
+    data = {k: v for k, v in cells.items() if k not in names}
+    writer = open_writer(dst, timestamp=t, key=key)
+    if dense:
+        return writer.write(data, subarray=[(int(lo), int(hi)) for lo, hi in ned], uuid=uuid)
+    return writer.write(data, coords=[cells[d.name] for d in dims], uuid=uuid)
+
+
+def _write_metadata(array, dst, path, version: int, key) -> None:
+    """One metadata file's entries rebuilt at ``version`` under the file's own name (its timestamps)."""
+    storage, root = storage_for(dst)
+    entries = ArrayMetadata.parse(array.storage.read(path, what="metadata file"), key=key, filename=str(path)).entries
+    data = ArrayMetadata.build(Container(entries=entries), version=version, key=key)
+    storage.commit(directory.metadata_path(storage, root, array.storage.name(path)), data)
