@@ -48,7 +48,7 @@ SCHEMA_FEATURES = [
     ("the BLOB datatype", 11, lambda s: Datatype.BLOB in _types(s)),
     ("the BOOL datatype", 14, lambda s: Datatype.BOOL in _types(s)),
     ("GEOM datatypes", 21, lambda s: bool(_types(s) & {Datatype.GEOM_WKB, Datatype.GEOM_WKT})),
-    ("checksum filters", 5, lambda s: bool(_filters(s) & {FilterType.CHECKSUM_MD5, FilterType.CHECKSUM_SHA256})),
+    ("checksum filters", 4, lambda s: bool(_filters(s) & {FilterType.CHECKSUM_MD5, FilterType.CHECKSUM_SHA256})),
     ("the dictionary filter", 13, lambda s: FilterType.DICTIONARY in _filters(s)),
     ("the float scale filter", 15, lambda s: FilterType.SCALE_FLOAT in _filters(s)),
     ("the XOR filter", 16, lambda s: FilterType.XOR in _filters(s)),
@@ -66,10 +66,9 @@ def _types(schema) -> set:
 
 
 def _pipelines(schema):
-    yield schema.coords_filters
-    yield schema.cell_var_offsets_filters
-    if schema.get("cell_validity_filters") is not None:
-        yield schema.cell_validity_filters
+    for name in ("coords_filters", "cell_var_offsets_filters", "cell_validity_filters"):
+        if schema.get(name) is not None:  # a pipeline the schema leaves out gets the default (empty) one
+            yield schema[name]
     for f in list(schema.domain.dimensions) + list(schema.attributes):
         if f.get("filters") is not None:
             yield f.filters
