@@ -29,6 +29,7 @@ from .array.legacy import LegacyArray
 from .structs.prev1_0x import ArraySchema0x, BookKeeping0x
 from .structs.prev1_1x import ArraySchema1x, FragmentMetadata1x, GenericTile1x
 from .validate import RULES, Finding, validate  # noqa: E402 (the function shadows its package's name, on purpose)
+from .salvage import Loss, SalvageReport, salvage  # noqa: E402 (the function shadows its module's name)
 
 __all__ = [
     "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError", "FormatWarning",
@@ -48,4 +49,5 @@ __all__ = [
     "LegacyArray", "ArraySchema0x", "BookKeeping0x", "ArraySchema1x", "FragmentMetadata1x", "GenericTile1x",
     "validate", "Finding", "RULES",
     "create", "write", "open_writer", "ArrayWriter",
+    "salvage", "SalvageReport", "Loss",
 ]

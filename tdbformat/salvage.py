@@ -26,15 +26,15 @@ from .array import Array
 from .array.cells import filled
 from .array.create import create
 from .array.fragment import load_fragments
-from .array.metadata import put_metadata
 from .array.tiles import Tiles
 from .array import order
 from .array.writer import write
 from .enums import EncryptionType
-from .errors import FormatError
+from .errors import FormatError, located
 from .filters.encryption import normalize_key
 from .storage import storage_for
 from .structs.array_schema import attributes, dimensions
+from .structs.metadata import ArrayMetadata
 from .validate import validate
 
 __all__ = ["Loss", "SalvageReport", "salvage"]
@@ -83,6 +83,7 @@ class SalvageReport:
     findings: list = field(default_factory=list)
     lost: list = field(default_factory=list)
     fragments: dict = field(default_factory=dict)
+    #: every live array metadata file was readable, and copied
     metadata_copied: bool = False
 
     @property
@@ -98,7 +99,8 @@ class SalvageReport:
         return "\n".join(lines)
 
     def to_json(self) -> dict:
-        return {"src": self.src, "dst": self.dst, "complete": self.complete,
+        """The body of ``tdbformat salvage --json`` (docs/json-schema/salvage.v1.json; the envelope adds SRC)."""
+        return {"dst": self.dst, "complete": self.complete,
                 "findings": [f.to_json() for f in self.findings], "lost": [x.to_json() for x in self.lost],
                 "fragments": self.fragments, "metadata_copied": self.metadata_copied}
 
@@ -122,7 +124,7 @@ class _Source(Array):
                 self._committed += load_fragments(self.storage, dataclasses.replace(self._listing, fragments=[entry]),
                                                   dict(self.schemas), self.key)
             except FormatError as e:
-                lost.append(Loss(entry.name, f"its metadata cannot be read: {e}"))
+                lost.append(Loss(entry.name, f"its metadata cannot be read: {located(e, file=str(entry.metadata_file))}"))
         self._committed.sort(key=lambda f: (f.timestamp_range, f.name))
 
     def live_fragments(self, window):
@@ -241,6 +243,25 @@ def _uncommitted(findings) -> list:
             for f in findings if f.rule == "commits" and f.found == "uncommitted"]
 
 
+def _copy_metadata(arr, dst, lost) -> bool:
+    """Each live array metadata file that parses, copied byte for byte under its own name (its entries, types
+    and timestamp as they are); True if all were."""
+    storage = arr.storage
+    d_storage, d_root = storage_for(dst)
+    whole = True
+    for p in directory.metadata_files(storage, storage.join(arr.path, directory.META_DIR)):
+        try:
+            data = storage.read(p, what="metadata file")
+            ArrayMetadata.parse(data, key=arr.key, filename=str(p))
+        except FormatError as e:
+            lost.append(Loss(None, f"an array metadata file cannot be read: {e}", field="__meta"))
+            whole = False
+            continue
+        d_storage.makedirs(d_storage.join(d_root, directory.META_DIR))
+        d_storage.commit(directory.metadata_path(d_storage, d_root, storage.name(p)), data)
+    return whole
+
+
 def _check_paths(src, dst):
     (s_storage, s_root), (d_storage, d_root) = storage_for(src), storage_for(dst)
     if str(s_root).rstrip("/") == str(d_root).rstrip("/"):
@@ -268,11 +289,5 @@ def salvage(src, dst, key=None) -> SalvageReport:
             copy = _dense(arr, frag, dst, key, report.lost) if frag.dense else \
                 _sparse(arr, frag, dst, key, report.lost, pool)
             report.fragments[frag.name] = copy
-    try:
-        meta = arr.metadata
-        if meta:
-            put_metadata(dst, meta, key=key)
-        report.metadata_copied = True
-    except FormatError as e:
-        report.lost.append(Loss(None, f"the array metadata cannot be read: {e}", field="__meta"))
+    report.metadata_copied = _copy_metadata(arr, dst, report.lost)
     return report
