@@ -92,7 +92,8 @@ class SalvageReport:
         return not self.lost
 
     def __str__(self) -> str:
-        lines = [f"salvaged {self.src} into {self.dst}: {len(self.fragments)} fragment(s) copied, "
+        written = sum(len(x) for x in self.fragments.values())
+        lines = [f"salvaged {self.src} into {self.dst}: {len(self.fragments)} fragment(s) copied as {written}, "
                  f"{len(self.lost)} loss(es)"]
         lines += [f"  {f}" for f in self.findings]
         lines += [f"  {loss}" for loss in self.lost]
