@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
+from construct import Container
 
 from . import directory
 from .array import Array
@@ -34,6 +35,8 @@ from .errors import FormatError, located
 from .filters.encryption import normalize_key
 from .storage import storage_for
 from .structs.array_schema import attributes, dimensions
+from .structs.commits import DeleteCommit
+from .structs.enumeration import Enumeration
 from .structs.metadata import ArrayMetadata
 from .validate import validate
 
@@ -177,8 +180,10 @@ def _dense(arr, frag, dst, key, lost) -> list:
 
 
 def _sparse_tile(arr, frag, k, pool):
-    """(coordinates, values, validity) of tile ``k`` of a sparse fragment; attributes the fragment lacks (the
-    schema evolved after it) take their fill values, as a read gives them."""
+    """(coordinates, values, validity, timestamps, alive) of tile ``k`` of a sparse fragment: attributes the
+    fragment lacks (the schema evolved after it) take their fill values, as a read gives them; each cell's
+    timestamp is its own (consolidated with timestamps) or the fragment's; cells a consolidation kept with a
+    delete time (``__delete_timestamps``) are not alive, as a read now sees them."""
     coords = arr.tiles.coords(frag, arr.dims, [k], pool)
     n = len(coords[0])
     values, valid = {}, {}
@@ -194,16 +199,21 @@ def _sparse_tile(arr, frag, k, pool):
                               f"the tile has {n} coordinates", file=str(frag.path))
         if a.nullable:
             valid[a.name] = v
-    return coords, values, valid
+    stamps = (arr.tiles.field(frag, frag.index("__timestamps"), [k], pool)[0].astype(np.int64)
+              if frag.has_timestamps else np.full(n, frag.timestamp_range[1], np.int64))
+    alive = (arr.tiles.field(frag, frag.index("__delete_timestamps"), [k], pool)[0] == np.uint64(2**64 - 1)
+             if frag.has_delete_meta else np.ones(n, bool))
+    return coords, values, valid, stamps, alive
 
 
 def _sparse(arr, frag, dst, key, lost, pool) -> list:
-    """``frag``'s readable tiles rewritten as one fragment: the names of the fragments written (none or one)."""
+    """``frag``'s readable tiles rewritten, one fragment per cell timestamp (one, unless consolidated with
+    timestamps): the names of the fragments written."""
     capacity, parts = int(arr.schema.capacity), []
     for k in range(frag.tile_num()):
         cells = (k * capacity, min(frag.cell_num, (k + 1) * capacity) - 1)
         try:
-            coords, values, valid = _sparse_tile(arr, frag, k, pool)
+            part = _sparse_tile(arr, frag, k, pool)
         except FormatError as e:
             try:
                 box = [(lo[k], hi[k]) for lo, hi in frag.mbrs(arr.dims)]
@@ -211,31 +221,62 @@ def _sparse(arr, frag, dst, key, lost, pool) -> list:
                 box = None
             lost.append(Loss(frag.name, str(e), tile=k, cells=cells, box=box, count=cells[1] - cells[0] + 1))
             continue
-        parts.append((coords, values, valid, np.arange(len(coords[0])) + k * capacity))
+        parts.append(part + (np.arange(len(part[0][0])) + k * capacity,))
     if not parts:
         return []
     coords = [np.concatenate([p[0][j] for p in parts]) for j in range(len(arr.dims))]
     values = {a.name: np.concatenate([p[1][a.name] for p in parts]) for a in arr.attrs}
     valid = {a.name: np.concatenate([p[2][a.name] for p in parts]) for a in arr.attrs if a.nullable}
-    keep = _first_copies(coords) if not arr.schema.allows_dups else np.ones(len(coords[0]), bool)
-    positions = np.concatenate([p[3] for p in parts])
-    for i in np.flatnonzero(~keep):
+    stamps, alive, positions = (np.concatenate([p[i] for p in parts]) for i in (3, 4, 5))
+    # a coordinate may repeat only as versions of a cell (timestamps), unless the schema allows duplicates
+    keep = alive & (_first_copies(coords + [stamps], alive) if not arr.schema.allows_dups else True)
+    for i in np.flatnonzero(alive & ~keep):
         lost.append(Loss(frag.name, "a later copy of coordinates the fragment already holds; the schema forbids "
                                     "duplicates", tile=int(positions[i]) // capacity,
                          cells=(int(positions[i]), int(positions[i])), box=[(c[i], c[i]) for c in coords], count=1))
-    if not keep.any():
-        return []
-    return [write(dst, {n: v[keep] for n, v in values.items()}, coords=[c[keep] for c in coords],
-                  validity={n: v[keep] for n, v in valid.items()} or None, timestamp=frag.timestamp_range[1],
-                  key=key)]
+    written = []
+    for t in np.unique(stamps[keep]):
+        sel = keep & (stamps == t)
+        written.append(write(dst, {n: v[sel] for n, v in values.items()}, coords=[c[sel] for c in coords],
+                             validity={n: v[sel] for n, v in valid.items()} or None, timestamp=int(t), key=key))
+    return written
 
 
-def _first_copies(coords) -> np.ndarray:
-    """True at the first cell of each distinct coordinate tuple."""
-    keys = np.stack([order.ranks(c) for c in coords], axis=1)
-    keep = np.zeros(len(keys), bool)
-    keep[np.unique(keys, axis=0, return_index=True)[1]] = True
-    return keep
+def _first_copies(keys, among) -> np.ndarray:
+    """True at the first of the cells ``among`` (a mask) with each distinct tuple of ``keys`` (columns)."""
+    ranked = np.stack([order.ranks(c[among]) for c in keys], axis=1)
+    first = np.zeros(int(among.sum()), bool)
+    first[np.unique(ranked, axis=0, return_index=True)[1]] = True
+    out = np.zeros(len(among), bool)
+    out[among] = first
+    return out
+
+
+def _copy_deletes(arr, dst, key) -> None:
+    """The delete (and update: TileDB reads them as deletes) conditions of the source, as ``.del`` commits of
+    ``dst`` under their own timestamped names."""
+    d_storage, d_root = storage_for(dst)
+    for d in arr._listing.deletes:
+        name = d.marker.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        data = DeleteCommit.build(Container(condition=d.condition), version=arr.schema.version, key=key)
+        d_storage.commit(directory.delete_commit_path(d_storage, d_root, name), data)
+
+
+def _copy_enumerations(arr, dst, lost) -> None:
+    """Each enumeration file the schema names, copied byte for byte once it parses."""
+    d_storage, d_root = storage_for(dst)
+    for r in arr.schema.get("enumerations") or []:
+        p = directory.enumeration_path(arr.storage, arr.path, r.filename)
+        try:
+            data = arr.storage.read(p, what="enumeration file")
+            Enumeration.parse(data, key=arr.key, filename=str(p))
+        except FormatError as e:
+            lost.append(Loss(None, f"enumeration {r.name} cannot be read (TileDB cannot open the copy): {e}",
+                             field="__enumerations"))
+            continue
+        target = directory.enumeration_path(d_storage, d_root, r.filename)
+        d_storage.makedirs(d_storage.join(d_root, directory.SCHEMA_DIR, directory.ENUMERATIONS_DIR))
+        d_storage.commit(target, data)
 
 
 def _uncommitted(findings) -> list:
@@ -285,10 +326,12 @@ def salvage(src, dst, key=None) -> SalvageReport:
         return report
     report.lost += _uncommitted(report.findings)
     create(dst, arr.schema, arr.schema.version, key)
+    _copy_enumerations(arr, dst, report.lost)
     with ThreadPoolExecutor(1) as pool:
         for frag in arr._committed:
             copy = _dense(arr, frag, dst, key, report.lost) if frag.dense else \
                 _sparse(arr, frag, dst, key, report.lost, pool)
             report.fragments[frag.name] = copy
+    _copy_deletes(arr, dst, key)
     report.metadata_copied = _copy_metadata(arr, dst, report.lost)
     return report
