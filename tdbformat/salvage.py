@@ -30,7 +30,7 @@ from .array.fragment import load_fragments
 from .array.tiles import Tiles
 from .array import order
 from .array.writer import write
-from .enums import EncryptionType
+from .enums import ArrayType, EncryptionType
 from .errors import FormatError, located
 from .filters.encryption import normalize_key
 from .storage import storage_for
@@ -128,7 +128,8 @@ class _Source(Array):
                 self._committed += load_fragments(self.storage, dataclasses.replace(self._listing, fragments=[entry]),
                                                   dict(self.schemas), self.key)
             except FormatError as e:
-                lost.append(Loss(entry.name, f"its metadata cannot be read: {located(e, file=str(entry.metadata_file))}"))
+                err = located(e, file=str(entry.metadata_file))
+                lost.append(Loss(entry.name, f"its metadata cannot be read: {err}"))
         self._committed.sort(key=lambda f: (f.timestamp_range, f.name))
 
     def live_fragments(self, window):
@@ -157,9 +158,10 @@ def _dense(arr, frag, dst, key, lost) -> list:
     arr.only = frag
     try:
         data = arr.read(ranges=dict(zip(names, ned)))
-        return [write(dst, data, subarray=[tuple(int(x) for x in r) for r in ned], timestamp=t, key=key)]
     except FormatError:
-        pass  # some tile is broken: find which, tile by tile
+        data = None  # some tile is broken: find which, tile by tile
+    if data is not None:
+        return [write(dst, data, subarray=[tuple(int(x) for x in r) for r in ned], timestamp=t, key=key)]
     tile_order = arr.schema.tile_order
     dom_lo, extents = order.tile_grid(arr.schema.domain.dimensions)
     first, last = order.tile_range(dom_lo, extents, [r[0] for r in ned], [r[1] for r in ned])
@@ -305,7 +307,7 @@ def _copy_metadata(arr, dst, lost) -> bool:
 
 
 def _check_paths(src, dst):
-    (s_storage, s_root), (d_storage, d_root) = storage_for(src), storage_for(dst)
+    (_, s_root), (d_storage, d_root) = storage_for(src), storage_for(dst)
     if str(s_root).rstrip("/") == str(d_root).rstrip("/"):
         raise ValueError("dst: the copy must go to another path than src")
     if d_storage.is_file(d_root) or d_storage.is_dir(d_root) and d_storage.list(d_root):
@@ -329,9 +331,12 @@ def salvage(src, dst, key=None) -> SalvageReport:
     _copy_enumerations(arr, dst, report.lost)
     with ThreadPoolExecutor(1) as pool:
         for frag in arr._committed:
-            copy = _dense(arr, frag, dst, key, report.lost) if frag.dense else \
+            if not frag.dense and arr.schema.array_type == ArrayType.DENSE:  # TileDB 1.x wrote these
+                report.lost.append(Loss(frag.name, "a sparse fragment of a dense array: the writer writes dense "
+                                                   "arrays by subarray only", count=frag.cell_num))
+                continue
+            report.fragments[frag.name] = _dense(arr, frag, dst, key, report.lost) if frag.dense else \
                 _sparse(arr, frag, dst, key, report.lost, pool)
-            report.fragments[frag.name] = copy
     _copy_deletes(arr, dst, key)
     report.metadata_copied = _copy_metadata(arr, dst, report.lost)
     return report

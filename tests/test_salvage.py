@@ -88,7 +88,8 @@ def test_a_clean_array_is_copied_whole(tmp_path, case):
     key = corpus.key(case)
     report = _salvage(corpus.root(case), tmp_path / "out", key=key)
     assert report.complete and report.lost == [] and report.findings == [], str(report)
-    with tiledb.open(str(corpus.root(case)), ctx=_ctx(key)) as A, tiledb.open(str(tmp_path / "out"), ctx=_ctx(key)) as B:
+    with tiledb.open(str(corpus.root(case)), ctx=_ctx(key)) as A, \
+            tiledb.open(str(tmp_path / "out"), ctx=_ctx(key)) as B:
         original, got = A[:], B[:]
         assert set(got) == set(original)
         for name in original:
