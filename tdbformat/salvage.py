@@ -307,7 +307,9 @@ def _copy_metadata(arr, dst, lost) -> bool:
 
 
 def _check_paths(src, dst):
-    (_, s_root), (d_storage, d_root) = storage_for(src), storage_for(dst)
+    (s_storage, s_root), (d_storage, d_root) = storage_for(src), storage_for(dst)
+    if directory.is_group(s_storage, s_root):
+        raise ValueError(f"src: {src} is a group; salvage its member arrays one by one")
     if str(s_root).rstrip("/") == str(d_root).rstrip("/"):
         raise ValueError("dst: the copy must go to another path than src")
     if d_storage.is_file(d_root) or d_storage.is_dir(d_root) and d_storage.list(d_root):

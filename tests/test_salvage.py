@@ -259,6 +259,7 @@ def test_command_exit_codes_and_json(tmp_path):
     text = _cli("salvage", str(root), str(tmp_path / "text"))
     assert text.returncode == 1 and "lost: fragment " in text.stdout and "tile 3" in text.stdout
     for argv in (["salvage", str(root), str(tmp_path / "text")], ["salvage", str(root), str(root)],
-                 ["salvage", str(tmp_path / "none"), str(tmp_path / "x")], ["salvage", str(root)]):
+                 ["salvage", str(tmp_path / "none"), str(tmp_path / "x")], ["salvage", str(root)],
+                 ["salvage", str(corpus.root(V22 / "group")), str(tmp_path / "g")]):
         bad = _cli(*argv)
         assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
