@@ -137,6 +137,19 @@ def test_bit_flipped_in_a_compressed_tile(tmp_path):
     assert len(copies) == 3 and {c.split("_")[2] for c in copies} == {name.split("_")[2]}
 
 
+def test_bit_flipped_under_a_checksum(tmp_path):
+    root = _copy(tmp_path, "filter_checksum_sha256")
+    original, _ = _read(root)
+    a0 = _data_file(root)
+    end = int(_tile_offsets(root)[1])
+    data = bytearray(a0.read_bytes())
+    data[end - 1] ^= 0x01  # the last data byte of tile 0: it still decodes, but its checksum fails
+    a0.write_bytes(bytes(data))
+    report = _salvage(root, tmp_path / "out")
+    assert [(loss.tile, loss.field) for loss in report.lost] == [(0, "a")] and "SHA" in report.lost[0].reason.upper()
+    _check_dense(original, tmp_path / "out", report)
+
+
 def test_footer_offset_past_the_end_loses_the_fragment(tmp_path):
     root = _copy(tmp_path, "filter_zstd")
     original, _ = _read(root)
