@@ -39,6 +39,7 @@ from .structs.commits import DeleteCommit
 from .structs.enumeration import Enumeration
 from .structs.metadata import ArrayMetadata
 from .validate import validate
+from .versions import FEATURES
 
 __all__ = ["Loss", "SalvageReport", "salvage"]
 
@@ -208,6 +209,22 @@ def _sparse_tile(arr, frag, k, pool):
     return coords, values, valid, stamps, alive
 
 
+def _failing_fields(arr, frag, k, pool) -> str | None:
+    """The fields :func:`_sparse_tile` reads (dimensions, attributes, timestamps) whose tile ``k`` fails to
+    decode."""
+    coords = [d.name for d in arr.dims] if FEATURES["coordinates_per_dimension"](frag.version) else ["__coords"]
+    names = coords + [a.name for a in arr.attrs] + ["__timestamps"] * frag.has_timestamps + \
+        ["__delete_timestamps"] * frag.has_delete_meta
+    bad = []
+    for name in names:
+        try:
+            if frag.index(name) is not None:
+                arr.tiles.field(frag, frag.index(name), [k], pool)
+        except FormatError:
+            bad.append(name)
+    return ", ".join(bad) or None
+
+
 def _sparse(arr, frag, dst, key, lost, pool) -> list:
     """``frag``'s readable tiles rewritten, one fragment per cell timestamp (one, unless consolidated with
     timestamps): the names of the fragments written."""
@@ -221,7 +238,8 @@ def _sparse(arr, frag, dst, key, lost, pool) -> list:
                 box = [(lo[k], hi[k]) for lo, hi in frag.mbrs(arr.dims)]
             except (FormatError, IndexError):
                 box = None
-            lost.append(Loss(frag.name, str(e), tile=k, cells=cells, box=box, count=cells[1] - cells[0] + 1))
+            lost.append(Loss(frag.name, str(e), field=_failing_fields(arr, frag, k, pool), tile=k, cells=cells,
+                             box=box, count=cells[1] - cells[0] + 1))
             continue
         parts.append(part + (np.arange(len(part[0][0])) + k * capacity,))
     if not parts:

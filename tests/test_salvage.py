@@ -227,7 +227,7 @@ def test_a_broken_sparse_tile_loses_its_cells_only(tmp_path):
     data[int(offsets[1]) + 8 + 4:int(offsets[1]) + 8 + 8] = (10**6).to_bytes(4, "little")  # tile 1's chunk size
     a0.write_bytes(bytes(data))
     report = _salvage(root, tmp_path / "out")
-    assert [(loss.tile, loss.cells, loss.count) for loss in report.lost] == [(1, (4, 7), 4)]
+    assert [(loss.tile, loss.field, loss.cells, loss.count) for loss in report.lost] == [(1, "a", (4, 7), 4)]
     _check_sparse(original, tmp_path / "out", report, ["x", "y"])
 
 
