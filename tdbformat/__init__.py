@@ -33,6 +33,7 @@ from .structs.prev1_1x import ArraySchema1x, FragmentMetadata1x, GenericTile1x
 from .validate import RULES, Finding, validate  # noqa: E402 (the function shadows its package's name, on purpose)
 from .array.dask import to_dask
 from .storage import storage_for
+from .salvage import Loss, SalvageReport, salvage  # noqa: E402 (the function shadows its module's name)
 
 __all__ = [
     "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError", "FormatWarning",
@@ -54,5 +55,6 @@ __all__ = [
     "create", "write", "open_writer", "ArrayWriter",
     "convert",
     "Query", "ConditionError", "MemoryBudgetError",
+    "salvage", "SalvageReport", "Loss",
 ]
 __all__ += ["to_dask", "storage_for"]

@@ -633,6 +633,20 @@ def cmd_inspect_bytes(args) -> int:
     return 0
 # --- end validate, stats, versions ---
 
+# --- salvage (tdbformat.salvage) ---
+
+def cmd_salvage(args) -> int:
+    from .salvage import salvage
+
+    report = salvage(args.src, args.dst, key=args.key)
+    if args.json:
+        _print_json(_doc("salvage", args.src, **report.to_json()))
+    else:
+        print(report)
+    return 0 if report.complete else 1
+
+# --- end salvage ---
+
 
 def _writing_parsers(sub, key_help: str) -> None:
     """The parsers of create, write and convert."""
@@ -765,6 +779,15 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--json", action="store_true", help=json_help % name)
         s.set_defaults(func=func)
     # --- end validate, stats, versions ---
+    # --- salvage ---
+    s = sub.add_parser("salvage", help="copy every cell of SRC that can still be read into a new array DST and "
+                       "print what was lost; exit 1 if anything was (SRC is only read)")
+    s.add_argument("src")
+    s.add_argument("dst")
+    s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help=json_help % "salvage")
+    s.set_defaults(func=cmd_salvage)
+    # --- end salvage ---
     return p
 
 

@@ -25,7 +25,7 @@ LAYERS = [
     ["files", "array", "groups"],
     ["coverage"],
     ["validate"],
-    ["stats"],
+    ["stats", "salvage"],
     ["spec"],
     ["ksy", "spec_render", "cat", "conformance"],
     ["cli"],
