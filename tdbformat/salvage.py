@@ -126,8 +126,11 @@ class _Source(Array):
         self._committed = []
         for entry in self._listing.fragments:
             try:
-                self._committed += load_fragments(self.storage, dataclasses.replace(self._listing, fragments=[entry]),
-                                                  dict(self.schemas), self.key)
+                frags = load_fragments(self.storage, dataclasses.replace(self._listing, fragments=[entry]),
+                                       dict(self.schemas), self.key)
+                for f in frags:  # metadata is parsed on first use: use it now, so a broken one is a loss here
+                    f.metadata
+                self._committed += frags
             except FormatError as e:
                 err = located(e, file=str(entry.metadata_file))
                 lost.append(Loss(entry.name, f"its metadata cannot be read: {err}"))
