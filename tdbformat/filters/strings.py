@@ -69,6 +69,50 @@ def _ranges(starts, lengths) -> np.ndarray:
     return np.repeat(np.asarray(starts, np.int64) - (ends - lengths), lengths) + np.arange(total, dtype=np.int64)
 
 
+def _be_at(buf: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
+    """The ``width``-byte big-endian numbers at positions ``at`` of ``buf``, as int64 (8-byte ones past
+    2**63 come out negative, which every caller rejects as a length)."""
+    out = np.zeros(len(at), np.uint64)
+    for i in range(width):
+        out <<= np.uint64(8)
+        out |= buf[at + i]
+    return out.view(np.int64)
+
+
+def _records(buf: np.ndarray, skip: int, width: int, what: str) -> np.ndarray:
+    """Positions of the records laid back to back in ``buf``, each ``skip`` bytes, a ``width``-byte big-endian
+    string length, and the string.
+
+    A record's place depends on the length before it, so rather than a step per record, the next record is
+    worked out after every byte (as if a record started there), and the chain from byte 0 follows by pointer
+    doubling: with the positions 2**k records on from every byte, the first 2**k records give the next
+    2**k, in log2(records) whole-array gathers.
+    """
+    n, head = len(buf), skip + width
+    if n == 0:
+        return np.zeros(0, np.int64)
+    end, bad = n, n + 1  # where the chain stops: at the end, or at a record that does not fit
+    jump = np.full(n + 2, bad, np.int64)
+    jump[end] = end
+    if n >= head:
+        here = np.arange(n - head + 1)
+        lengths = _be_at(buf, here + skip, width)
+        nxt = here + head + lengths
+        jump[:len(here)] = np.where((lengths >= 0) & (nxt <= n), nxt, bad)
+    chain = np.zeros(1, np.int64)
+    while jump[0] < end:
+        chain = np.concatenate([chain, jump[chain]])
+        jump = jump[jump]
+    chain = chain[chain < end]
+    if jump[0] == bad:  # the last record of the chain does not fit
+        last = int(chain[-1])
+        if last + head > n:
+            raise FormatError(f"{what}: the record at byte {last} is cut off")
+        length = int(_be_at(buf, np.array([last + skip]), width)[0]) % 2**64
+        raise FormatError(f"{what}: a {length}-byte string at byte {last + head} runs past the {n} bytes")
+    return chain
+
+
 def _cells(data, offsets):
     """(u8 bytes, cell lengths, (n, 8 + longest) matrix whose rows are equal iff the cells are)."""
     buf = np.frombuffer(data, np.uint8)
@@ -144,24 +188,11 @@ class StringRle:
     def reverse_strings(self, ctx, metadata, data):
         head = Header(metadata, "string RLE")
         size, osize, (rle_w, str_w) = _common_header(head, data, "string RLE", ctx.limit)
-        raw = bytes(data)
-        # each run's position depends on the previous string's length: one step per run
-        runs, lens, starts, pos = [], [], [], 0
-        while pos < len(raw):
-            if pos + rle_w + str_w > len(raw):
-                raise FormatError(f"string RLE: run header at byte {pos} is cut off")
-            runs.append(int.from_bytes(raw[pos:pos + rle_w], "big"))
-            n = int.from_bytes(raw[pos + rle_w:pos + rle_w + str_w], "big")
-            pos += rle_w + str_w
-            if pos + n > len(raw):
-                raise FormatError(f"string RLE: a {n}-byte string at byte {pos} runs past the data")
-            lens.append(n)
-            starts.append(pos)
-            pos += n
-        runs = np.array(runs, np.int64)
-        if runs.sum() > osize:
+        buf = np.frombuffer(data, np.uint8)
+        at = _records(buf, rle_w, str_w, "string RLE")
+        runs, lens, starts = _be_at(buf, at, rle_w), _be_at(buf, at + rle_w, str_w), at + rle_w + str_w
+        if (runs < 0).any() or (runs > osize).any() or runs.sum() > osize:
             raise FormatError(f"string RLE: the runs make {runs.sum()} cells, more than the {osize} offsets allowed")
-        buf = np.frombuffer(raw, np.uint8)
         data, offsets = _rebuild(buf, np.repeat(starts, runs), np.repeat(lens, runs), size, "string RLE")
         return head.rest(), data, offsets
 
@@ -189,29 +220,18 @@ class StringDictionary:
     def reverse_strings(self, ctx, metadata, data):
         head = Header(metadata, "string dictionary")
         size, osize, (ids_w, len_w) = _common_header(head, data, "string dictionary", ctx.limit)
-        raw = bytes(head.take(head.u32()))
-        # each entry's position depends on the previous entry's length: one step per distinct string
-        lens, starts, pos = [], [], 0
-        while pos < len(raw):
-            if pos + len_w > len(raw):
-                raise FormatError(f"string dictionary: entry length at byte {pos} is cut off")
-            n = int.from_bytes(raw[pos:pos + len_w], "big")
-            pos += len_w
-            if pos + n > len(raw):
-                raise FormatError(f"string dictionary: a {n}-byte entry at byte {pos} runs past the dictionary")
-            lens.append(n)
-            starts.append(pos)
-            pos += n
+        buf = np.frombuffer(head.take(head.u32()), np.uint8)
+        at = _records(buf, 0, len_w, "string dictionary")
+        lens, starts = _be_at(buf, at, len_w), at + len_w
         if len(data) % ids_w:
             raise FormatError(f"string dictionary: {len(data)} bytes are not whole {ids_w}-byte ids")
         ids = _from_be(np.frombuffer(data, np.uint8), ids_w)
         if len(ids) > osize:
             raise FormatError(f"string dictionary: {len(ids)} cells, more than the {osize} offsets allowed")
-        if len(ids) and ids.max(initial=0) >= len(lens):
-            raise FormatError(f"string dictionary: id {int(ids.max())} but the dictionary has {len(lens)} entries")
-        buf = np.frombuffer(raw, np.uint8)
-        data, offsets = _rebuild(buf, np.asarray(starts, np.int64)[ids], np.asarray(lens, np.int64)[ids], size,
-                                 "string dictionary")
+        wrong = ids[(ids >= len(lens)) | (ids < 0)]
+        if len(wrong):
+            raise FormatError(f"string dictionary: id {int(wrong[0]) % 2**64} but the dictionary has {len(lens)} entries")
+        data, offsets = _rebuild(buf, starts[ids], lens[ids], size, "string dictionary")
         return head.rest(), data, offsets
 
 
