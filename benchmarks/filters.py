@@ -26,7 +26,7 @@ from construct import Container
 
 import tdbformat
 from tdbformat.enums import Compressor, Datatype, FilterType
-from tdbformat.filters import filter_tile, set_threads, unfilter
+from tdbformat.filters import filter_tile, set_threads, unfilter, unfilter_strings
 
 MIB = int(sys.argv[1]) if len(sys.argv) > 1 else 64
 KEY = bytes(range(32))
@@ -129,11 +129,12 @@ def write_with_tiledb(path, filters, values):
 
 
 def versus_tiledb(reps=3):
-    """Dense reads of the same array by tdbformat (1 thread; 2 across tiles; 2 across chunks) and TileDB-Py."""
+    """Dense reads of the same array by tdbformat (1 thread; 2 threads, which decode tiles in parallel) and
+    TileDB-Py."""
     import tiledb
     print(f"\n{MIB} MiB dense array of 8 tiles, written by TileDB-Py {tiledb.__version__}; median of {reps} "
           "alternating reads; ratio = tdbformat time / TileDB-Py time\n")
-    ways = {"1 thread": (1, 1), "2 tile threads": (2, 1), "2 chunk threads": (1, 2)}
+    ways = {"1 thread": 1, "2 threads": 2}
     print("| pipeline | TileDB-Py MB/s | " + " | ".join(f"tdbformat {w} MB/s | ratio" for w in ways) + " |")
     print("|---|---|" + "---|---|" * len(ways))
     mb = MIB * 2**20 / 1e6
@@ -150,16 +151,14 @@ def versus_tiledb(reps=3):
                     got, t = timed(lambda: arr[:])
                 assert np.array_equal(got["a"] if isinstance(got, dict) else got, values)
                 times["TileDB-Py"].append(t)
-                for w, (tiles, chunks) in ways.items():
-                    set_threads(chunks)
-                    got, t = timed(lambda: tdbformat.open_array(path).read(threads=tiles))
+                for w, threads in ways.items():
+                    got, t = timed(lambda: tdbformat.open_array(path).read(threads=threads))
                     assert np.array_equal(got["a"], values)
                     times[w].append(t)
             med = {w: statistics.median(ts) for w, ts in times.items()}
             row = f"| {name} | {mb / med['TileDB-Py']:,.0f} |"
             row += "".join(f" {mb / med[w]:,.0f} | {med[w] / med['TileDB-Py']:.2f} |" for w in ways)
             print(row, flush=True)
-    set_threads(os.cpu_count() or 1)
 
 
 def main():
@@ -184,7 +183,31 @@ def main():
         else:
             row += " | | |"
         print(row, flush=True)
+    strings()
     versus_tiledb()
+
+
+def strings():
+    """String RLE and dictionary (one chunk per tile, the offsets inside): 5 words in runs, and 2,000 words."""
+    print("\n| string filter | cells | decode MB/s | encode MB/s |\n|---|---|---|---|")
+    rng = np.random.default_rng(0)
+    words = np.array([b"alpha", b"beta", b"gamma", b"delta-long-name", b"e"] + [b"w%d" % i for i in range(2000)])
+    n = MIB * 2**20 // 8  # about 1/2 of MIB of strings
+    for label, pick in [("5 words in runs", np.repeat(rng.integers(0, 5, n), rng.integers(1, 8, n))[:n]),
+                        ("2,005 words", rng.integers(0, len(words), n))]:
+        cells = words[pick]
+        lengths = np.char.str_len(cells)
+        data = b"".join(cells.tolist())
+        offsets = (np.cumsum(lengths) - lengths).astype("<u8")
+        for ftype, compressor in [(FilterType.RLE, Compressor.RLE), (FilterType.DICTIONARY,
+                                                                     Compressor.DICTIONARY_ENCODING)]:
+            pipeline = Container(max_chunk_size=65536, filters=[f(ftype, compressor=compressor, level=-1)])
+            kw = dict(datatype=Datatype.STRING_ASCII, version=22)
+            tile, t_enc = timed(lambda: filter_tile(data, pipeline, cell_size=1, offsets=offsets, **kw))
+            (out, _), t_dec = timed(lambda: unfilter_strings(tile, pipeline, **kw))
+            assert bytes(out) == data
+            mb = len(data) / 1e6
+            print(f"| {ftype.name} | {label} | {mb / t_dec:,.0f} | {mb / t_enc:,.0f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -92,18 +92,18 @@ def _records(buf: np.ndarray, skip: int, width: int, what: str) -> np.ndarray:
     if n == 0:
         return np.zeros(0, np.int64)
     end, bad = n, n + 1  # where the chain stops: at the end, or at a record that does not fit
-    jump = np.full(n + 2, bad, np.int64)
+    jump = np.full(n + 2, bad, np.int32 if n < 2**31 - 2 else np.int64)  # narrow: half the bytes to gather
     jump[end] = end
     if n >= head:
         here = np.arange(n - head + 1)
         lengths = _be_at(buf, here + skip, width)
         nxt = here + head + lengths
         jump[:len(here)] = np.where((lengths >= 0) & (nxt <= n), nxt, bad)
-    chain = np.zeros(1, np.int64)
+    chain = np.zeros(1, jump.dtype)
     while jump[0] < end:
         chain = np.concatenate([chain, jump[chain]])
         jump = jump[jump]
-    chain = chain[chain < end]
+    chain = chain[chain < end].astype(np.int64)
     if jump[0] == bad:  # the last record of the chain does not fit
         last = int(chain[-1])
         if last + head > n:
