@@ -79,38 +79,41 @@ def _be_at(buf: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
     return out.view(np.int64)
 
 
+_WINDOW = 1 << 16  # bytes of records walked at once: their jump tables stay in cache
+
+
 def _records(buf: np.ndarray, skip: int, width: int, what: str) -> np.ndarray:
     """Positions of the records laid back to back in ``buf``, each ``skip`` bytes, a ``width``-byte big-endian
     string length, and the string.
 
     A record's place depends on the length before it, so rather than a step per record, the next record is
-    worked out after every byte (as if a record started there), and the chain from byte 0 follows by pointer
-    doubling: with the positions 2**k records on from every byte, the first 2**k records give the next
-    2**k, in log2(records) whole-array gathers.
+    worked out after every byte of a window (as if a record started there), and the chain through the window
+    follows by pointer doubling: with the positions 2**k records on from every byte, the first 2**k records
+    give the next 2**k, in log2(records) gathers. The record that leaves the window starts the next one.
     """
-    n, head = len(buf), skip + width
-    if n == 0:
-        return np.zeros(0, np.int64)
-    end, bad = n, n + 1  # where the chain stops: at the end, or at a record that does not fit
-    jump = np.full(n + 2, bad, np.int32 if n < 2**31 - 2 else np.int64)  # narrow: half the bytes to gather
-    jump[end] = end
-    if n >= head:
-        here = np.arange(n - head + 1)
-        lengths = _be_at(buf, here + skip, width)
-        nxt = here + head + lengths
-        jump[:len(here)] = np.where((lengths >= 0) & (nxt <= n), nxt, bad)
-    chain = np.zeros(1, jump.dtype)
-    while jump[0] < end:
-        chain = np.concatenate([chain, jump[chain]])
-        jump = jump[jump]
-    chain = chain[chain < end].astype(np.int64)
-    if jump[0] == bad:  # the last record of the chain does not fit
+    n, head, pos, pieces = len(buf), skip + width, 0, []
+    while pos < n:
+        size = min(_WINDOW, n - pos)
+        here = np.arange(pos, pos + size)
+        fits = here + head <= n
+        lengths = _be_at(buf, here[fits] + skip, width)
+        # past the window (or not a record: a length past the data or a header cut off) is one sink, ``size``
+        jump = np.full(size + 1, size, np.int32)
+        jump[:len(lengths)] = np.where(lengths >= 0, np.clip(here[fits] + head + lengths - pos, 0, size), size)
+        chain = np.zeros(1, np.int32)
+        while jump[0] < size:
+            chain = np.concatenate([chain, jump[chain]])
+            jump = jump[jump]
+        chain = chain[chain < size] + pos
+        pieces.append(chain)
         last = int(chain[-1])
         if last + head > n:
             raise FormatError(f"{what}: the record at byte {last} is cut off")
         length = int(_be_at(buf, np.array([last + skip]), width)[0]) % 2**64
-        raise FormatError(f"{what}: a {length}-byte string at byte {last + head} runs past the {n} bytes")
-    return chain
+        if last + head + length > n:
+            raise FormatError(f"{what}: a {length}-byte string at byte {last + head} runs past the {n} bytes")
+        pos = last + head + length
+    return np.concatenate(pieces).astype(np.int64) if pieces else np.zeros(0, np.int64)
 
 
 def _cells(data, offsets):
