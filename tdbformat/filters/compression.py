@@ -357,15 +357,24 @@ def _unpack_places(count: int, width: int):
 def pack_fields(fields: np.ndarray, width: int) -> np.ndarray:
     """The u64 words of ``fields`` (u64 below ``2**width``) laid MSB first: the inverse of unpack_fields."""
     count = len(fields)
-    word, off = _field_places(count, width)
     words = np.zeros(-(-count * width // 64) + 1, np.uint64)
     if count:
+        off, first, word_first, last, word_after, rest = _pack_places(count, width)
         top = fields << np.uint64(64 - width)
-        first = np.flatnonzero(np.diff(word, prepend=-1))  # the fields that start each word
-        words[word[first]] = np.bitwise_or.reduceat(top >> off, first)
-        last = np.append(first[1:], count) - 1  # only a word's last field can run into the next word
-        words[word[last] + 1] |= (top[last] << np.uint64(1)) << (np.uint64(63) - off[last])
+        words[word_first] = np.bitwise_or.reduceat(top >> off, first)
+        words[word_after] |= (top[last] << np.uint64(1)) << rest
     return words[:-1]
+
+
+@functools.lru_cache(maxsize=16)
+def _pack_places(count: int, width: int):
+    """For pack_fields, kept like :func:`_unpack_places`: each field's offset, the fields that start a word
+    and their words, and each word's last field (only it can run into the next word), that next word and the
+    shift that brings the field's end there."""
+    word, off = _field_places(count, width)
+    first = np.flatnonzero(np.diff(word, prepend=-1))
+    last = np.append(first[1:], count) - 1
+    return off, first, word[first], last, word[last] + 1, np.uint64(63) - off[last]
 
 
 #: Header of a delta part: the count, then the first value and the deltas (REFERENCE §7.5).
