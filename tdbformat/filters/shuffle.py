@@ -237,10 +237,12 @@ _LIBRARY = _library()
 
 def _bitshuffle(buf: np.ndarray, size: int, inverse: bool, library=_LIBRARY) -> np.ndarray:
     if library is not None:
-        out, whole = buf.copy(), len(buf) // size * size
-        out[:whole] = (library.bitunshuffle if inverse else library.bitshuffle)(buf[:whole].view(f"<u{size}"), 0).view(
+        whole = len(buf) // size * size
+        done = (library.bitunshuffle if inverse else library.bitshuffle)(buf[:whole].view(f"<u{size}"), 0).view(
             np.uint8)
-        return out
+        if whole == len(buf):  # the usual case: its output is ours, without a copy
+            return done
+        return np.concatenate([done, buf[whole:]])
     full = len(buf) // _BLOCK * _BLOCK
     end = full + (len(buf) - full) // size // 8 * 8 * size
     out = np.empty_like(buf)
