@@ -209,7 +209,7 @@ class BitWidthReduction(Codec):
             _scatter(out, out_starts[sel], values.view(np.uint8))
         for i in np.flatnonzero(~packed):
             out[out_starts[i]:out_starts[i] + sizes[i]] = buf[in_starts[i]:in_starts[i] + sizes[i]]
-        return head.rest(), out.tobytes()
+        return head.rest(), out
 
 
 @register(FilterType.POSITIVE_DELTA)
@@ -254,12 +254,19 @@ class PositiveDelta(Codec):
         if int(sizes.sum()) != len(data):
             raise FormatError(f"POSITIVE_DELTA: windows of {int(sizes.sum())} bytes but the data has {len(data)}")
         buf = np.frombuffer(data, np.uint8)
-        out = buf.copy()
+        out = np.empty_like(buf)
         starts = np.cumsum(sizes) - sizes
         whole = sizes % size == 0
         for n in np.unique(sizes[whole] // size):
             sel = np.flatnonzero(whole & (sizes // size == n))
             deltas = _gather(buf, starts[sel], n * size).view(dtype)
-            values = np.cumsum(deltas, axis=1, dtype=dtype) + windows["offset"][sel, None]
+            # one running sum over all the windows (a sum along short rows costs numpy more), each row then
+            # moved by its first value less what the rows before it added up to
+            values = np.cumsum(deltas.reshape(-1), dtype=dtype).reshape(deltas.shape)
+            base = windows["offset"][sel].astype(dtype)
+            base[1:] -= values[:-1, -1]
+            values += base[:, None]
             _scatter(out, starts[sel], values.view(np.uint8))
-        return head.rest(), out.tobytes()
+        for i in np.flatnonzero(~whole):  # a ragged tail stays as it is
+            out[starts[i]:starts[i] + sizes[i]] = buf[starts[i]:starts[i] + sizes[i]]
+        return head.rest(), out
