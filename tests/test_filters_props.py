@@ -464,3 +464,18 @@ def test_windowed_filters_match_a_plain_python_reference(datatype, window, nwind
     md, out = codec.forward(ctx, [], [values.tobytes()])
     assert (b"".join(md), b"".join(out)) == _windowed_reference(values, window, bwr)
     assert bytes(codec.reverse(ctx, memoryview(b"".join(md)), memoryview(b"".join(out)))[1]) == values.tobytes()
+
+
+@PROPS
+@given(st.integers(0, 255).filter(lambda b: b not in (8, 16, 32, 64)), st.integers(0, 3))
+def test_bit_width_reduction_rejects_a_window_width_tiledb_never_writes(bits, window):
+    from tdbformat.errors import FormatError
+    pipeline = _pipeline(_filter(FilterType.BIT_WIDTH_REDUCTION, max_window_size=64))
+    values = np.arange(64, dtype="<i4").tobytes()  # 4 windows of 16 values, each stored in 8 bits
+    tile = filter_tile(values, pipeline, datatype=Datatype.INT32, version=22, cell_size=4)
+    md = bytearray(tile.chunks[0].metadata)
+    assert md[8 + 9 * window + 4] == 8
+    md[8 + 9 * window + 4] = bits  # header: input length, window count, then (offset i4, bits u1, nbytes u4)
+    tile.chunks[0].metadata = bytes(md)
+    with pytest.raises(FormatError, match="bit widths"):
+        unfilter(tile, pipeline, datatype=Datatype.INT32, version=22, cell_size=4)

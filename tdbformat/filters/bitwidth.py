@@ -95,6 +95,10 @@ def _header_dtype(dtype, with_bits: bool) -> np.dtype:
     return np.dtype(fields)
 
 
+# whether a window's u8 bit width is one TileDB writes, by value: np.isin per chunk cost more than the header
+_WIDTHS = np.isin(np.arange(256), (8, 16, 32, 64))
+
+
 def _signed_or_unsigned(dtype, bits: int) -> np.dtype:
     return np.dtype(f"<{dtype.kind}{bits // 8}")
 
@@ -189,7 +193,7 @@ class BitWidthReduction(Codec):
         sizes, bits = windows["nbytes"].astype(np.int64), windows["bits"].astype(np.int64)
         if int(sizes.sum()) != length or length > ctx.limit:
             raise FormatError(f"BIT_WIDTH_REDUCTION: windows of {int(sizes.sum())} bytes for an input of {length}")
-        if not np.isin(bits, (8, 16, 32, 64)).all():
+        if not _WIDTHS[windows["bits"]].all():
             raise FormatError(f"BIT_WIDTH_REDUCTION: window bit widths {sorted(set(bits.tolist()))} are not "
                               "8, 16, 32 or 64")
         packed = (bits < full) & (sizes % size == 0)
