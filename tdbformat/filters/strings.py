@@ -117,18 +117,31 @@ def _records(buf: np.ndarray, skip: int, width: int, what: str) -> np.ndarray:
 
 
 def _cells(data, offsets):
-    """(u8 bytes, cell lengths, (n, 8 + longest) matrix whose rows are equal iff the cells are)."""
+    """(u8 bytes, cell lengths, (n, k) u64 matrix whose rows are equal iff the cells are: the length, then
+    the bytes zero-padded to whole words, which numpy compares and sorts eight bytes at a time)."""
     buf = np.frombuffer(data, np.uint8)
     offsets = np.asarray(offsets, np.int64)
     if len(offsets) and (offsets[0] != 0 or np.any(np.diff(offsets) < 0) or offsets[-1] > len(buf)):
         raise FormatError("the offsets do not start at 0 and increase within the data")
     lengths = np.diff(np.append(offsets, len(buf)))
-    width = int(lengths.max()) if len(lengths) else 0
-    rows = np.zeros((len(lengths), 8 + width), np.uint8)
-    rows[:, :8] = lengths.astype("<u8").view(np.uint8).reshape(-1, 8)
-    col = np.arange(len(buf)) - np.repeat(offsets, lengths)
-    rows[np.repeat(np.arange(len(lengths)), lengths), 8 + col] = buf
+    words = 1 + -(-int(lengths.max(initial=0)) // 8)
+    rows = np.zeros((len(lengths), words), np.uint64)
+    rows[:, 0] = lengths
+    rows.view(np.uint8).reshape(-1)[_ranges(8 * words * np.arange(len(lengths)) + 8, lengths)] = buf
     return buf, lengths, rows
+
+
+def _distinct(rows):
+    """(first index of each distinct row, in sorted order; each row's group in that order), as np.unique's
+    return_index and return_inverse: a stable sort by the u64 columns (a sort of the rows as opaque
+    bytes costs numpy many times more)."""
+    order = np.lexsort(rows.T[::-1])
+    ordered = rows[order]
+    new = np.ones(len(rows), bool)
+    new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    inverse = np.empty(len(rows), np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return order[new], inverse
 
 
 def _assemble(fields, buf, starts, lengths) -> bytes:
@@ -206,8 +219,7 @@ class StringDictionary:
 
     def forward_strings(self, ctx, data, offsets):
         buf, lengths, rows = _cells(data, offsets)
-        keys = rows.view(f"V{rows.shape[1]}").reshape(-1)
-        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        first, inverse = _distinct(rows)
         order = np.argsort(first)
         rank = np.empty_like(order)
         rank[order] = np.arange(len(order))
