@@ -417,7 +417,7 @@ def test_rle_matches_a_plain_python_reference(cs, cells, long_run):
     ctx = FilterContext(cell_size=cs)
     packed = Rle().compress(ctx, raw)
     assert packed == _rle_reference(raw, cs)
-    assert Rle().decompress(ctx, packed, len(raw)) == raw
+    assert bytes(Rle().decompress(ctx, packed, len(raw))) == raw  # a buffer (a numpy view), as codecs return
 
 
 def _windowed_reference(values: np.ndarray, window: int, bwr: bool) -> tuple[bytes, bytes]:

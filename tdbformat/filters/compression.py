@@ -70,7 +70,7 @@ class CompressionCodec(Codec):
 
     def forward(self, ctx, metadata, data):
         parts = list(metadata) + list(data)
-        packed = [self.compress(ctx, bytes(p)) for p in parts]
+        packed = [self.compress(ctx, p) for p in parts]  # the libraries take any buffer: no copy to bytes
         sizes = [(len(p), len(c)) for p, c in zip(parts, packed)]
         return [write_part_sizes(sizes[: len(metadata)], sizes[len(metadata):])], [b"".join(packed)]
 
@@ -200,7 +200,7 @@ class Rle(CompressionCodec):
         lengths = runs["run_length"].astype(np.int64)
         if int(lengths.sum()) * cs != orig_size:
             raise FormatError(f"RLE: the runs expand to {int(lengths.sum()) * cs} bytes, the header says {orig_size}")
-        return np.repeat(runs["value"], lengths).tobytes()
+        return np.repeat(runs["value"], lengths).view(np.uint8)  # a view: no copy of the tile
 
 
 def _cell_dtype(cs: int) -> np.dtype:
@@ -405,4 +405,4 @@ class Delta(_Reinterpreting):
         if len(head.rest()) != overrun:
             raise FormatError(f"DELTA: {len(head.rest())} bytes after the last value (v{ctx.version} writes "
                               f"{overrun})")
-        return np.cumsum(x, dtype=x.dtype).tobytes()
+        return np.cumsum(x, dtype=x.dtype).view(np.uint8)
