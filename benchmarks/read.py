@@ -1,7 +1,8 @@
-"""Full reads with tdbformat against TileDB-Py: a 128 MiB int32 dense array (zstd) and a 1M-cell sparse array.
+"""Reads with tdbformat against TileDB-Py, in the shapes issue #15 names.
 
-Each array is read 5 times with each reader, alternating; the table shows the median times and their
-ratio tdbformat / TileDB-Py (goal: <= 1.0). Run: ``python benchmarks/read.py``.
+Every read runs ``ROUNDS`` times with each reader, alternating in one process; the table shows median times,
+their ratio tdbformat / TileDB-Py (goal: <= 1.0) and the peak memory each read added (VmHWM after a reset
+through /proc/self/clear_refs, Linux; "-" elsewhere). Run: ``python benchmarks/read.py``.
 """
 
 from __future__ import annotations
@@ -13,63 +14,125 @@ from pathlib import Path
 
 import numpy as np
 import tiledb
+from rich.console import Console
+from rich.table import Table
 
-from tdbformat.array import open_array
+from tdbformat import open_array
 
-ROUNDS = 5
-
-
-def write_dense(uri: str):
-    n = 128 * 2**20 // 4
-    side = int(np.sqrt(n))
-    dims = [tiledb.Dim("r", domain=(0, side - 1), tile=1024, dtype=np.int64),
-            tiledb.Dim("c", domain=(0, side - 1), tile=1024, dtype=np.int64)]
-    schema = tiledb.ArraySchema(domain=tiledb.Domain(*dims),
-                                attrs=[tiledb.Attr("a", dtype=np.int32, filters=[tiledb.ZstdFilter()])])
-    tiledb.Array.create(uri, schema)
-    with tiledb.open(uri, "w") as A:
-        A[:] = np.arange(side * side, dtype=np.int32).reshape(side, side) % 1000
+ROUNDS = 3
+N = 1_000_000
 
 
-def write_sparse(uri: str):
-    n = 1_000_000
+def write_sparse(uri: str, fragments: int = 1, n: int = N):
+    """``n`` cells over 2 int64 dims with a float64, in ``fragments`` fragments (distinct coordinates each)."""
     rng = np.random.default_rng(0)
     dims = [tiledb.Dim("x", domain=(0, 99_999), tile=1000, dtype=np.int64),
             tiledb.Dim("y", domain=(0, 99_999), tile=1000, dtype=np.int64)]
     schema = tiledb.ArraySchema(domain=tiledb.Domain(*dims), sparse=True, capacity=10_000,
                                 attrs=[tiledb.Attr("a", dtype=np.float64, filters=[tiledb.ZstdFilter()])])
     tiledb.Array.create(uri, schema)
+    per = n // fragments
+    for f in range(fragments):
+        with tiledb.open(uri, "w", timestamp=f + 1) as A:
+            cells = rng.choice(N, per, replace=False) if fragments > 1 else rng.permutation(N)
+            A[cells // 1000 * 100, cells % 1000 * 100] = rng.random(per)
+
+
+def write_strings(uri: str):
+    dim = tiledb.Dim("i", domain=(0, N - 1), tile=100_000, dtype=np.int64)
+    schema = tiledb.ArraySchema(domain=tiledb.Domain(dim), attrs=[
+        tiledb.Attr("s", dtype=str, var=True, filters=[tiledb.ZstdFilter()])])
+    tiledb.Array.create(uri, schema)
+    rng = np.random.default_rng(0)
+    words = np.array([f"w{k}-é" * (k % 4) for k in range(1000)], object)
     with tiledb.open(uri, "w") as A:
-        cells = rng.permutation(n)  # distinct coordinates, written unordered
-        A[cells // 1000 * 100, cells % 1000 * 100] = rng.random(n)
+        A[:] = {"s": words[rng.integers(0, 1000, N)]}
 
 
-def tiledb_py(uri: str, sparse: bool):
-    with tiledb.open(uri) as A:
-        return A.query(order="C")[:] if sparse else A[:]
+def write_dense(uri: str, side: int = 1000):
+    dims = [tiledb.Dim("r", domain=(0, side - 1), tile=100, dtype=np.int64),
+            tiledb.Dim("c", domain=(0, side - 1), tile=100, dtype=np.int64)]
+    schema = tiledb.ArraySchema(domain=tiledb.Domain(*dims),
+                                attrs=[tiledb.Attr("a", dtype=np.int32, filters=[tiledb.ZstdFilter()])])
+    tiledb.Array.create(uri, schema)
+    with tiledb.open(uri, "w") as A:
+        A[:] = np.arange(side * side, dtype=np.int32).reshape(side, side)
 
 
-def timed(fn, *args):
+def _rss_reset():
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return _status("VmRSS")
+    except OSError:
+        return None
+
+
+def _status(key: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+
+def measure(fn):
+    """(seconds, peak bytes added or None) of one call."""
+    base = _rss_reset()
     t = time.perf_counter()
-    fn(*args)
-    return time.perf_counter() - t
+    fn()
+    elapsed = time.perf_counter() - t
+    return elapsed, (None if base is None else max(_status("VmHWM") - base, 0))
+
+
+def with_open(uri, read):
+    with tiledb.open(uri) as A:
+        return read(A)
+
+
+def cases(tmp: Path):
+    """(name, uri, writer, tdbformat read, TileDB-Py read) of each row."""
+    def py(uri, **kw):
+        return lambda: with_open(uri, lambda A: A.query(**kw)[:])
+
+    one, twenty, many = str(tmp / "one"), str(tmp / "twenty"), str(tmp / "many")
+    yield "sparse 1M, 1 fragment, order U", one, write_sparse, lambda: open_array(one).query(order="U")[:], py(one, order="U")
+    yield "sparse 1M, 1 fragment, order G", one, None, lambda: open_array(one).query(order="G")[:], py(one, order="G")
+    yield "sparse 1M, 1 fragment, order C", one, None, lambda: open_array(one).query(order="C")[:], py(one, order="C")
+    yield ("open 200 sparse fragments (5,000 cells each)", many, lambda u: write_sparse(u, 200, 200 * 5000),
+           lambda: open_array(many), lambda: tiledb.open(many).close())
+    strings = str(tmp / "strings")
+    yield ("1M var UTF-8 strings, dense, zstd", strings, write_strings, lambda: open_array(strings)[:],
+           lambda: with_open(strings, lambda A: A[:]))
+    rng = (40_000, 40_399)  # rows 400..403 of the 1000 x 1000 coordinate grid: 0.4% of the cells
+    yield ("sparse 1M, ~0.4% by a range", one, None, lambda: open_array(one).multi_index[rng[0]:rng[1]],
+           lambda: with_open(one, lambda A: A.multi_index[rng[0]:rng[1]]))
+    for order in "UGC":
+        yield (f"sparse 1M in 20 fragments, order {order}", twenty, (lambda u: write_sparse(u, 20)) if order == "U"
+               else None, lambda o=order: open_array(twenty).query(order=o)[:], py(twenty, order=order))
+    dense = str(tmp / "dense")
+    yield ("dense 1000x1000 int32, a 10x10 slice", dense, write_dense, lambda: open_array(dense)[500:510, 500:510],
+           lambda: with_open(dense, lambda A: A[500:510, 500:510]))
+    yield ("dense 1000x1000 int32, all", dense, None, lambda: open_array(dense)[:],
+           lambda: with_open(dense, lambda A: A[:]))
 
 
 def main():
+    table = Table(title=f"tdbformat vs TileDB-Py, median of {ROUNDS}, alternating in one run")
+    for col in ("read", "tdbformat ms", "TileDB-Py ms", "ratio", "tdbformat peak MiB", "TileDB-Py peak MiB"):
+        table.add_column(col, justify="left" if col == "read" else "right")
     with tempfile.TemporaryDirectory() as tmp:
-        rows = []
-        for name, write, sparse in (("dense 128 MiB int32 zstd", write_dense, False),
-                                    ("sparse 1M cells", write_sparse, True)):
-            uri = str(Path(tmp) / name.split()[0])
-            write(uri)
-            ours, theirs = [], []
+        for name, uri, write, ours, theirs in cases(Path(tmp)):
+            if write is not None:
+                write(uri)
+            a, b = [], []
             for _ in range(ROUNDS):
-                ours.append(timed(lambda: open_array(uri).read()))
-                theirs.append(timed(tiledb_py, uri, sparse))
-            rows.append((name, statistics.median(ours), statistics.median(theirs)))
-    print("| array | tdbformat (s) | TileDB-Py (s) | ratio |\n|---|---|---|---|")
-    for name, a, b in rows:
-        print(f"| {name} | {a:.3f} | {b:.3f} | {a / b:.2f} |")
+                a.append(measure(ours))
+                b.append(measure(theirs))
+            ta, tb = statistics.median(x[0] for x in a), statistics.median(x[0] for x in b)
+            ma, mb = (max(x[1] for x in r) if r[0][1] is not None else None for r in (a, b))
+            print(name, f"{ta * 1e3:.1f} ms vs {tb * 1e3:.1f} ms", flush=True)
+            table.add_row(name, f"{ta * 1e3:.1f}", f"{tb * 1e3:.1f}", f"{ta / tb:.2f}",
+                          "-" if ma is None else f"{ma / 2**20:.1f}", "-" if mb is None else f"{mb / 2**20:.1f}")
+    Console(width=140).print(table)
 
 
 if __name__ == "__main__":

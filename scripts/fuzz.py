@@ -65,7 +65,12 @@ def main(argv=None) -> int:
     p.add_argument("--memory", type=int, default=512, help="MiB a worker may map above its baseline")
     p.add_argument("--cli-fraction", type=float, default=0.03, help="share of cases also run through the CLI")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--corpus", choices=("all", "prev1"), default="all",
+                   help="prev1: only the arrays from before format version 1 (tests/data/prev1)")
     args = p.parse_args(argv)
+    if args.corpus == "prev1":  # read by the workers, which inherit the environment
+        import os
+        os.environ["TDBFORMAT_FUZZ_CORPUS"] = "prev1"
     opts = Options(seed=args.seed, cases=args.cases, seconds=args.seconds, workers=args.workers,
                    timeout=args.timeout, memory_mib=args.memory, cli_fraction=args.cli_fraction)
     if args.case is not None:

@@ -2,8 +2,10 @@
 
 from . import spec
 from .array import Array, Fragment, open_array
+from .array import ConditionError, MemoryBudgetError, Query
 from .array.metadata import delete_metadata, put_metadata
 from .array.deletes import delete_cells
+from .array.writer import ArrayWriter, create, open_writer, write
 from .groups import Group, create_group
 from .array import schema
 from .errors import ChecksumError, EncryptionError, FormatError, FormatWarning, UnsupportedError, VersionError
@@ -24,6 +26,10 @@ from .structs.group import GroupDetails
 from .structs.metadata import ArrayMetadata, fold_metadata
 from .structs.tile import DataFile, Tile, TileChunk
 from .versions import KNOWN_VERSIONS, LATEST
+from .array.legacy import LegacyArray
+from .structs.prev1_0x import ArraySchema0x, BookKeeping0x
+from .structs.prev1_1x import ArraySchema1x, FragmentMetadata1x, GenericTile1x
+from .validate import RULES, Finding, validate  # noqa: E402 (the function shadows its package's name, on purpose)
 
 __all__ = [
     "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError", "FormatWarning",
@@ -40,4 +46,8 @@ __all__ = [
     "delete_cells",
     "create_group", "Group",
     "schema",
+    "LegacyArray", "ArraySchema0x", "BookKeeping0x", "ArraySchema1x", "FragmentMetadata1x", "GenericTile1x",
+    "validate", "Finding", "RULES",
+    "create", "write", "open_writer", "ArrayWriter",
+    "Query", "ConditionError", "MemoryBudgetError",
 ]

@@ -14,6 +14,8 @@ def cmd_inspect(args) -> int:
     from .files import inspect_path
     from .render import files_json, to_tree
 
+    if args.coverage or args.hex:
+        return cmd_inspect_bytes(args)
     parsed = inspect_path(args.path, key=args.key, progress=_progress_wanted())
     if args.json:
         _print_json(_doc("inspect", args.path, files=files_json(parsed)))
@@ -265,13 +267,123 @@ def cmd_export_ksy(args) -> int:
 
 def cmd_diff(args) -> int:
     from .files import parse_file
-    from .spec_render import render_file_diff
+    from .spec_render import dialect_diff, render_file_diff
+    from .versions import DIALECTS
+
+    if args.file_a in DIALECTS:  # ``tdbformat diff 1.x 1``: what changed at format version 1
+        print(dialect_diff(args.file_a, int(args.file_b) if args.file_b.isdigit() else -1), end="")
+        return 0
 
     a, b = parse_file(args.file_a, key=args.key), parse_file(args.file_b, key=args.key)
     print(render_file_diff(a, b, "json" if args.json else args.format), end="")
     return 0
 
 # --- end format versions and spec ---
+
+
+# --- validate, stats, versions, inspect --coverage/--hex (tdbformat.validate, .stats, .coverage) ---
+
+def _progress():
+    """(rich Progress or None, callback for validate(progress=)): a bar on stderr, when a person watches."""
+    if not _progress_wanted():
+        return None, None
+    from rich.console import Console
+    from rich.progress import Progress
+
+    bar = Progress(console=Console(stderr=True), transient=True)
+    task = bar.add_task("validating tiles", total=0)
+
+    def advance(done=0, total=0):
+        if total:
+            bar.update(task, total=bar.tasks[0].total + total)
+        if done:
+            bar.update(task, advance=done)
+    return bar, advance
+
+
+def cmd_validate(args) -> int:
+    from .validate import RULES, validate
+
+    rules = None if not args.rules else [r.strip() for x in args.rules for r in x.split(",") if r.strip()]
+    bar, advance = _progress()
+    if bar is not None:
+        with bar:
+            findings = validate(args.path, key=args.key, rules=rules, progress=advance)
+    else:
+        findings = validate(args.path, key=args.key, rules=rules)
+    errors = sum(f.severity == "error" for f in findings)
+    if args.json:
+        _print_json(_doc("validate", args.path, rules=rules or list(RULES), errors=errors,
+                         warnings=len(findings) - errors, findings=[f.to_json() for f in findings]))
+    elif not findings:
+        _console().print(f"{args.path}: no findings ({len(rules or RULES)} rules)")
+    else:
+        for f in findings:
+            print(f)
+        print(f"{errors} errors, {len(findings) - errors} warnings")
+    return 1 if errors else 0
+
+def cmd_stats(args) -> int:
+    from .stats import stats
+
+    doc = stats(args.path, key=args.key)
+    if args.json:
+        _print_json(_doc("stats", args.path, **doc))
+        return 0
+    console = _console()
+    console.print(_table("fragments", ["name", "version", "type", "timestamp_range", "cells", "tiles"],
+                         [(f["name"], f["format_version"], f["type"], f["timestamp_range"], f["cell_num"],
+                           f["tile_num"]) for f in doc["fragments"]]))
+    console.print(_table("fields", ["field", "file", "filters", "tiles", "disk bytes", "memory bytes", "ratio",
+                                    "tile bytes min / median / max"],
+                         [(r["field"], r["file"], r["filters"], r["tiles"], r["disk_bytes"], r["memory_bytes"],
+                           r["ratio"], "{min} / {median} / {max}".format(**r["tile_bytes"])) for r in doc["fields"]]))
+    console.print(_table("filters", ["filters", "fields", "disk bytes", "memory bytes", "ratio"],
+                         [(f["filters"], ", ".join(f["fields"]), f["disk_bytes"], f["memory_bytes"], f["ratio"])
+                          for f in doc["filters"]]))
+    return 0
+
+
+def cmd_versions(args) -> int:
+    from .stats import versions
+
+    doc = versions(args.path, key=args.key)
+    if args.json:
+        _print_json(_doc("versions", args.path, **doc))
+        return 0
+    console = _console()
+    console.print(_table("format versions", ["kind", "name", "format version"],
+                         [(r["kind"], r["name"], r["format_version"]) for r in doc["files"]]))
+    console.print(f"newest format version {doc['newest_format_version']}: TileDB {doc['oldest_tiledb_release']} or "
+                  f"later reads this array ({doc['source']})")
+    return 0
+
+
+
+def cmd_inspect_bytes(args) -> int:
+    """``inspect --coverage`` and ``inspect --hex`` of a file, or of every file of a folder."""
+    from .coverage import coverage, hexdump
+    from .storage import storage_for
+
+    storage, p = storage_for(args.path)
+    files = storage.walk(p) if storage.is_dir(p) else [p]
+    if args.hex:
+        for f in files:
+            print(f"{f}\n{hexdump(f, key=args.key)}")
+        return 0
+    found = [(f, storage.size(f), coverage(f, key=args.key)) for f in files]
+    if args.json:
+        _print_json(_doc("coverage", args.path, files=[
+            {"path": str(f), "size": size, "gaps": [{"space": g.space, "start": g.start, "end": g.end} for g in gaps]}
+            for f, size, gaps in found]))
+        return 0
+    for f, size, gaps in found:
+        print(f"{f}: {size} bytes, " + ("every byte belongs to a field" if not gaps else
+                                       f"{sum(g.end - g.start for g in gaps)} bytes in no field:"))
+        for g in gaps:
+            print(f"  {g.space} [{g.start}, {g.end}): {g.end - g.start} bytes")
+    return 0
+# --- end validate, stats, versions ---
 
 
 def parser() -> argparse.ArgumentParser:
@@ -282,6 +394,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("path")
     s.add_argument("--json", action="store_true", help="print JSON instead of a tree")
     s.add_argument("--key", help="AES-256-GCM key of an encrypted array (32 characters or 64 hex digits)")
+    s.add_argument("--coverage", action="store_true", help="instead, every byte range no field accounts for")
+    s.add_argument("--hex", action="store_true", help="instead, a hex dump labelled with the field that holds "
+                   "each range")
     s.set_defaults(func=cmd_inspect)
 
     key_help = "AES-256-GCM key of an encrypted array (32 characters or 64 hex digits)"
@@ -338,7 +453,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="list the written files as JSON (docs/json-schema/export-ksy.v1.json)")
     s.set_defaults(func=cmd_export_ksy)
 
-    s = sub.add_parser("diff", help="compare two files of the same kind field by field, with byte offsets")
+    s = sub.add_parser("diff", help="compare two files of the same kind field by field, with byte offsets "
+                       "(or 'diff 1.x 1': the 1.x dialect's layouts against format version 1's)")
     s.add_argument("file_a")
     s.add_argument("file_b")
     s.add_argument("--format", choices=["text", "json"], default="text")
@@ -346,6 +462,28 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--key", help="AES-256-GCM key of an encrypted array (32 characters or 64 hex digits)")
     s.set_defaults(func=cmd_diff)
     # --- end format versions and spec ---
+
+    # --- validate, stats, versions ---
+    from .validate import RULES
+
+    s = sub.add_parser("validate", help="check an array, a group (recursively) or a file against the format's "
+                       "rules; exit 1 if errors are found")
+    s.add_argument("path")
+    s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help=json_help % "validate")
+    s.add_argument("--rules", action="append", metavar="ID[,ID...]",
+                   help="run only these rules (repeatable): " + ", ".join(RULES))
+    s.set_defaults(func=cmd_validate)
+    for name, func, help_ in (("stats", cmd_stats, "bytes on disk and in memory, compression ratio and tile sizes "
+                               "per field and per filter; cells, times and version per fragment"),
+                              ("versions", cmd_versions, "the format version of every schema and fragment, and the "
+                               "oldest TileDB release that reads the array")):
+        s = sub.add_parser(name, help=help_)
+        s.add_argument("path")
+        s.add_argument("--key", help=key_help)
+        s.add_argument("--json", action="store_true", help=json_help % name)
+        s.set_defaults(func=func)
+    # --- end validate, stats, versions ---
     return p
 
 

@@ -31,9 +31,10 @@ from .versions import FEATURES
 
 __all__ = ["file_kind", "array_root", "schema_files", "load_schemas", "is_group", "Listing", "Delete",
            "metadata_files", "enumeration_path", "FRAGMENT_METADATA", "overlaps", "read_metadata",
-           "group_members",
-           "new_name", "checked_timestamp", "array_format_version", "group_format_version", "metadata_path", "delete_commit_path",
-           "group_details_path", "group_marker_path"]
+           "group_members", "new_name", "checked_timestamp", "array_format_version", "group_format_version",
+           "metadata_path", "delete_commit_path", "group_details_path", "group_marker_path",
+           "dialect", "schema_structure", "legacy_file_kind", "legacy_fragments", "legacy_schema_path",
+           "legacy_array_root"]
 
 FRAGMENT_METADATA = "__fragment_metadata.tdb"
 LEGACY_SCHEMA = "__array_schema.tdb"
@@ -72,6 +73,9 @@ def _suffix(name: str) -> str:
 def file_kind(storage: Storage, path) -> str:
     """The role of the file at ``path`` from its name and the folder it is in."""
     name, folder = storage.name(path), storage.name(storage.parent(path))
+    legacy = legacy_file_kind(storage, path)  # a pre-v1 array's files first: they reuse v1's names
+    if legacy is not None:
+        return legacy
     for kind, test in _KINDS:
         if test(name, folder, _suffix(name)):
             return kind
@@ -331,3 +335,184 @@ def group_details_path(storage: Storage, root, name: str):
 
 def group_marker_path(storage: Storage, root):
     return storage.join(root, GROUP_MARKER)
+# --- The dialects from before format version 1 (prev1.md §1, §2.4): their files and how to tell them ---
+
+#: 1.0/1.1 schema, 0.x book-keeping, 0.x commit marker, 0.x consolidation lock, 0.x workspace, 1.0/1.1 lock
+ARRAY_METADATA_1X, BOOK_KEEPING_0X = "__array_metadata.tdb", "__book_keeping.tdb.gz"
+FRAGMENT_MARKER_0X, CONSOLIDATION_LOCK_0X = "__tiledb_fragment.tdb", ".__consolidation_lock"
+WORKSPACE_MARKER_0X, ARRAY_LOCK_1X = "__tiledb_workspace.tdb", "__array_lock.tdb"
+#: empty marker files of the pre-v1 dialects, by kind
+LEGACY_MARKERS = {FRAGMENT_MARKER_0X: "fragment_marker", CONSOLIDATION_LOCK_0X: "consolidation_lock",
+                  WORKSPACE_MARKER_0X: "workspace_marker", ARRAY_LOCK_1X: "lock"}
+
+
+def _u(data: bytes, at: int, n: int) -> int:
+    return int.from_bytes(data[at:at + n], "little")
+
+
+def schema_structure(data: bytes) -> str | None:
+    """Which layout a schema file's bytes follow, by structure, never by the first four bytes alone:
+    ``"v1+"`` (a generic tile whose header, pipeline and body add up to the file), ``"1.x"`` (a 30-byte
+    1.x header that does), ``"0.x"`` (a raw 0.x schema that parses whole), or None."""
+    from .structs.prev1_0x import ArraySchema0x
+    from .versions import LATEST
+    n = len(data)
+    if n >= 34 and (1 <= _u(data, 0, 4) <= LATEST or _u(data, 0, 4) == 2**32 - 1) \
+            and 34 + _u(data, 30, 4) + _u(data, 4, 8) == n:
+        return "v1+"
+    if n >= 30 and 30 + _u(data, 0, 8) == n and _u(data, 17, 8) == 1 and data[16] == 4 and data[25] <= 12:
+        return "1.x"
+    try:
+        ArraySchema0x.parse(data)
+        return "0.x"
+    except FormatError:
+        return None
+
+
+def dialect(storage: Storage, root) -> str | None:
+    """``"0.x"`` or ``"1.x"`` for an array folder of a pre-v1 dialect, None for v1+ (or no array): by the
+    files present (1.0/1.1's ``__array_metadata.tdb``; 0.x's lock and book-keeping) and the schema's
+    structure (:func:`schema_structure`). A schema that follows no layout belongs to the dialect its files
+    say (so that dialect's parser reports what is wrong), else to v1+."""
+    if storage.is_file(storage.join(root, ARRAY_METADATA_1X)):
+        return "1.x"
+    legacy = storage.join(root, LEGACY_SCHEMA)
+    if not storage.is_file(legacy) or storage.is_dir(storage.join(root, SCHEMA_DIR)):
+        return None
+    data = storage.read(legacy, what="array schema")
+    found = schema_structure(data)
+    if found in DIALECTS_FOUND:
+        return found
+    if found is None and _has_0x_files(storage, root):
+        return "0.x"
+    return None
+
+
+DIALECTS_FOUND = ("0.x", "1.x")
+
+
+def _has_0x_files(storage: Storage, root) -> bool:
+    """Whether the folder holds 0.x's consolidation lock or a fragment with a book-keeping file."""
+    if storage.is_file(storage.join(root, CONSOLIDATION_LOCK_0X)):
+        return True
+    return any(storage.is_file(storage.join(root, n, BOOK_KEEPING_0X)) for n in storage.list(root)
+               if n.startswith("__") and storage.is_dir(storage.join(root, n)))
+
+
+def legacy_schema_path(storage: Storage, root):
+    """The schema file of a pre-v1 array: ``__array_metadata.tdb`` (1.0/1.1) or ``__array_schema.tdb``."""
+    old = storage.join(root, ARRAY_METADATA_1X)
+    return old if storage.is_file(old) else storage.join(root, LEGACY_SCHEMA)
+
+
+def legacy_array_root(storage: Storage, path):
+    """The pre-v1 array folder ``path`` belongs to (itself, its parent or grandparent), or None."""
+    folder = path if storage.is_dir(path) else storage.parent(path)
+    for _ in range(2):
+        if storage.is_file(storage.join(folder, ARRAY_METADATA_1X)) or storage.is_file(
+                storage.join(folder, LEGACY_SCHEMA)):
+            return folder if dialect(storage, folder) else None
+        folder = storage.parent(folder)
+    return None
+
+
+def legacy_fragments(storage: Storage, root, found: str) -> list[tuple[str, object, object]]:
+    """``[(name, folder, metadata file)]`` of the committed fragments of a pre-v1 array, oldest first (by
+    the timestamp that ends the name, then the name): 0.x fragments carry ``__tiledb_fragment.tdb``, 1.x ones
+    are committed by their ``__fragment_metadata.tdb``."""
+    meta_name = BOOK_KEEPING_0X if found == "0.x" else FRAGMENT_METADATA
+    out = []
+    for name in storage.list(root):
+        folder = storage.join(root, name)
+        if not name.startswith("__") or not storage.is_dir(folder):
+            continue  # 0.x writes a fragment as .__name and renames it when done
+        if found == "0.x" and not storage.is_file(storage.join(folder, FRAGMENT_MARKER_0X)):
+            continue
+        if storage.is_file(storage.join(folder, meta_name)):
+            out.append((name, folder, storage.join(folder, meta_name)))
+
+    def timestamp(entry):
+        tail = entry[0].rsplit("_", 1)[-1]
+        return (int(tail) if tail.isdigit() else -1, entry[0])
+    return sorted(out, key=timestamp)
+
+
+def legacy_file_kind(storage: Storage, path) -> str | None:
+    """The kind of a file of a pre-v1 array, workspace or group (None if it is not one): ``array_schema_0x``,
+    ``array_schema_1x``, ``book_keeping_0x``, ``fragment_metadata_1x``, ``data_0x``, ``data_1x``, or a marker
+    (lock, consolidation_lock, fragment_marker, workspace_marker, group_marker)."""
+    name = storage.name(path)
+    if name in LEGACY_MARKERS:
+        return LEGACY_MARKERS[name]
+    if name == BOOK_KEEPING_0X:
+        return "book_keeping_0x"
+    root = legacy_array_root(storage, path)
+    if root is None:
+        return None
+    found = dialect(storage, root)
+    suffix = found.replace(".", "")
+    if name in (LEGACY_SCHEMA, ARRAY_METADATA_1X) and storage.parent(path) == root:
+        return f"array_schema_{suffix}"
+    if storage.parent(path) == root:
+        return None
+    if name == FRAGMENT_METADATA:
+        return "fragment_metadata_1x"
+    return f"data_{suffix}" if name.endswith(".tdb") else None
+
+
+def load_legacy_schema(storage: Storage, root, found: str | None = None):
+    """The parsed schema of the pre-v1 array at ``root`` (:data:`ArraySchema0x` or :data:`ArraySchema1x`)."""
+    from .structs.prev1_0x import ArraySchema0x
+    from .structs.prev1_1x import ArraySchema1x
+    found = found or dialect(storage, root)
+    p = legacy_schema_path(storage, root)
+    struct = ArraySchema0x if found == "0.x" else ArraySchema1x
+    return struct.parse(storage.read(p, what="array schema"), filename=str(p))
+
+
+def legacy_metadata_context(schema) -> dict:
+    """What a pre-v1 fragment's metadata is parsed with: the schema, and the version that governs it."""
+    from .structs.prev1_0x import VERSION_0X
+    return {"schema": schema, "version": schema.get("version") or VERSION_0X}
+
+
+def load_legacy_metadata(storage: Storage, path, schema):
+    """The parsed book-keeping (0.x) or fragment metadata (1.x) at ``path``."""
+    from .structs.prev1_0x import BookKeeping0x
+    from .structs.prev1_1x import FragmentMetadata1x
+    struct = BookKeeping0x if storage.name(path) == BOOK_KEEPING_0X else FragmentMetadata1x
+    return struct.parse(storage.read(path, what="fragment metadata"), filename=str(path),
+                        **legacy_metadata_context(schema))
+
+
+def legacy_field_files(schema) -> dict:
+    """``{file name: (field index, is var data)}`` of a pre-v1 fragment; the coordinates are index N."""
+    names = [a.name for a in schema.attributes]
+    out = {"__coords.tdb": (len(names), False)}
+    for i, name in enumerate(names):
+        out[f"{name}.tdb"], out[f"{name}_var.tdb"] = (i, False), (i, True)
+    return out
+
+
+def legacy_file_context(storage: Storage, path, kind: str) -> dict:
+    """The context a file of a pre-v1 array is parsed with (``parse_file``): schema and version for the
+    fragment metadata, and where its tiles start for a data file."""
+    if kind.startswith("array_schema") or kind not in ("book_keeping_0x", "fragment_metadata_1x", "data_0x",
+                                                        "data_1x"):
+        return {}
+    root = legacy_array_root(storage, path)
+    if root is None:
+        raise FormatError("a fragment file of a pre-v1 array needs the array's schema two folders up",
+                          file=str(path))
+    schema = load_legacy_schema(storage, root)
+    if not kind.startswith("data"):
+        return legacy_metadata_context(schema)
+    folder = storage.parent(path)
+    meta = storage.join(folder, BOOK_KEEPING_0X if kind == "data_0x" else FRAGMENT_METADATA)
+    fm = load_legacy_metadata(storage, meta, schema)
+    index, var = legacy_field_files(schema).get(storage.name(path), (None, None))
+    if index is None:
+        raise FormatError("not a data file of this fragment: no attribute of the schema is named so",
+                          file=str(path))
+    from .structs.prev1_1x import legacy_field_layout
+    return legacy_field_layout(schema, fm, index, var)

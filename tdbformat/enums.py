@@ -263,3 +263,58 @@ OptionalSectionIdEnum = Int64ul  # unknown identifiers are kept, not refused: re
 for _cls in (Datatype, FilterType, Compressor, EncryptionType, Layout, ArrayType, DataOrder, ObjectType,
              CurrentDomainType, WebpInputFormat, QueryConditionOp, CombinationOp, NodeType, OptionalSectionId):
     assert len(_cls.__members__) == len(set(m.value for m in _cls)), _cls
+
+
+# --- The pre-v1 dialects (prev1.md §1): the same numbers in 0.x and 1.0-1.3 ---
+
+class LegacyDatatype(enum.IntEnum):
+    """Cell datatype of the 0.x and 1.x dialects: v1's first eleven (the rest came later)."""
+
+    INT32 = 0
+    INT64 = 1
+    FLOAT32 = 2
+    FLOAT64 = 3
+    CHAR = 4
+    INT8 = 5
+    UINT8 = 6
+    INT16 = 7
+    UINT16 = 8
+    UINT32 = 9
+    UINT64 = 10
+
+    @property
+    def datatype(self) -> Datatype:
+        return Datatype(int(self))
+
+
+class LegacyCompressor(enum.IntEnum):
+    """Per-attribute compressor of the 0.x and 1.x dialects (0.1-0.4: NONE and GZIP only; 0.5 adds
+    ZSTD to RLE, 0.6 BZIP2, 1.0 DOUBLE_DELTA; blosc left in 1.4)."""
+
+    NO_COMPRESSION = 0
+    GZIP = 1
+    ZSTD = 2
+    LZ4 = 3
+    BLOSC = 4
+    BLOSC_LZ4 = 5
+    BLOSC_LZ4HC = 6
+    BLOSC_SNAPPY = 7
+    BLOSC_ZLIB = 8
+    BLOSC_ZSTD = 9
+    RLE = 10
+    BZIP2 = 11
+    DOUBLE_DELTA = 12
+
+
+class LegacyLayout(enum.IntEnum):
+    """Tile and cell order of the pre-v1 dialects (0.x has only the first two)."""
+
+    ROW_MAJOR = 0
+    COL_MAJOR = 1
+    GLOBAL_ORDER = 2
+    UNORDERED = 3
+
+
+for _cls in (LegacyDatatype, LegacyCompressor, LegacyLayout):
+    assert len(_cls.__members__) == len(set(m.value for m in _cls)), _cls
+__all__ += ["LegacyDatatype", "LegacyCompressor", "LegacyLayout"]

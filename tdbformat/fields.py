@@ -77,6 +77,7 @@ class Struct(construct.Struct):
                             _sizing=False, _subcons=self._subcons, _io=stream, _index=context.get("_index"))
         context._root = context._.get("_root", context)
         offsets = {}  # where each field starts, for inspection (hidden from equality and printing)
+        ends = {}  # and where it ends: bytes between one field's end and the next one's start belong to no field
         for sc in self.subcons:
             start = _offset(stream)
             try:
@@ -88,7 +89,9 @@ class Struct(construct.Struct):
                 obj[sc.name] = subobj
                 context[sc.name] = subobj
                 offsets[sc.name] = start
+                ends[sc.name] = _offset(stream)
         obj._offsets = offsets
+        obj._ends = ends
         return obj
 
     def _build(self, obj, stream, context, path):

@@ -65,6 +65,16 @@ _STRUCTS = {
     "fragment_metadata": lambda: _FragmentMetadataFile,
     "consolidated_fragment_metadata": _struct("consolidated", "ConsolidatedFragmentMetadata"),
     "data": lambda: DataFile,
+    # the dialects from before format version 1 (prev1.md); directory.legacy_file_kind names them
+    "array_schema_0x": _struct("prev1_0x", "ArraySchema0x"),
+    "book_keeping_0x": _struct("prev1_0x", "BookKeeping0x"),
+    "data_0x": _struct("prev1_0x", "DataFile0x"),
+    "fragment_marker": lambda: None,
+    "consolidation_lock": lambda: None,
+    "workspace_marker": lambda: None,
+    "array_schema_1x": _struct("prev1_1x", "ArraySchema1x"),
+    "fragment_metadata_1x": _struct("prev1_1x", "FragmentMetadata1x"),
+    "data_1x": _struct("prev1_1x", "DataFile1x"),
 }
 
 
@@ -107,6 +117,7 @@ def parse_file(path, key=None) -> ParsedFile:
         context["key"] = key
     if kind in _NEEDS_SCHEMA:
         context["schema"] = dict(directory.load_schemas(storage, directory.array_root(storage, p), key))
+    context.update(directory.legacy_file_context(storage, p, kind))
     if struct is None:
         if data:
             raise FormatError(f"a {kind} file is empty, this one has {len(data)} bytes", file=str(p))
@@ -115,7 +126,8 @@ def parse_file(path, key=None) -> ParsedFile:
 
 
 class _Empty:
-    """The empty marker files (.ok, .wrt, __lock.tdb, __tiledb_group.tdb)."""
+    """The empty marker files (.ok, .wrt, __lock.tdb, __tiledb_group.tdb; 0.x fragment, lock and workspace
+    markers)."""
 
     @staticmethod
     def build(value, **context) -> bytes:

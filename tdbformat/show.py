@@ -7,13 +7,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from construct import Container
 
 from .enums import ArrayType, Datatype, FilterType, Layout
 from .directory import FRAGMENTS_DIR, SPECIAL_DIRS
 from .structs import array_schema as schema_mod
 from .structs.names import parse_timestamped_name
 
-__all__ = ["JSON_VERSION", "jsonable", "text", "filters_json", "schema_json", "field_repr", "schema_repr",
+__all__ = ["JSON_VERSION", "Schema", "jsonable", "text", "filters_json", "schema_json", "field_repr", "schema_repr",
            "fragment_repr", "fragment_rows", "meta_json"]
 
 #: the version of every command's --json shape (docs/json-schema/<command>.v<N>.json); bump on a change
@@ -201,3 +202,15 @@ def meta_json(meta: dict) -> dict:
         entry["value"] = jsonable(v)
         out[text(k)] = entry
     return out
+
+
+class Schema(Container):
+    """A parsed array schema that prints as TileDB-Py prints ``A.schema`` (enumerations by name; their values
+    are in ``Array.enumerations``), not as the whole Container. It is the same Container otherwise."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return schema_repr(schema_json(self, {}))
+
+    __str__ = __repr__

@@ -240,7 +240,8 @@ class _Walker:
         payload = getattr(con, "payload", None)
         if isinstance(payload, construct.Construct):  # generic_tile(payload): a tile whose bytes are payload
             rows, _ = sub(payload, path)
-            return node(f"generic tile of {rows[0].type}" if rows else "generic tile", None, rows[1:])
+            label = getattr(con, "container_name", "generic tile")  # or the gzip file of 0.x
+            return node(f"{label} of {rows[0].type}" if rows else label, None, rows[1:])
         if isinstance(getattr(con, "subcon", None), construct.Construct):  # an adapter we do not know
             rows, size = sub(con.subcon, path)
             inner = rows[0].type if rows else ""
@@ -280,6 +281,8 @@ def _and(a: str, b: str) -> str:
 
 
 def _gate(v: Versioned) -> str:
+    if isinstance(v.lo, tuple):  # a library-version gate of the 1.x dialect (versions.LibraryGate)
+        return f"library {v.span()}"
     if v.lo is not None and v.hi is not None:
         return f"{v.lo}<=v<{v.hi}"
     return f"v>={v.lo}" if v.hi is None else f"v<{v.hi}"

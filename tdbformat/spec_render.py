@@ -22,7 +22,7 @@ from .spec import (BEHAVIOUR, KNOWN_VERSIONS, aligned, diff, feature_changes, fe
 from .storage import LocalStorage
 
 __all__ = ["spec_markdown", "spec_json", "side_by_side", "render_diff", "changes_markdown",
-           "write_spec_versions", "diff_values", "render_file_diff"]
+           "write_spec_versions", "diff_values", "render_file_diff", "dialect_markdown", "dialect_diff"]
 
 REGENERATE = "tdbformat spec --write spec_versions"
 _GENERATED = f"Generated from the declarations in `tdbformat/` by `{REGENERATE}`: do not edit by hand."
@@ -57,6 +57,8 @@ def spec_markdown(version: int) -> str:
     absent = []
     for title, s in structures().items():
         rows = fields(s, version)
+        if getattr(s.construct, "dialect", None):  # a pre-v1 dialect's structure: on its own page (0.x.md, 1.x.md)
+            continue
         if isinstance(s.construct, Section) and not s.construct.exists(version):
             absent.append(title)
             continue
@@ -252,10 +254,11 @@ def _arrived_or_left(s, a: int, b: int) -> str:
 
 
 def write_spec_versions(folder) -> list[Path]:
-    """Write v01.md ... v23.md and CHANGES.md into ``folder``; create DISCREPANCIES.md only if missing."""
+    """Write v01.md ... v23.md, CHANGES.md, 0.x.md and 1.x.md into ``folder``; create DISCREPANCIES.md only if missing."""
     storage, folder = LocalStorage(), Path(folder)
     pages = {f"v{v:02d}.md": spec_markdown(v) for v in KNOWN_VERSIONS}
     pages["CHANGES.md"] = changes_markdown()
+    pages.update({f"{label}.md": dialect_markdown(label) for label in DIALECT_PAGES})
     if not storage.is_file(folder / "DISCREPANCIES.md"):  # others append their sections: never rewrite it
         pages["DISCREPANCIES.md"] = _DISCREPANCIES_HEADER
     for name, text in pages.items():
@@ -384,4 +387,57 @@ def render_file_diff(a, b, fmt: str = "text") -> str:
         cells = [("field", "offset A", "value A", "offset B", "value B"), *rows]
         widths = [min(60, max(len(c[i]) for c in cells)) for i in range(5)]
         out += ["  ".join(c[i][:60].ljust(widths[i]) for i in range(5)).rstrip() for c in cells]
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The dialects from before format version 1 (prev1.md)
+
+#: the library version each dialect's page is drawn at (gates of 1.0/1.1 vs 1.2/1.3 show as conditions)
+DIALECT_PAGES = {"0.x": (0,), "1.x": (1, 3, 0)}
+#: each 1.x structure and the v1 structure that replaced it, for ``tdbformat diff 1.x 1``
+DIALECT_SUCCESSORS = {"Generic tile (1.x)": "Generic tile", "Array schema (1.x)": "Array schema",
+                      "Fragment metadata (1.x)": "Fragment metadata v1-2", "Compressed tile (1.x)": "Tile",
+                      "Data file (1.x)": "Data file"}
+
+
+def dialect_markdown(label: str) -> str:
+    """The page of a pre-v1 dialect ("0.x" or "1.x"): one table per structure that exists in it."""
+    version = DIALECT_PAGES[label]
+    out = [f"# TileDB on-disk format before version 1: the {label} dialect", "", _GENERATED, "",
+           "Read-only: tdbformat reads these arrays (`open_array`, `tdbformat cat`) and parses every file "
+           "(`tdbformat inspect`); the layouts, with the TileDB source files they come from, are in "
+           "`prev1.md`. No version is stored in 0.x; 1.x stores the library version (`int32[3]`) and the "
+           "condition `library 1.2+` marks what 1.0 and 1.1 lack.", ""]
+    for title, s in structures().items():
+        if not (getattr(s.construct, "dialect", None) and s.construct.exists(version)):
+            continue
+        out += [f"## {title}", "", f"Spec page: `{s.page}`", ""]
+        out += _table(["Field", "Type", "Size", "Condition", "Description"],
+                      [(f"`{f.path}`", f.type, f.size, f.condition, f.doc) for f in fields(s, version)])
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def dialect_diff(label: str, version: int) -> str:
+    """What changed from the 1.x dialect to format ``version`` (1): each 1.x structure against the v1
+    structure that replaced it, fields aligned by path (``-`` only in 1.x, ``+`` only in v1, ``~`` changed)."""
+    import difflib
+    if label != "1.x" or version not in KNOWN_VERSIONS:
+        raise ValueError(f"diff: compare the 1.x dialect with a format version 1 to {KNOWN_VERSIONS[-1]}, "
+                         f"not {label} with {version}")
+    out = [f"Dialect {label} (TileDB 1.0-1.3) -> format v{version}"]
+    for old_title, new_title in DIALECT_SUCCESSORS.items():
+        left, right = fields(structure(old_title), DIALECT_PAGES[label]), fields(structure(new_title), version)
+        cells = []
+        for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, [f.path for f in left], [f.path for f in right],
+                                                           autojunk=False).get_opcodes():
+            pairs = list(zip(left[i1:i2], right[j1:j2])) if op == "equal" else \
+                [(f, None) for f in left[i1:i2]] + [(None, f) for f in right[j1:j2]]
+            for a, b in pairs:
+                mark = "-" if b is None else "+" if a is None else "~" if a.layout != b.layout else " "
+                cells.append((mark, *_col(a)[:3], *_col(b)[:3]))
+        widths = [max(len(c[i]) for c in cells) for i in range(len(cells[0]))]
+        out += ["", f"== {old_title} -> {new_title}", ""]
+        out += ["  ".join(c[i].ljust(widths[i]) for i in range(len(c))).rstrip() for c in cells]
     return "\n".join(out) + "\n"

@@ -16,6 +16,7 @@ import contextlib
 import os
 import stat
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import FormatError
@@ -92,6 +93,15 @@ class Storage:
     def delete(self, path) -> None:
         raise NotImplementedError
 
+    def makedirs(self, path) -> None:
+        """Make the folder ``path`` (and its parents); nothing if it is there."""
+        raise NotImplementedError
+
+    def writer(self, path):
+        """A context manager giving a file at ``path`` to write piece by piece (``.write(bytes)``), for data
+        files too large to hold whole; like :meth:`write`, not atomic (a commit marker makes them visible)."""
+        raise NotImplementedError
+
 
 class LocalStorage(Storage):
     """Files on a local disk (paths are :class:`pathlib.Path`)."""
@@ -156,6 +166,18 @@ class LocalStorage(Storage):
 
     def delete(self, path) -> None:
         self._os(lambda: os.remove(path), path)
+
+    def makedirs(self, path) -> None:
+        self._os(lambda: Path(path).mkdir(parents=True, exist_ok=True), path)
+
+    @contextmanager
+    def writer(self, path):
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "wb") as f:
+                yield f
+        except OSError as e:
+            raise FormatError(f"cannot access: {e.strerror or e}", file=str(path)) from None
 
     @staticmethod
     def _os(call, path):

@@ -18,8 +18,8 @@ from construct import Int32ul, Subconstruct
 
 from .errors import FormatError, VersionError
 
-__all__ = ["LATEST", "KNOWN_VERSIONS", "checked_version", "since", "until", "between", "format_version", "FormatVersion", "Feature",
-           "FEATURES"]
+__all__ = ["LATEST", "KNOWN_VERSIONS", "checked_version", "since", "until", "between", "format_version", "FormatVersion",
+           "Feature", "FEATURES", "DIALECTS", "DIALECT_1X_LABELS", "dialect_label", "since_library", "LibraryVersion"]
 
 #: The newest format version, written by TileDB 2.30 and later.
 LATEST = 23
@@ -200,3 +200,80 @@ FEATURES = _features(
     Feature("double_delta_first_delta_bits", "double delta sizes its bit width over the first delta too",
             since=23),
 )
+
+
+# --- Dialects from before format version 1 (prev1.md): read-only, labelled by the library that wrote them ---
+
+#: The two pre-v1 dialects: TileDB 0.1-0.6 (raw structs, no version anywhere) and 1.0-1.3 (generic tiles
+#: that store the library version). Format versions 1 and later stay plain integers.
+DIALECTS = ("0.x", "1.x")
+#: The sub-labels of the 1.x dialect, by library minor version.
+DIALECT_1X_LABELS = ("1.0", "1.1", "1.2", "1.3")
+
+
+def dialect_label(library_version) -> str:
+    """``"0.x"`` for a 0.x array (it stores no version: ``(0,)``), ``"1.0"`` to ``"1.3"`` for the library
+    version ``(1, minor, patch)`` a 1.x file stores."""
+    v = tuple(library_version)
+    if v[:1] == (0,):
+        return "0.x"
+    label = f"{v[0]}.{v[1]}" if len(v) > 1 else ""
+    if label not in DIALECT_1X_LABELS:
+        raise VersionError(f"library version {'.'.join(map(str, v))} is not one of TileDB 1.0 to 1.3",
+                           version=".".join(map(str, v)))
+    return label
+
+
+class LibraryGate(Versioned):
+    """A field of a pre-v1 dialect that exists only for library versions ``lo <= (major, minor) < hi``
+    (tuples; the governing "version" is the library version the structure stores, or ``version=``)."""
+
+    def present(self, version) -> bool:
+        return isinstance(version, tuple) and super().present(version)  # no format version (1+) has it
+
+    def span(self) -> str:
+        def text(v):
+            return ".".join(map(str, v))
+        if self.hi is None:
+            return f"{text(self.lo)}+"
+        return f"{text(self.lo) if self.lo else '0.x'}-{text(self.hi)} (excl.)"
+
+
+def since_library(version: tuple, subcon) -> LibraryGate:
+    """``subcon`` is present from library ``version`` (e.g. ``(1, 2)``) on, in the pre-v1 dialects."""
+    return LibraryGate(tuple(version), None, subcon)
+
+
+class _LibraryVersionField(Subconstruct):
+    """The ``int32[3]`` library version (major, minor, patch) of the 1.x dialect; it governs its structure,
+    as :data:`FormatVersion` does for v1+."""
+
+    def __init__(self):
+        from construct import Array as _Array, Int32sl
+        super().__init__(_Array(3, Int32sl))
+
+    def _parse(self, stream, context, path):
+        value = tuple(self.subcon._parsereport(stream, context, path))
+        dialect_label(value)
+        context[_KEY] = value
+        return value
+
+    def _build(self, obj, stream, context, path):
+        value = tuple(obj)
+        dialect_label(value)
+        context[_KEY] = value
+        self.subcon._build(list(value), stream, context, path)
+        return value
+
+    def _sizeof(self, context, path):
+        return 12
+
+
+#: The library version ``int32[3]`` a 1.x file stores (1.0 to 1.3).
+LibraryVersion = _LibraryVersionField()
+#: The first TileDB release that writes (and so reads) each format version: spec/array_format_history.md
+#: ("Introduced in TileDB X"). A release reads every format version up to its own.
+FIRST_RELEASE = {1: "1.4", 2: "1.5", 3: "1.6", 4: "1.7", 5: "2.0", 6: "2.1", 7: "2.2", 8: "2.2.3", 9: "2.3",
+                 10: "2.4", 11: "2.7", 12: "2.8", 13: "2.9", 14: "2.10", 15: "2.11", 16: "2.12", 17: "2.14",
+                 18: "2.15", 19: "2.16", 20: "2.17", 21: "2.19", 22: "2.25", 23: "2.30"}
+__all__ += ["FIRST_RELEASE"]

@@ -42,10 +42,10 @@ def test_historic_arrays_parse():
             assert parse_file(p).build() == p.read_bytes(), p
 
 
-def test_files_before_format_version_1_are_refused_with_a_reason():
-    schema = HISTORIC / "arrays/dense_array_v1_3_0/__array_schema.tdb"
-    with pytest.raises(FormatError, match="predates format version 1"):
-        parse_file(schema)
+def test_files_before_format_version_1_are_parsed_in_their_dialect():
+    schema = HISTORIC / "arrays/dense_array_v1_3_0/__array_schema.tdb"  # TileDB 1.3.0 (issue #20)
+    parsed = parse_file(schema)
+    assert (parsed.kind, parsed.value.version) == ("array_schema_1x", (1, 3, 0))
 
 
 def test_a_wrong_key_is_a_clear_error():

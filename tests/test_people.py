@@ -242,6 +242,10 @@ def test_reprs_name_what_tiledb_py_names(case):
             [a["name"] for a in t["schema"]["attrs"]]
         assert all(f"{kind}(name={n!r}" in text for n in names), kind
     assert repr(arr).startswith(("DenseArray(", "SparseArray("))
+    # arr.schema prints as TileDB-Py's A.schema, not as the parsed Container it still is
+    assert repr(arr.schema) == str(arr.schema) and repr(arr.schema).startswith("ArraySchema(")
+    assert all(f"name={d['name']!r}" in repr(arr.schema) for d in t["schema"]["domain"]["dims"])
+    assert arr.schema.capacity == t["schema"]["capacity"] and len(repr(arr.schema)) < 3000
     for f in arr.fragments:
         assert repr(f).startswith(f"Fragment(name={f.name!r}, version={f.version}")
 

@@ -34,3 +34,18 @@ def test_readme_command_runs(command):
     r = subprocess.run([sys.executable, "-m", "tdbformat.cli", *args], capture_output=True, text=True, cwd=ROOT,
                        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=300)
     assert r.returncode == 0 and r.stdout, (command, r.stderr[-2000:])
+
+
+def _section_python(title: str) -> list[str]:
+    """The python blocks of the README section ``## title``."""
+    body = README.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", body, re.S)
+
+
+def test_reading_like_tiledb_py_examples_run():
+    blocks = _section_python("Reading like TileDB-Py")
+    assert blocks
+    for code in blocks:
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=300)
+        assert r.returncode == 0, (code, r.stderr[-2000:])

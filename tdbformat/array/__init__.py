@@ -11,6 +11,7 @@ arithmetic), :mod:`.query` (query conditions).
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -18,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .. import directory, show
+from ..errors import FormatError
 from ..enums import ArrayType, EncryptionType, Layout
 from ..filters.encryption import normalize_key
 from ..structs import array_schema as schema_mod
@@ -25,12 +27,15 @@ from ..structs import enumeration as enumeration_mod
 from ..structs.names import parse_timestamped_name
 from ..storage import storage_for
 from .cells import metadata_value, nonempty_bound, range_bound, tiledb_py_metadata
+from .condition import ConditionError
 from .dense import MemoryBudgetError, check_budget, read_dense
 from .fragment import Fragment, load_fragments
+from .indexing import Query, TileDBPyReads
 from .sparse import read_sparse
 from .tiles import Tiles
 
-__all__ = ["open_array", "Array", "Fragment", "read_window", "check_ranges", "MEMORY_BUDGET", "MemoryBudgetError"]
+__all__ = ["open_array", "Array", "Fragment", "read_window", "check_ranges", "MEMORY_BUDGET", "MemoryBudgetError",
+           "Query", "ConditionError"]
 
 _ORDERS = {"C": Layout.ROW_MAJOR, "F": Layout.COL_MAJOR, "G": Layout.GLOBAL_ORDER, "U": Layout.UNORDERED}
 #: the newest timestamp (ms) TileDB accepts; opening "at" it opens at the current time
@@ -66,7 +71,7 @@ def read_window(timestamp) -> tuple[int, int]:
     return int(start), int(end)
 
 
-class Array:
+class Array(TileDBPyReads):
     """An opened array: its schemas, committed fragments, delete commits, metadata and enumerations."""
 
     def __init__(self, path, key=None, timestamp=None):
@@ -74,7 +79,7 @@ class Array:
         self.key = normalize_key(key)
         #: the (start, end) window in ms the array is opened at (reads default to it)
         self.window = read_window(timestamp)
-        self.schemas = directory.load_schemas(self.storage, self.path, self.key)
+        self.schemas = [(n, show.Schema(s)) for n, s in directory.load_schemas(self.storage, self.path, self.key)]
         self.schema = self.schemas[-1][1]
         self.encrypted = self.schema["_generic_tile"].encryption_type != EncryptionType.NO_ENCRYPTION
         self.dims = schema_mod.dimensions(self.schema)
@@ -174,12 +179,21 @@ class Array:
     @property
     def enumerations(self) -> dict:
         """``{enumeration name: list of values}``; an enumerated attribute's cells are codes into these."""
-        out = {}
-        for r in self.schema.get("enumerations") or []:
-            p = directory.enumeration_path(self.storage, self.path, r.filename)
-            out[r.name] = enumeration_mod.enumeration_values(enumeration_mod.Enumeration.parse(
-                self.storage.read(p, what="enumeration file"), key=self.key, filename=str(p)))
-        return out
+        return {name: values for name, (values, _) in self._enumerations.items()}
+
+    @functools.cached_property
+    def _enumerations(self) -> dict:
+        """``{enumeration name: (values, ordered)}``, parsed on first use."""
+        return _load_enumerations(self.storage, self.path, self.schema, self.key)
+
+
+def _load_enumerations(storage, path, schema, key) -> dict:
+    out = {}
+    for r in schema.get("enumerations") or []:
+        p = directory.enumeration_path(storage, path, r.filename)
+        parsed = enumeration_mod.Enumeration.parse(storage.read(p, what="enumeration file"), key=key, filename=str(p))
+        out[r.name] = (enumeration_mod.enumeration_values(parsed), bool(parsed.ordered))
+    return out
 
 
 def _wanted(schema, attrs) -> list:
@@ -224,7 +238,23 @@ def check_ranges(dims, ranges) -> dict:
     return out
 
 
-def open_array(path, key=None, timestamp=None) -> Array:
-    """Open the array at ``path`` (``key``: AES-256-GCM key of an encrypted array; ``timestamp``: the end,
-    or (start, end), in ms, of what reads see by default, as ``tiledb.open``: the current time if None)."""
-    return Array(path, key=key, timestamp=timestamp)
+def open_array(path, mode: str = "r", key=None, timestamp=None) -> Array:
+    """Open the array at ``path`` as ``tiledb.open`` does: ``mode`` "r" to read, "w" to write (an
+    ``open_writer``); ``key``: AES-256-GCM key of an encrypted array; ``timestamp``: the end, or (start,
+    end), in ms, of what reads see by default (the current time if None), or the writes' timestamp.
+    An array from before format version 1 (TileDB 0.x, 1.0-1.3) opens as a :class:`~.legacy.LegacyArray`."""
+    if mode == "w":
+        from .writer import open_writer
+        return open_writer(path, timestamp=timestamp, key=key)
+    if mode != "r":
+        raise ValueError(f"mode: expected 'r' (read) or 'w' (write), not {mode!r}")
+    from .legacy import open_legacy
+    legacy = open_legacy(path)
+    if legacy is None:
+        return Array(path, key=key, timestamp=timestamp)
+    if key is not None:
+        raise FormatError(f"{path}: an array of the {legacy.version} dialect (before format version 1) is never "
+                          "encrypted: open it without key=")
+    if timestamp is not None:
+        raise ValueError("timestamp: fragments before format version 1 have no timestamps to open at")
+    return legacy

@@ -126,20 +126,24 @@ def read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
     # a dense fragment holds every cell of its non-empty domain: one that covers the result leaves no fill
     result = _Result(schema, wanted, shape, any(f.dense and _covers(f.non_empty_domain, lo, hi) for f in frags))
 
-    def place(frag, a, k, src, dst):
+    def place(frag, a, k, src, dst, spans):
         idx = frag.index(a.name)
         if idx is None:  # an attribute added after the fragment was written: its cells read as fill
             return result.put_fill(a, dst)
         if k >= frag.tile_num():
             raise FormatError(f"fragment {frag.name}: tile {k} is past the {frag.tile_num()} tiles of its "
                               "non-empty domain", file=str(frag.path))
-        values, validity = arr.tiles.cells(frag, idx, k, cell_num)
+        values, validity = arr.tiles.cells(frag, idx, k, cell_num, spans=spans)
         result.put(a, dst, order.as_tile(values, extents, cell_order)[src],
                    order.as_tile(validity, extents, cell_order)[src] if a.nullable else None)
 
     for frag in frags:  # in timestamp order: later fragments overwrite earlier ones
         if frag.dense:
-            jobs = [(frag, a, k, src, dst) for k, src, dst in _tile_jobs(arr, frag, lo, hi) for a in wanted]
+            tiles = list(_tile_jobs(arr, frag, lo, hi))
+            ks = [k for k, _, _ in tiles if k < frag.tile_num()]
+            spans = {a.name: arr.tiles.spans(frag, frag.index(a.name), ks) if frag.index(a.name) is not None
+                     else None for a in wanted}
+            jobs = [(frag, a, k, src, dst, spans[a.name]) for k, src, dst in tiles for a in wanted]
             # each tile is decoded and placed in a worker; tiles of one fragment never overlap
             list(pool.map(lambda job: place(*job), jobs))
     _place_sparse(arr, frags, wanted, lo, hi, result, pool)

@@ -1,8 +1,9 @@
-"""A committed fragment: its name, timestamps and metadata (footer at once, sections on first use), where its
+"""A committed fragment: its name, timestamps and metadata (parsed on first use: footer, then sections), where its
 tiles are, and the bounding rectangles of its sparse tiles (REFERENCE.md §11-§13)."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass, field
 
@@ -14,25 +15,41 @@ from ..structs import consolidated as consolidated_mod
 from ..structs import fragment as fragment_mod
 from ..structs.names import parse_timestamped_name
 
-__all__ = ["Fragment", "load_fragments"]
+__all__ = ["Fragment", "load_fragments", "mbr_bounds"]
 
 _KINDS = {"": ("tile_offsets", "file_sizes", 0), "_var": ("tile_var_offsets", "file_var_sizes", 1),
           "_validity": ("tile_validity_offsets", "file_validity_sizes", 2)}
 
 
-@dataclass
 class Fragment:
-    """One committed fragment."""
+    """One committed fragment. Opening an array reads each fragment's metadata file but parses it only when
+    a read, or one of the properties below, first needs it (TileDB too loads fragment metadata on demand)."""
 
-    name: str
-    path: object
-    version: int
-    timestamp_range: tuple[int, int]
-    #: (lo, hi) per dimension
-    non_empty_domain: list
-    cell_num: int
-    #: the parsed fragment metadata (``structs.fragment.FragmentMetadata``)
-    metadata: object = field(repr=False)
+    def __init__(self, name: str, path, timestamp_range: tuple[int, int], load):
+        self.name, self.path, self.timestamp_range = name, path, timestamp_range
+        self._load = load
+
+    @functools.cached_property
+    def metadata(self):
+        """The parsed fragment metadata (``structs.fragment.FragmentMetadata``), its cell count checked (which
+        proves a dense fragment's tile grid) before anything uses it."""
+        meta = self._load()
+        int(meta.cell_num)
+        return meta
+
+    @property
+    def version(self) -> int:
+        return self.metadata.version
+
+    @functools.cached_property
+    def non_empty_domain(self) -> list:
+        """(lo, hi) per dimension."""
+        return [(r.start, r.end) if isinstance(r, dict) else tuple(np.asarray(r).tolist())
+                for r in self.metadata.non_empty_domain]
+
+    @property
+    def cell_num(self) -> int:
+        return int(self.metadata.cell_num)
 
     def __repr__(self) -> str:
         return show.fragment_repr(self)
@@ -99,16 +116,22 @@ class Fragment:
             leaves = []
         else:
             leaves = meta.rtree.levels[-1].mbrs
-        if isinstance(leaves, np.ndarray):
-            return [(leaves[d.name][:, 0], leaves[d.name][:, 1]) for d in dims]
-        out = []
-        for j in range(len(dims)):
-            rs = [m[j] for m in leaves]
-            lo, hi = np.empty(len(rs), object), np.empty(len(rs), object)
-            lo[:] = [r.start if isinstance(r, dict) else r[0] for r in rs]
-            hi[:] = [r.end if isinstance(r, dict) else r[1] for r in rs]
-            out.append((lo, hi))
-        return out
+        return mbr_bounds(leaves, dims)
+
+
+def mbr_bounds(mbrs, dims) -> list[tuple]:
+    """Per dimension, the (lows, highs) of a list of MBRs as an R-tree level stores them (a numpy structured
+    array for fixed-size dimensions, NDRectangles with a var-sized one, or v1-2 [lo, hi] pairs)."""
+    if isinstance(mbrs, np.ndarray):
+        return [(mbrs[d.name][:, 0], mbrs[d.name][:, 1]) for d in dims]
+    out = []
+    for j in range(len(dims)):
+        rs = [m[j] for m in mbrs]
+        lo, hi = np.empty(len(rs), object), np.empty(len(rs), object)
+        lo[:] = [r.start if isinstance(r, dict) else r[0] for r in rs]
+        hi[:] = [r.end if isinstance(r, dict) else r[1] for r in rs]
+        out.append((lo, hi))
+    return out
 
 
 def load_fragments(storage, listing, schemas: dict, key=None) -> list[Fragment]:
@@ -136,12 +159,12 @@ def load_fragments(storage, listing, schemas: dict, key=None) -> list[Fragment]:
 
 def _fragment(storage, entry, schemas, key, footer) -> Fragment:
     data = storage.read(entry.metadata_file, what="fragment metadata file")
-    if footer is not None:
-        meta = fragment_mod.FragmentMetadata(
-            footer, schema=fragment_mod.pick_schema(schemas, footer.get("array_schema_name")), key=key, data=data)
-    else:
-        meta = fragment_mod.FragmentMetadata.parse(data, schema=schemas, key=key, name=entry.name,
+
+    def load():
+        if footer is not None:
+            return fragment_mod.FragmentMetadata(
+                footer, schema=fragment_mod.pick_schema(schemas, footer.get("array_schema_name")), key=key, data=data)
+        return fragment_mod.FragmentMetadata.parse(data, schema=schemas, key=key, name=entry.name,
                                                    filename=str(entry.metadata_file))
-    ned = [(r.start, r.end) if isinstance(r, dict) else tuple(np.asarray(r).tolist()) for r in meta.non_empty_domain]
     ts = parse_timestamped_name(entry.name)
-    return Fragment(entry.name, entry.folder, meta.version, (ts.t1, ts.t2), ned, int(meta.cell_num), meta)
+    return Fragment(entry.name, entry.folder, (ts.t1, ts.t2), load)

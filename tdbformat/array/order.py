@@ -9,13 +9,15 @@ cell order, the cells' Hilbert values with no tiles involved).
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
 from ..enums import Layout
 from ..errors import FormatError
 
-__all__ = ["tile_grid", "tile_range", "tiles_in_order", "tile_position", "tile_box", "as_tile", "ranks", "hilbert_values", "order_cells"]
+__all__ = ["tile_grid", "tile_range", "tiles_in_order", "tile_position", "tile_box", "as_tile", "ranks", "hilbert_values",
+           "order_cells", "global_keys"]
 
 
 def tile_grid(dimensions) -> tuple[list, list]:
@@ -185,3 +187,37 @@ def order_cells(coords, layout: Layout, *, dom_lo=None, extents=None, tile_order
     cells = keys[::-1] if cell_order == Layout.ROW_MAJOR else keys
     # lexsort's last key is the primary one
     return np.lexsort(cells + tiles)
+
+
+def global_keys(coords, dimensions, tile_order: Layout, cell_order: Layout) -> np.ndarray | None:
+    """Each cell's position in the global order of integer dimensions as one int64 (tile in tile order times
+    the cells of a tile, plus the cell's place in its tile in cell order): sorting these sorts the cells in
+    global order, and equal keys are equal coordinates. None where no such key exists: float or string
+    dimensions, a Hilbert cell order, a grid of 2**62 or more cells, or a coordinate outside its domain."""
+    if cell_order not in (Layout.ROW_MAJOR, Layout.COL_MAJOR) or not coords:
+        return None
+    offsets, tiles, extents, counts = [], [], [], []
+    for c, d in zip(coords, dimensions):
+        if c.dtype.kind not in "iu" or not d.domain:
+            return None
+        lo, hi = int(d.domain[0]), int(d.domain[1])
+        extent = int(d.tile_extent) if d.tile_extent is not None else hi - lo + 1
+        if extent < 1 or len(c) and (int(c.min()) < lo or int(c.max()) > hi):
+            return None
+        offsets.append((c - np.uint64(lo)).astype(np.int64) if c.dtype == np.uint64 else c.astype(np.int64) - lo)
+        extents.append(extent)
+        counts.append((hi - lo) // extent + 1)
+    if math.prod(extents) * math.prod(counts) >= 2**62:
+        return None
+    tiles = [o // e for o, e in zip(offsets, extents)]
+    within = [o - t * e for o, t, e in zip(offsets, tiles, extents)]
+    return _ravel(tiles, counts, tile_order) * math.prod(extents) + _ravel(within, extents, cell_order)
+
+
+def _ravel(index, sizes, layout: Layout) -> np.ndarray:
+    """Row-major (or column-major) positions of multi-indexes, in int64."""
+    out = np.zeros(len(index[0]), np.int64)
+    pairs = list(zip(index, sizes))
+    for i, size in pairs[::-1] if layout == Layout.COL_MAJOR else pairs:
+        out = out * size + i
+    return out

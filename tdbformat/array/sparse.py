@@ -56,26 +56,44 @@ def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
             cols[f.name], v = arr.tiles.field(frag, idx, tiles, pool)
         if f.nullable:
             validity[f.name] = v
-    keep = np.ones(n, bool)
+    keep = None  # None: every cell
     for d in arr.dims:
         if d.name in ranges:
             col, r = cols[d.name], ranges[d.name]
-            keep &= (col >= like(r[0], col)) & (col <= like(r[1], col))
-    t = (arr.tiles.field(frag, frag.index("__timestamps"), tiles, pool)[0].astype(np.int64)
-         if frag.has_timestamps else np.full(n, frag.timestamp_range[1], np.int64))
-    keep &= (t >= window[0]) & (t <= window[1])
+            keep = _and(keep, (col >= like(r[0], col)) & (col <= like(r[1], col)))
+    if frag.has_timestamps:
+        t = arr.tiles.field(frag, frag.index("__timestamps"), tiles, pool)[0].astype(np.int64)
+        keep = _and(keep, (t >= window[0]) & (t <= window[1]))
+    else:  # every cell has the fragment's timestamp
+        t = None
+        if not window[0] <= frag.timestamp_range[1] <= window[1]:
+            keep = np.zeros(n, bool)
     # deletes apply after deduplication: a deleted newer cell still hides older ones
-    alive = np.ones(n, bool)
+    alive = None
     if frag.has_delete_meta:  # consolidation kept deleted cells, stamped with their delete time
         # (UINT64_MAX: never deleted; the window ends before it, read_window)
-        alive &= arr.tiles.field(frag, frag.index("__delete_timestamps"), tiles, pool)[0] > np.uint64(window[1])
+        alive = arr.tiles.field(frag, frag.index("__delete_timestamps"), tiles, pool)[0] > np.uint64(window[1])
     for d in deletes:  # SparseIndexReaderBase::apply_query_condition
         if d.timestamp < frag.timestamp_range[0] or d.marker in frag.processed_conditions:
             continue
         kept = evaluate(d.condition, cols, validity, n)  # the stored condition is negated
         # with cell timestamps, only cells written at or before the delete are hit
-        alive &= kept | (t > d.timestamp) if frag.has_timestamps else kept
+        alive = _and(alive, kept | (t > d.timestamp) if frag.has_timestamps else kept)
     return cols, validity, t, alive, keep
+
+
+def _and(mask, other):
+    """``mask & other`` where a mask of None keeps every cell."""
+    return other if mask is None else mask & other
+
+
+def _take(values, mask):
+    return values if mask is None else values[mask]
+
+
+def _joined(parts: list, empty) -> np.ndarray:
+    """The parts end to end (one part as it is: no copy)."""
+    return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else empty
 
 
 def _newest(keys, stamp, frag_of) -> np.ndarray:
@@ -94,41 +112,85 @@ def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, poo
     fields = arr.dims + [a for a in schema_mod.attributes(schema) if a in wanted or a.name in need]
     columns = {f.name: [] for f in fields}
     validity = {f.name: [] for f in fields if f.nullable}
-    stamps, alives, order_in = [], [], []
-    for fi, frag in enumerate(frags):
+    stamps, alives, counts = [], [], []
+    for frag in frags:
         cols, valid, t, alive, keep = _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool)
         for k, v in cols.items():
-            columns[k].append(v[keep])
+            columns[k].append(_take(v, keep))
         for k in validity:
-            validity[k].append(valid[k][keep])
-        stamps.append(t[keep])
-        alives.append(alive[keep])
-        order_in.append(np.full(int(keep.sum()), fi))
-    sel = np.concatenate(alives) if alives else np.empty(0, bool)
+            validity[k].append(_take(valid[k], keep))
+        counts.append(len(columns[names[0]][-1]))
+        stamps.append(_take(t, keep) if t is not None else np.full(counts[-1], frag.timestamp_range[1], np.int64))
+        alives.append(None if alive is None else _take(alive, keep))
+    # None: every cell survives
+    sel = None if all(a is None for a in alives) else np.concatenate(
+        [np.ones(c, bool) if a is None else a for a, c in zip(alives, counts)])
+    merged = _merge(arr, frags, columns, counts, sel, layout)
+    if merged is not None:
+        return _result(arr, fields, wanted, columns, validity, merged)
+    order_in = np.repeat(np.arange(len(frags)), counts)
     # a fragment is written in global order without duplicates (unless consolidated with cell timestamps,
     # which keeps every version): one fragment needs neither a dedup nor a global sort
     one = len(frags) == 1
-    if not arr.schema.allows_dups and len(sel) and not (one and not frags[0].has_timestamps):
+    if not arr.schema.allows_dups and sum(counts) and not (one and not frags[0].has_timestamps):
         # coordinates are the same cell only if their bytes are: TileDB keeps -0.0 and 0.0 apart
         keys = [c.view(f"u{c.itemsize}") if c.dtype.kind == "f" else order.ranks(c)
-                for c in (np.concatenate(columns[x]) for x in names)]
-        sel &= _newest(keys, np.concatenate(stamps), np.concatenate(order_in))
-    cat = {k: np.concatenate(v)[sel] if v else np.empty(0, result_dtype(f))
-           for f, (k, v) in zip(fields, columns.items())}
-    valid = {k: np.concatenate(v)[sel] if v else np.empty(0, bool) for k, v in validity.items()}
+                for c in (_joined(columns[x], None) for x in names)]
+        sel = _and(sel, _newest(keys, np.concatenate(stamps), order_in))
+    cat = {k: _take(_joined(v, np.empty(0, result_dtype(f))), sel) for f, (k, v) in zip(fields, columns.items())}
+    valid = {k: _take(_joined(v, np.empty(0, bool)), sel) for k, v in validity.items()}
     coords = [cat[x] for x in names]
     if layout != Layout.UNORDERED and not (one and layout == Layout.GLOBAL_ORDER):
         # TileDB's global-order merge gives equal coordinates newest fragment first
-        first = (np.argsort(-np.concatenate(order_in)[sel], kind="stable") if layout == Layout.GLOBAL_ORDER
-                 and order_in else np.arange(len(coords[0])))
+        first = (np.argsort(-_take(order_in, sel), kind="stable") if layout == Layout.GLOBAL_ORDER
+                 else np.arange(len(coords[0])))
         perm = first[_sort(arr, [c[first] for c in coords], layout)]
         cat = {k: v[perm] for k, v in cat.items()}
         valid = {k: v[perm] for k, v in valid.items()}
-    if not len(coords[0]):
+    return _output(arr, fields, wanted, cat, valid)
+
+
+def _output(arr, fields, wanted, cat, valid) -> dict:
+    if not len(cat[arr.dims[0].name]):
         cat = {f.name: empty_column(f, cat[f.name]) for f in fields}
     out = {d.name: from_ordinal(cat[d.name], d) for d in arr.dims}
     out.update({a.name: masked(cat[a.name], valid.get(a.name)) for a in wanted})
     return out
+
+
+def _merge(arr, frags, columns, counts, sel, layout):
+    """The permutation of the fragments' cells (concatenated oldest first) that a read in ``layout`` gives,
+    found by merging the fragments' sorted runs: each fragment is in global order, so a stable sort of their
+    global-order keys, newest fragment first, is a k-way merge (timsort merges runs) that leaves the newest of
+    equal coordinates first, where deduplication keeps it. None where the general path must sort: one
+    fragment, cell timestamps, duplicates in an order other than global, or no integer global-order key."""
+    schema = arr.schema
+    if len(frags) < 2 or any(f.has_timestamps for f in frags) or (
+            schema.allows_dups and layout != Layout.GLOBAL_ORDER):
+        return None
+    coords = [_joined(columns[d.name], None) for d in arr.dims]
+    key = order.global_keys(coords, schema.domain.dimensions, schema.tile_order, schema.cell_order)
+    if key is None:
+        return None
+    starts = np.cumsum([0] + counts)
+    newest_first = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in reversed(range(len(frags)))])
+    perm = newest_first[np.argsort(key[newest_first], kind="stable")]
+    if not schema.allows_dups:
+        sorted_key = key[perm]
+        first = np.ones(len(perm), bool)
+        first[1:] = sorted_key[1:] != sorted_key[:-1]
+        perm = perm[first]
+    if sel is not None:  # deletes apply after deduplication
+        perm = perm[sel[perm]]
+    if layout in (Layout.ROW_MAJOR, Layout.COL_MAJOR):
+        perm = perm[_sort(arr, [c[perm] for c in coords], layout)]
+    return perm
+
+
+def _result(arr, fields, wanted, columns, validity, perm) -> dict:
+    cat = {k: _joined(v, None)[perm] for k, v in columns.items()}
+    valid = {k: _joined(v, None)[perm] for k, v in validity.items()}
+    return _output(arr, fields, wanted, cat, valid)
 
 
 def _sort(arr, coords, layout):

@@ -3,6 +3,8 @@ cells (REFERENCE.md §4, §11). The one path from a data tile on disk to numpy v
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ..enums import Datatype
@@ -21,11 +23,12 @@ class Tiles:
     def __init__(self, storage, key=None, encrypted=False):
         self.storage, self.key, self.encrypted = storage, key, encrypted
 
-    def raw(self, frag, idx: int, kind: str, k: int, strings: bool = False, cells=None):
+    def raw(self, frag, idx: int, kind: str, k: int, strings: bool = False, cells=None, spans=None):
         """Tile ``k`` of index-space field ``idx``'s ``kind`` file ("", "_var", "_validity"), unfiltered:
         bytes; with ``strings`` (var strings that carry their own offsets, §4.2) (data, offsets); with
         ``cells=(count, field)`` a numpy array of that many cells, decoded in place once the chunk headers
-        prove that size (so a lying tile extent allocates nothing)."""
+        prove that size (so a lying tile extent allocates nothing). ``spans``: a :class:`_Spans` that read the
+        bytes of this tile and its neighbours at once."""
         info = frag.metadata.index_fields[idx]
         name, start, end = frag.tile_span(kind, idx, k)
         path = self.storage.join(frag.path, name)
@@ -39,7 +42,9 @@ class Tiles:
         try:
             if end < start:
                 raise FormatError(f"the tile ends at {end}, before it starts")
-            tile = read_tile(self.storage.read(path, start, end, what="data file"), start)
+            data = spans.get(kind, path, start, end) if spans is not None else None
+            # offsets count from the tile here; located() below makes them file offsets (base=start)
+            tile = read_tile(self.storage.read(path, start, end, what="data file") if data is None else data)
             out = None if cells is None else _claimed(tile, *cells)
             # tiles already decode in the read's pool: one more pool per tile only fights it for the cores
             data, offsets = decode_tile(tile, pipeline, datatype=datatype, version=frag.version, cell_size=cell_size,
@@ -50,24 +55,24 @@ class Tiles:
                           file=str(path), version=frag.version) from None
         return (data, offsets) if strings else data if cells is None else out
 
-    def cells(self, frag, idx: int, k: int, cell_num: int | None = None):
+    def cells(self, frag, idx: int, k: int, cell_num: int | None = None, spans=None):
         """(values, validity or None) of tile ``k`` of index-space field ``idx``; a fixed-size tile of a
         known ``cell_num`` cells is decoded straight into its result array."""
         info = frag.metadata.index_fields[idx]
         if info.var:
-            data, offsets = self.raw(frag, idx, "_var", k, strings=True)
+            data, offsets = self.raw(frag, idx, "_var", k, strings=True, spans=spans)
             if offsets is None:
-                offsets = self._array(frag, idx, "", k, U64)
+                offsets = self._array(frag, idx, "", k, U64, spans)
             values = self._located(frag, idx, k, lambda: split_var(bytes(data), np.asarray(offsets, U64), info))
         elif cell_num is not None:
             values = self.raw(frag, idx, "", k, cells=(cell_num, info))
         else:
-            data = self.raw(frag, idx, "", k)
+            data = self.raw(frag, idx, "", k, spans=spans)
             cell = info.datatype.size * info.cell_val_num  # checked before a dtype that wide is built
             if len(data) % cell:
                 raise self._fail(frag, idx, k, f"the tile holds {len(data)} bytes, not whole {cell}-byte cells")
             values = np.frombuffer(data, cell_dtype(info))
-        valid = self._array(frag, idx, "_validity", k, np.uint8) != 0 if info.nullable else None
+        valid = self._array(frag, idx, "_validity", k, np.uint8, spans) != 0 if info.nullable else None
         if valid is not None and len(valid) != len(values):
             raise self._fail(frag, idx, k, f"{len(valid)} validity values for {len(values)} cells")
         return values, valid
@@ -75,12 +80,18 @@ class Tiles:
     def field(self, frag, idx: int, tiles, pool) -> tuple[np.ndarray, np.ndarray | None]:
         """Values (and validity) of index-space field ``idx`` over ``tiles`` of ``frag``, in tile order."""
         info = frag.metadata.index_fields[idx]
-        parts = list(pool.map(lambda k: self.cells(frag, idx, k), tiles))
+        spans = self.spans(frag, idx, tiles)
+        parts = list(pool.map(lambda k: self.cells(frag, idx, k, spans=spans), tiles))
         if not parts:
             return np.empty(0, result_dtype(info)), (np.empty(0, bool) if info.nullable else None)
         values = np.concatenate([p[0] for p in parts])
         valid = np.concatenate([p[1] for p in parts]) if info.nullable else None
         return values, valid
+
+    def spans(self, frag, idx: int, tiles):
+        """What :meth:`cells` takes as ``spans=`` to read ``tiles`` of field ``idx`` a file at a time (None for
+        one tile)."""
+        return _Spans(self.storage, frag, idx, sorted(tiles)) if len(tiles) > 1 else None
 
     def coords(self, frag, dims, tiles, pool) -> list[np.ndarray]:
         """The coordinates of sparse tiles, one array per dimension (datetimes as int64: :func:`ordinal`):
@@ -99,8 +110,8 @@ class Tiles:
         return [ordinal(np.concatenate([p[j] for p in parts]) if parts else np.empty(0, dtype))
                 for j in range(len(dims))]
 
-    def _array(self, frag, idx, kind, k, dtype) -> np.ndarray:
-        data = self.raw(frag, idx, kind, k)
+    def _array(self, frag, idx, kind, k, dtype, spans=None) -> np.ndarray:
+        data = self.raw(frag, idx, kind, k, spans=spans)
         if len(data) % np.dtype(dtype).itemsize:
             raise self._fail(frag, idx, k, f"the {kind or 'fixed'} tile holds {len(data)} bytes, not whole "
                                            f"{np.dtype(dtype).itemsize}-byte cells")
@@ -116,6 +127,33 @@ class Tiles:
         info = frag.metadata.index_fields[idx]
         return FormatError(f"fragment {frag.name}, field {info.name}, tile {k}: {reason}",
                            file=str(frag.path), version=frag.version)
+
+
+class _Spans:
+    """The bytes of a run of consecutive tiles of one field, read once per file (one read instead of one per
+    tile: opening, sizing and seeking a file per tile cost a quarter of a sparse read) on first use."""
+
+    def __init__(self, storage, frag, idx: int, tiles):
+        self.storage, self.frag, self.idx = storage, frag, idx
+        consecutive = list(tiles) == list(range(tiles[0], tiles[0] + len(tiles)))
+        self.first, self.last = (tiles[0], tiles[-1]) if consecutive else (None, None)
+        self.lock, self.read = threading.Lock(), {}
+
+    def get(self, kind: str, path, start: int, end: int):
+        """Tile bytes ``[start, end)`` of ``kind``'s file, or None where the run does not hold them (the caller
+        reads them itself, and reports any error against its own tile)."""
+        if self.first is None:
+            return None
+        with self.lock:
+            if kind not in self.read:
+                lo, hi = self.frag.tile_span(kind, self.idx, self.first)[1], \
+                    self.frag.tile_span(kind, self.idx, self.last)[2]
+                ok = 0 <= lo <= hi <= self.storage.size_of(path, "data file")
+                self.read[kind] = (lo, self.storage.read(path, lo, hi, what="data file")) if ok else None
+        got = self.read[kind]
+        if got is None or not got[0] <= start <= end <= got[0] + len(got[1]):
+            return None
+        return memoryview(got[1])[start - got[0]:end - got[0]]
 
 
 def _claimed(tile, count: int, info) -> np.ndarray:

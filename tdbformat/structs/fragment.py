@@ -355,7 +355,7 @@ class FragmentMetadata:
     def _context(self, slot, i):
         fields = slot.fields(self) if slot.fields else None
         return dict(version=self.version, schema=self.schema, key=self.key, fields=self.index_fields,
-                    field=fields[i] if fields else None)
+                    field=fields[i] if fields else None, max_chunk=getattr(self, "max_chunk", None))
 
     def __getattr__(self, name):
         slot = _SLOT.get(name)
@@ -487,7 +487,8 @@ def _summary(fm) -> dict:
 
 def _build_file(fm) -> bytes:
     if fm.legacy is not None:
-        return LegacyFragmentMetadataFile.build(fm.legacy, schema=fm.schema, key=fm.key)
+        return LegacyFragmentMetadataFile.build(fm.legacy, schema=fm.schema, key=fm.key, version=fm.version,
+                                                max_chunk=getattr(fm, "max_chunk", None))  # a writer's chunk bound
     out = bytearray()
     footer = Container(fm.footer)
     for slot in SECTIONS:

@@ -18,6 +18,7 @@ from ..enums import Datatype, DatatypeEnum, EncryptionEnum, EncryptionType, Filt
 from ..errors import FormatError
 from ..fields import Bounded, Section, Struct, built_size, remaining
 from ..filters import filter_tile, unfilter
+from ..filters.pipeline import MAX_CHUNK
 from ..filters.encryption import normalize_key
 from ..versions import LATEST, AnyFormatVersion
 from .filter_pipeline import DEFAULT_MAX_CHUNK_SIZE, FilterPipeline
@@ -116,7 +117,9 @@ class _GenericTileOf(Construct):
             version = context._params.get("version") or LATEST
             encryption = EncryptionType.AES_256_GCM if key is not None else EncryptionType.NO_ENCRYPTION
             pipeline = _default_pipeline(key is not None)
-        tile = filter_tile(data, pipeline, datatype=Datatype.CHAR, cell_size=1, key=key)
+        # chunked by the writer's bound like data tiles (TileDB's max_tile_chunk_size; 192 in some wheels)
+        tile = filter_tile(data, pipeline, datatype=Datatype.CHAR, cell_size=1, key=key,
+                           max_chunk=context._params.get("max_chunk") or MAX_CHUNK)
         return Container(version=version, datatype=Datatype.CHAR, cell_size=1, encryption_type=encryption,
                          filter_pipeline=pipeline, tile=tile)
 

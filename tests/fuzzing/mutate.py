@@ -8,6 +8,7 @@ files it touched (those are parsed on their own by the targets).
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 from dataclasses import dataclass
@@ -19,9 +20,12 @@ from tdbformat.files import file_kind
 
 from .sites import find_sites, write_site
 
-__all__ = ["Input", "inputs", "mutate", "wrong_key", "CORPUS"]
+__all__ = ["Input", "inputs", "mutate", "wrong_key", "CORPUS", "BEHAVIOURS"]
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
+BEHAVIOURS = CORPUS.parent / "behaviours"
+#: arrays from before format version 1 (TileDB 0.6.1, 1.2.2, 1.3.0; tests/test_prev1.py)
+PREV1 = Path(__file__).resolve().parents[1] / "data" / "prev1"
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,12 @@ class Input:
 
 @lru_cache(maxsize=None)
 def inputs() -> tuple[Input, ...]:
-    """Every array and group of the corpus: the cases with a truth.json, then the historic ones."""
+    """Every array and group of the corpus: the cases with a truth.json, then the historic ones, then the
+    pre-v1 arrays (only those with ``TDBFORMAT_FUZZ_CORPUS=prev1``)."""
+    prev1 = [Input(f"prev1/{name}", PREV1 / name, None, False)
+             for name in sorted(json.loads((PREV1 / "truth.json").read_text())["arrays"])]
+    if os.environ.get("TDBFORMAT_FUZZ_CORPUS") == "prev1":
+        return tuple(prev1)
     out = []
     for t in sorted(CORPUS.glob("v*/*/truth.json")):
         truth = json.loads(t.read_text())
@@ -45,7 +54,9 @@ def inputs() -> tuple[Input, ...]:
         for p in sorted((CORPUS / "historic" / kind).iterdir()):
             if p.is_dir():
                 out.append(Input(f"historic/{p.name}", p, None, kind == "groups"))
-    return tuple(out)
+    for t in sorted(BEHAVIOURS.glob("*/truth.json")):  # tests/test_behaviours.py's real files
+        out.append(Input(f"behaviours/{t.parent.name}", t.parent / "array", None, False))
+    return tuple(out + prev1)
 
 
 def _files(root: Path) -> list[Path]:
@@ -147,7 +158,7 @@ def _swap_role(rng, data, path, **_):
     if not same:
         return _truncate(rng, data)
     other = rng.choice(same)
-    return other.read_bytes(), f"swapped for {other.relative_to(CORPUS)}"
+    return other.read_bytes(), f"swapped for {other.relative_to(CORPUS.parent)}"
 
 
 _FILE_MUTATIONS = [(_truncate, 3), (_empty, 1), (_bitflip, 4), (_byterun, 3), (_lie, 8), (_blowup, 3),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from pathlib import Path
 
-from .mutate import CORPUS
+from .mutate import BEHAVIOURS, CORPUS
 from .targets import run_case
 
 __all__ = ["Options", "campaign", "run_one", "report", "BAD"]
@@ -45,10 +45,11 @@ class Options:
 
 def corpus_hash() -> str:
     h = hashlib.sha256()
-    for p in sorted(CORPUS.rglob("*")):
-        h.update(str(p.relative_to(CORPUS)).encode())
-        if p.is_file():
-            h.update(p.read_bytes())
+    for root in (CORPUS, BEHAVIOURS):
+        for p in sorted(root.rglob("*")):
+            h.update(str(p.relative_to(root.parent)).encode())
+            if p.is_file():
+                h.update(p.read_bytes())
     return h.hexdigest()
 
 

@@ -17,6 +17,7 @@ from tdbformat import GenericTile, filter_tile
 from tdbformat.files import ParsedFile
 from tdbformat.filters.encryption import normalize_key
 from tdbformat.structs.fragment import SECTIONS, FragmentMetadata, _tile_end, find_footer
+from tdbformat.structs.prev1_1x import GenericTile1x
 
 __all__ = ["Site", "find_sites", "write_site"]
 
@@ -141,8 +142,10 @@ def write_site(data: bytes, site: Site, new: int, payloads: dict, key) -> bytes:
     if site.tile is None:
         return data[:site.offset] + raw + data[site.offset + site.width:]
     gt, payload = payloads[site.tile]
-    end = _tile_end(data, site.tile)
     payload = payload[:site.offset] + raw + payload[site.offset + site.width:]
+    if "filter_pipeline" not in gt:  # a 1.x generic tile (a whole file): the payload stored uncompressed
+        return GenericTile1x.build(Container(gt, tile_size=len(payload), compressor=0, body=payload))
+    end = _tile_end(data, site.tile)
     tile = filter_tile(payload, gt.filter_pipeline, datatype=gt.datatype, cell_size=gt.cell_size,
                        key=normalize_key(key))
     built = GenericTile.build(Container(gt, tile=tile))

@@ -57,6 +57,8 @@ def _ops(case: dict):
             yield f"parse_file {p.relative_to(root.parent)}", lambda p=p: parse_file(p, key=key)
     if case["group"]:
         yield "inspect_path", lambda: inspect_path(root, key=key)
+    # findings are validate's answer; it raises only when the copy is no array, group or file at all
+    yield "validate", lambda: tdbformat.validate(root, key=key)
     opened = {}
     yield "open_array", lambda: opened.setdefault("a", open_array(root, key=key))
     if case["group"]:

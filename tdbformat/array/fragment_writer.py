@@ -1,0 +1,416 @@
+"""One write, one fragment: cells already in tile order become the data files, the fragment metadata and the
+commit of the fragment's format version (REFERENCE.md §3, §4, §11-§12).
+
+Each field's tiles run through its filter pipeline (``filters.filter_tile``) and are stored back to back; the
+footer and its sections are built by ``structs.fragment.FragmentMetadata``. Data files go through
+``storage.write``; the file that commits the fragment (``.ok`` v5-11, ``__commits/*.wrt`` v12+, the metadata file
+itself v1-4) is written last through ``storage.commit``, so a reader sees the whole fragment or nothing.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+
+import numpy as np
+from construct import Container, ListContainer
+
+from ..directory import COMMITS_DIR, FRAGMENT_METADATA, FRAGMENTS_DIR
+from ..enums import Datatype, FilterType, OptionalSectionId
+from ..filters import filter_tile, skips_offsets
+from ..filters.encryption import normalize_key
+from ..filters.pipeline import MAX_CHUNK
+from ..structs.array_schema import FieldInfo, attributes, dimensions, value_dtype
+from ..structs.fragment import FragmentMetadata, ProcessedConditionsTile, data_file_stem, index_fields
+from ..structs.names import timestamped_name
+from ..structs.tile import Tile, tile_parts
+from ..versions import FEATURES
+from .rtree import FANOUT, build_levels
+from .tiling import var_bytes
+
+__all__ = ["FragmentWrite", "write_fragment", "fragment_name"]
+
+_COMPRESSORS = {FilterType.GZIP, FilterType.ZSTD, FilterType.LZ4, FilterType.RLE, FilterType.BZIP2,
+                FilterType.DOUBLE_DELTA}
+_EMPTY_TILE = Tile.build(Container(num_chunks=0, chunks=ListContainer()))
+
+
+@dataclass
+class FragmentWrite:
+    """What one fragment holds: ``tiles[name]`` a list of per-tile cell arrays (attributes, and for sparse
+    fragments the dimensions), ``validity[name]`` the same of bools for nullable attributes, ``mbrs`` and
+    ``non_empty_domain`` as the footer stores them, the cells in the last tile."""
+
+    schema: object
+    schema_name: str | None
+    dense: bool
+    non_empty_domain: list
+    tiles: dict
+    validity: dict = field(default_factory=dict)
+    mbrs: object = None
+    last_tile_cell_num: int = 0
+    global_bounds: dict | None = None  # v23 sparse: dimension -> (first cells, last cells) of each tile
+    written: list | None = None  # dense: per tile, which cells the subarray wrote (None: all of them)
+
+
+@dataclass
+class _Out:
+    """One field's stored tiles and per-tile numbers."""
+
+    offsets: list = field(default_factory=list)
+    var_offsets: list = field(default_factory=list)
+    var_sizes: list = field(default_factory=list)
+    validity_offsets: list = field(default_factory=list)
+    sizes: list = field(default_factory=lambda: [0, 0, 0])
+    stats: list = field(default_factory=list)  # (min, max, sum, null count) per tile, or None
+
+
+def fragment_name(version: int, t: int, uuid: str) -> str:
+    """The fragment's folder name in ``version``'s era (REFERENCE §3.1)."""
+    if version <= 2:
+        return f"__{uuid}_{t}"
+    return timestamped_name(t, t, uuid, version if version >= 5 else None)
+
+
+class _Encoder:
+    def __init__(self, schema, version, key, max_chunk, storage, folder):
+        self.schema, self.version, self.max_chunk = schema, version, max_chunk
+        self.storage, self.folder = storage, folder
+        self.key = normalize_key(key)
+
+    def stored(self, data, pipeline, datatype, cell_size, offsets=None, dim_num=1) -> list:
+        """The stored tile, as pieces of bytes."""
+        tile = filter_tile(data, pipeline, datatype=datatype, version=self.version, cell_size=cell_size, key=self.key,
+                           encrypted=self.key is not None, offsets=offsets, var=offsets is not None,
+                           dim_num=dim_num, max_chunk=self.max_chunk)
+        return tile_parts(tile)
+
+    def field(self, info: FieldInfo, tiles, validity, stem, stats: bool, is_dim: bool, written=None) -> _Out:
+        """Store a field's tiles, file by file as they are made (a data file is never held whole)."""
+        out = _Out()
+        with ExitStack() as files:
+            def sink(suffix):
+                return _Sink(files.enter_context(self.storage.writer(self.storage.join(self.folder,
+                                                                                         f"{stem}{suffix}.tdb"))))
+            fixed = sink("")
+            var = sink("_var") if info.var else _Sink(None)
+            valid = sink("_validity") if info.nullable else _Sink(None)
+            for t, cells in enumerate(tiles):
+                out.offsets.append(fixed.size)
+                if info.var:
+                    data, offsets = self._var_cells(cells, info)
+                    out.var_offsets.append(var.size)
+                    out.var_sizes.append(len(data))
+                    fixed.put([_EMPTY_TILE] if skips_offsets(info.filters, info.datatype, self.version) else
+                              self.stored(offsets, self.schema.cell_var_offsets_filters, Datatype.UINT64, 8))
+                    var.put(self.stored(data, info.filters, info.datatype, info.datatype.size, offsets=offsets))
+                else:
+                    fixed.put(self.stored(_raw(cells), info.filters, info.datatype,
+                                          info.datatype.size * info.cell_val_num))
+                mask = None
+                if info.nullable:
+                    mask = np.asarray(validity[t], bool)
+                    out.validity_offsets.append(valid.size)
+                    valid.put(self.stored(_raw(mask.astype(np.uint8)), self.schema.cell_validity_filters,
+                                          Datatype.UINT8, 1))
+                if stats:  # of the cells written, as TileDB's dense writer counts them
+                    sel = slice(None) if written is None else written[t]
+                    out.stats.append(_tile_stats(info, cells[sel], None if mask is None else mask[sel], is_dim))
+                else:
+                    out.stats.append(None)
+        out.sizes = [fixed.size, var.size, valid.size]
+        return out
+
+    @staticmethod
+    def _var_cells(cells, info):
+        parts = var_bytes(cells, info.datatype.numpy_dtype)
+        lengths = np.fromiter(map(len, parts), np.uint64, len(parts))
+        offsets = np.zeros(len(parts), "<u8")
+        np.cumsum(lengths[:-1], out=offsets[1:])
+        return b"".join(parts), offsets
+
+    def coords(self, tiles, dims) -> _Out:
+        """The v1-4 ``__coords`` field: every dimension's coordinates of a tile together, zipped (x1 y1 x2 y2...)
+        in v1 unless the coordinate pipeline compresses, else one dimension after the other."""
+        out = _Out()
+        pipeline = self.schema.coords_filters
+        zipped = FEATURES["zipped_coordinates"](self.version) and not (
+            {FilterType(f.type) for f in pipeline.filters} & _COMPRESSORS)
+        datatype = dims[0].datatype
+        with self.storage.writer(self.storage.join(self.folder, "__coords.tdb")) as f:
+            data = _Sink(f)
+            for cols in zip(*(tiles[d.name] for d in dims)):
+                out.offsets.append(data.size)
+                raw = np.stack(cols, axis=1) if zipped else np.concatenate(cols)
+                data.put(self.stored(_raw(raw.astype(datatype.numpy_dtype)), pipeline, datatype,
+                                     datatype.size * len(dims), dim_num=1 if zipped else len(dims)))
+                out.stats.append(None)
+        out.sizes = [data.size, 0, 0]
+        return out
+
+
+class _Sink:
+    """A data file written tile by tile; its size so far is the next tile's offset (None: no file)."""
+
+    def __init__(self, file):
+        self.file, self.size = file, 0
+
+    def put(self, parts: list):
+        self.file.writelines(parts)
+        self.size += sum(map(len, parts))
+
+
+def _raw(values: np.ndarray) -> np.ndarray:
+    """A tile's cells as bytes for the pipeline, without copying contiguous ones."""
+    return np.ascontiguousarray(values).reshape(-1).view(np.uint8)
+
+
+_NO_STATS = (Datatype.ANY, Datatype.BLOB, Datatype.GEOM_WKB, Datatype.GEOM_WKT, Datatype.STRING_UTF8,
+             Datatype.STRING_UTF16, Datatype.STRING_UTF32, Datatype.STRING_UCS2, Datatype.STRING_UCS4)
+_CHARS = (Datatype.CHAR, Datatype.STRING_ASCII)
+
+
+def _has_min_max(info: FieldInfo, is_dim: bool) -> bool:
+    """TileMetadataGenerator::has_min_max_metadata: not dimensions (they have the R-tree), var-sized or
+    multi-value cells only of CHAR and ASCII, no ANY, BLOB, GEOM or non-ASCII strings."""
+    if is_dim or (info.var or info.cell_val_num != 1) and info.datatype not in _CHARS:
+        return False
+    return info.datatype not in _NO_STATS
+
+
+def _has_sum(info: FieldInfo) -> bool:
+    """TileMetadataGenerator::has_sum_metadata: fixed cells of one value, no ANY, BLOB, GEOM or strings."""
+    return not info.var and info.cell_val_num == 1 and info.datatype not in _NO_STATS + (Datatype.STRING_ASCII,)
+
+
+def _sum_dtype(kind: str) -> str:
+    return "<f8" if kind == "f" else "<u8" if kind in "ub" else "<i8"
+
+
+def _tile_stats(info, cells, mask, is_dim):
+    """(min, max, sum, null count) of a tile as TileDB's metadata generator makes them: min and max skip null
+    cells (none valid: the type's max and lowest), sums add cell after cell (None where the field has none)."""
+    nulls = 0 if mask is None else int((~mask).sum())
+    lo = hi = total = None
+    if _has_min_max(info, is_dim):
+        if info.datatype in _CHARS:
+            parts = var_bytes(cells, info.datatype.numpy_dtype) if info.var else \
+                [bytes(c) for c in np.asarray(cells).view(f"S{info.cell_val_num}").tolist()]
+            parts = [p for p, ok in zip(parts, mask if mask is not None else [True] * len(parts)) if ok]
+            lo, hi = (min(parts), max(parts)) if parts else (None, None)
+        else:
+            values = np.asarray(cells).view(value_dtype(info.datatype))
+            values = values if mask is None else values[mask]
+            limits = np.finfo if values.dtype.kind == "f" else np.iinfo
+            if len(values):
+                lo, hi = values.min(), values.max()
+            else:
+                t = values.dtype if values.dtype.kind != "b" else np.dtype(np.uint8)
+                lo, hi = np.array(limits(t).max, t).view(values.dtype), np.array(limits(t).min, t).view(values.dtype)
+    if _has_sum(info):
+        values = np.asarray(cells).view(value_dtype(info.datatype))
+        values = values if mask is None else values[mask]
+        acc = _sum_dtype(values.dtype.kind)
+        total = np.cumsum(values, dtype=acc)[-1] if len(values) else np.zeros((), acc)[()]
+    return lo, hi, total, nulls
+
+
+def _index_data(fw: FragmentWrite, version: int) -> list:
+    """(index, field, is dimension) of each index-space field that has data files in this fragment."""
+    fields = index_fields(fw.schema, version)
+    attrs = attributes(fw.schema)
+    out = [(i, f, False) for i, f in enumerate(fields[:len(attrs)])]
+    if not fw.dense and FEATURES["coordinates_per_dimension"](version):
+        out += [(len(attrs) + 1 + j, d, True) for j, d in enumerate(dimensions(fw.schema))]
+    return out
+
+
+def write_fragment(storage, root, fw: FragmentWrite, *, timestamp: int, uuid: str, key=None,
+                   max_chunk: int = MAX_CHUNK) -> str:
+    """Write the fragment ``fw`` into the array at ``root`` and commit it; returns the fragment's name."""
+    schema = fw.schema
+    version = schema.version
+    name = fragment_name(version, timestamp, uuid)
+    folder = storage.join(root, FRAGMENTS_DIR, name) if FEATURES["fragments_folder"](version) else \
+        storage.join(root, name)
+    storage.makedirs(folder)
+    enc = _Encoder(schema, version, key, max_chunk, storage, folder)
+    fields = index_fields(schema, version)
+    stats = version >= 11
+    outs = {}
+    for i, info, is_dim in _index_data(fw, version):
+        stem = data_file_stem(version, i, fields, len(attributes(schema)))
+        outs[i] = enc.field(info, fw.tiles[info.name], fw.validity.get(info.name), stem, stats, is_dim, fw.written)
+    if not fw.dense and not FEATURES["coordinates_per_dimension"](version):
+        outs[len(attributes(schema))] = enc.coords(fw.tiles, dimensions(schema))
+    tile_num = len(next(iter(fw.tiles.values())))
+    metadata = _metadata(fw, version, key, fields, outs, tile_num, max_chunk)
+    meta_path = storage.join(folder, FRAGMENT_METADATA)
+    if not FEATURES["commit_markers"](version):
+        storage.commit(meta_path, metadata)  # v1-4: the metadata file is the commit
+        return name
+    storage.write(meta_path, metadata)
+    if FEATURES["fragments_folder"](version):
+        storage.makedirs(storage.join(root, COMMITS_DIR))
+        storage.commit(storage.join(root, COMMITS_DIR, f"{name}.wrt"), b"")
+    else:
+        storage.commit(storage.join(root, f"{name}.ok"), b"")
+    return name
+
+
+def _per_field(outs, n, tile_num, what):
+    """One u64 array per index-space field (zeros of tile_num for fields without that kind of data)."""
+    return [np.asarray(getattr(outs[i], what), "<u8") if i in outs and getattr(outs[i], what)
+            else np.zeros(tile_num, "<u8") for i in range(n)]
+
+
+def _metadata(fw, version, key, fields, outs, tile_num, max_chunk) -> bytes:
+    n = len(fields)
+    n_var = n if FEATURES["coordinates_per_dimension"](version) else n - 1
+    sizes = np.array([[outs[i].sizes[k] if i in outs else 0 for i in range(n)] for k in range(3)], "<u8")
+    offsets = _per_field(outs, n, tile_num, "offsets")
+    var_offsets = _per_field(outs, n_var, tile_num, "var_offsets")
+    var_sizes = _per_field(outs, n_var, tile_num, "var_sizes")
+    if version <= 2:
+        return _legacy(fw, version, key, offsets, var_offsets, var_sizes, sizes, n_var, max_chunk)
+    zeros = np.zeros(n, "<u8")
+    footer = Container(
+        version=version, array_schema_name=fw.schema_name if version >= 10 else None, dense=fw.dense,
+        null_non_empty_domain=False, non_empty_domain=ListContainer(fw.non_empty_domain),
+        sparse_tile_num=0 if fw.dense else tile_num, last_tile_cell_num=fw.last_tile_cell_num,
+        has_timestamps=False if version >= 14 else None, has_delete_meta=False if version >= 15 else None,
+        file_sizes=sizes[0], file_var_sizes=sizes[1][:n_var], file_validity_sizes=sizes[2] if version >= 7 else None,
+        rtree_offset=0, tile_offsets_offsets=zeros, tile_var_offsets_offsets=zeros[:n_var],
+        tile_var_sizes_offsets=zeros[:n_var])
+    sections = dict(
+        rtree=Container(dim_num=len(fw.non_empty_domain) if version < 5 else None, fanout=FANOUT,
+                        datatype=dimensions(fw.schema)[0].datatype if version < 5 else None,
+                        levels=ListContainer() if fw.dense else build_levels(fw.mbrs)),
+        tile_offsets=offsets, tile_var_offsets=var_offsets, tile_var_sizes=var_sizes)
+    if version >= 7:
+        footer.tile_validity_offsets_offsets = zeros
+        sections["tile_validity_offsets"] = _per_field(outs, n, tile_num, "validity_offsets")
+    if version >= 11:
+        _stat_sections(footer, sections, fields, outs, version, zeros, tile_num, len(attributes(fw.schema)))
+    if version >= 16:
+        footer.processed_conditions_offset = 0
+        sections["processed_conditions"] = []
+    unreferenced = b""
+    if version == 15:  # TileDB 2.11 writes an empty processed-conditions tile no v15 footer points to
+        unreferenced = ProcessedConditionsTile.build(Container(conditions=ListContainer()), version=version, key=key)
+    if version >= 23:
+        _global_order_section(fw, footer, sections)
+    fm = FragmentMetadata(footer, schema=fw.schema, key=key, unreferenced=unreferenced, **sections)
+    fm.max_chunk = max_chunk
+    return fm.build()
+
+
+def _min_max(info, values, has):
+    """A field's tile mins (or maxes) section value: numbers, or u64 offsets into the var bytes of strings."""
+    bound = np.dtype("<u8") if info.var else value_dtype(info.datatype)
+    if not has or not values:
+        return Container(fixed=np.zeros(0, bound), var=b"")
+    if info.var:
+        parts = [v or b"" for v in values]
+        offsets = np.zeros(len(parts), "<u8")
+        np.cumsum(np.fromiter(map(len, parts), np.uint64, len(parts))[:-1], out=offsets[1:])
+        return Container(fixed=offsets, var=b"".join(parts))
+    if info.datatype in _CHARS:
+        return Container(fixed=np.frombuffer(b"".join(v or bytes(info.cell_val_num) for v in values), bound), var=b"")
+    return Container(fixed=np.array(values, bound), var=b"")
+
+
+def _summary_bound(info, values, pick):
+    found = [v for v in values if v is not None]
+    if not found:
+        return b""
+    best = pick(found)
+    return best if isinstance(best, bytes) else np.asarray(best, value_dtype(info.datatype)).tobytes()
+
+
+def _coords_stats(info, tile_num):
+    """TileDB sizes every field's tile metadata, the __coords one too, and leaves that one zero."""
+    has_mm = _has_min_max(FieldInfo(info.name, info.datatype, 1, False, False, info.filters), False)
+    zeros = np.zeros(tile_num * info.cell_val_num if has_mm else 0, value_dtype(info.datatype))
+    acc = _sum_dtype(value_dtype(info.datatype).kind)
+    has_sum = _has_sum(FieldInfo(info.name, info.datatype, 1, False, False, info.filters))
+    one = np.zeros(1, value_dtype(info.datatype)).tobytes() if has_mm else b""
+    return (Container(fixed=zeros, var=b""), np.zeros(tile_num if has_sum else 0, acc),
+            Container(min=one, max=one, sum=0, null_count=0))
+
+
+def _stat_sections(footer, sections, fields, outs, version, zeros, tile_num, attribute_num):
+    """Tile mins, maxes, sums and null counts (v11+) and the fragment summary (v12+)."""
+    mins, maxes, sums, nulls, summary = [], [], [], [], []
+    for i, info in enumerate(fields):
+        if i == attribute_num:
+            mm, tile_sums, entry = _coords_stats(info, tile_num)
+            mins.append(mm), maxes.append(mm), sums.append(tile_sums), nulls.append(np.zeros(0, "<u8"))
+            summary.append(entry)
+            continue
+        st = outs[i].stats if i in outs else []
+        has_mm = bool(st) and _has_min_max(info, i > attribute_num)
+        acc = _sum_dtype(value_dtype(info.datatype).kind)
+        tile_sums = np.array([s[2] for s in st], acc) if st and _has_sum(info) else np.zeros(0, acc)
+        tile_nulls = np.array([s[3] for s in st], "<u8") if info.nullable and st else np.zeros(0, "<u8")
+        mins.append(_min_max(info, [s[0] for s in st], has_mm))
+        maxes.append(_min_max(info, [s[1] for s in st], has_mm))
+        sums.append(tile_sums)
+        nulls.append(tile_nulls)
+        total = np.cumsum(tile_sums, dtype=acc)[-1].item() if len(tile_sums) else 0
+        summary.append(Container(min=_summary_bound(info, [s[0] for s in st], min) if has_mm else b"",
+                                 max=_summary_bound(info, [s[1] for s in st], max) if has_mm else b"",
+                                 sum=total, null_count=int(tile_nulls.sum())))
+    for key in ("tile_min_offsets", "tile_max_offsets", "tile_sum_offsets", "tile_null_count_offsets"):
+        footer[key] = zeros
+    sections.update(tile_mins=mins, tile_maxes=maxes, tile_sums=sums, tile_null_counts=nulls)
+    if version >= 12:
+        footer.fragment_min_max_sum_null_count_offset = 0
+        sections["fragment_summary"] = summary
+
+
+def _global_order_section(fw, footer, sections):
+    """v23: sparse fragments carry each tile's first and last coordinates in global order (§12.10)."""
+    if fw.dense:
+        footer.optional_sections = ListContainer()
+        return
+    dims = dimensions(fw.schema)
+    zeros = np.zeros(len(dims), "<u8")
+    footer.optional_sections = ListContainer([Container(identifier=OptionalSectionId.TILE_GLOBAL_ORDER_OFFSETS,
+                                                        data=Container(min_offsets=zeros, max_offsets=zeros))])
+    mins, maxes = [], []
+    for d in dims:
+        first, last = fw.global_bounds[d.name]
+        mins.append(_bounds(d, first))
+        maxes.append(_bounds(d, last))
+    sections.update(tile_global_order_mins=mins, tile_global_order_maxes=maxes)
+
+
+def _bounds(info, values):
+    if not info.var:
+        return Container(fixed=np.asarray(values, value_dtype(info.datatype)), var=b"")
+    parts = var_bytes(np.asarray(values, object), info.datatype.numpy_dtype)
+    offsets = np.zeros(len(parts), "<u8")
+    np.cumsum(np.fromiter(map(len, parts), np.uint64, len(parts))[:-1], out=offsets[1:])
+    return Container(fixed=offsets, var=b"".join(parts))
+
+
+def _legacy(fw, version, key, offsets, var_offsets, var_sizes, sizes, n_var, max_chunk) -> bytes:
+    """The v1-2 metadata file: one generic tile (§12.9)."""
+    dims = dimensions(fw.schema)
+    dtype = value_dtype(dims[0].datatype)
+    bdtype = np.dtype([("first", dtype, (len(dims),)), ("last", dtype, (len(dims),))])
+    bounding = np.zeros(0 if fw.dense else len(fw.mbrs), bdtype)
+    if not fw.dense:
+        for j, d in enumerate(dims):
+            bounding["first"][:, j], bounding["last"][:, j] = fw.global_bounds[d.name]
+    mbrs = fw.mbrs if not fw.dense else np.zeros(0, [(d.name, dtype, (2,)) for d in dims])
+    legacy = Container(
+        version=version, non_empty_domain=np.asarray(fw.non_empty_domain, dtype).reshape(-1), mbrs=mbrs,
+        bounding_coords=bounding, tile_offsets=ListContainer(Container(data=o) for o in offsets),
+        tile_var_offsets=ListContainer(Container(data=o) for o in var_offsets),
+        tile_var_sizes=ListContainer(Container(data=o) for o in var_sizes),
+        last_tile_cell_num=fw.last_tile_cell_num, file_sizes=sizes[0], file_var_sizes=sizes[1][:n_var])
+    fm = FragmentMetadata(schema=fw.schema, key=key, legacy=legacy)
+    fm.max_chunk = max_chunk
+    return fm.build()

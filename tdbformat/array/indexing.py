@@ -1,0 +1,477 @@
+"""TileDB-Py's read API over :meth:`Array.read`: ``A[...]``, ``A.multi_index[...]``, ``A.query(...)``, ``.df``
+and Arrow output, with TileDB-Py's semantics (``tiledb/array.py``, ``tiledb/multirange_indexing.py``).
+
+Selections become inclusive ranges per dimension; the read covers their bounding box, then keeps the cells
+in the ranges (sparse) or gathers the rows of each range in order (dense, ranges concatenated as TileDB
+returns them). A query condition is evaluated after the read, so after deduplication, as TileDB does:
+sparse cells that fail it are dropped, dense cells read as fill values.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..enums import ArrayType
+from ..errors import FormatError
+from .cells import empty_column, filled, result_bytes
+from .condition import parse_condition
+from .query import evaluate
+
+__all__ = ["Query", "TileDBPyReads", "getitem_ranges", "multi_index_ranges"]
+
+
+def _expand(sel, ndim: int) -> tuple:
+    """``sel`` as one entry per dimension (an Ellipsis or missing trailing entries are whole dimensions)."""
+    sel = sel if isinstance(sel, tuple) else (sel,)
+    if sum(s is Ellipsis for s in sel) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if Ellipsis in sel:
+        i = sel.index(Ellipsis)
+        sel = sel[:i] + (slice(None),) * max(ndim - len(sel) + 1, 0) + sel[i + 1:]
+    if len(sel) > ndim:
+        raise IndexError(f"too many indices for a {ndim}-dimensional array")
+    return sel + (slice(None),) * (ndim - len(sel))
+
+
+def _bounds(arr, j: int):
+    """The (lo, hi) a whole-dimension slice covers: the current domain if set, else the domain; string
+    dimensions, which have none, their non-empty domain (TileDB-Py's index_domain_subarray)."""
+    d = arr.dims[j]
+    if d.var or d.datatype.numpy_dtype.kind == "S":
+        ned = arr.nonempty_domain()
+        return ned[j] if ned else (None, None)
+    current = arr.schema.get("current_domain")
+    if current is not None and not current.empty:
+        r = current.ndrectangle[j]
+        return r.start, r.end
+    return tuple(arr.schema.domain.dimensions[j].domain)
+
+
+def getitem_ranges(arr, sel) -> tuple[list, tuple]:
+    """``A[sel]`` as (one inclusive (lo, hi) per dimension, the axes integers drop): slices are half-open on
+    the domain's coordinates, negative numbers count back from its end, floats and datetimes inclusive."""
+    sel = _expand(sel, len(arr.dims))
+    ranges, drop = [], []
+    for j, (d, s) in enumerate(zip(arr.dims, sel)):
+        lo, hi = _bounds(arr, j)
+        kind = d.datatype.numpy_dtype.kind
+        if not isinstance(s, slice):
+            if not np.isscalar(s) and not isinstance(s, (np.datetime64, np.generic)):
+                raise IndexError(f"invalid index type {type(s).__name__!r} for dimension {d.name}")
+            drop.append(j)
+            if isinstance(s, (int, np.integer)) and not isinstance(s, bool):
+                start = int(s) + int(hi) + 1 if s < 0 and kind in "iu" else int(s)
+                s = slice(start, start + 1)
+            else:
+                s = slice(s, s)
+        if s.step not in (None, 1):
+            raise IndexError(f"steps are not supported (dimension {d.name}: step {s.step})")
+        if d.var or kind == "S":
+            ranges.append((lo if s.start is None else s.start, hi if s.stop is None else s.stop))
+            continue
+        start, stop = s.start, s.stop
+        if start is not None and kind in "iu":
+            _integral(start, d)
+            start = int(start) + int(hi) + 1 if start < 0 else int(start)
+            if start < lo:
+                raise IndexError(f"index {s.start} out of bounds of dimension {d.name} [{lo}, {hi}]")
+        if stop is None:
+            ranges.append((lo if start is None else start, hi))
+            continue
+        if kind in "iu":
+            _integral(stop, d)
+            stop = int(stop) + int(hi) if stop < 0 else min(int(stop), int(hi) + 1)
+            ranges.append((lo if start is None else start, stop - 1))
+        else:  # floats and datetimes: inclusive
+            ranges.append((lo if start is None else start, stop))
+    return ranges, tuple(drop)
+
+
+def _integral(v, d):
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+        raise IndexError(f"cannot index the integral dimension {d.name} with {v!r}")
+
+
+def multi_index_ranges(arr, sel) -> list:
+    """``A.multi_index[sel]`` as a list of inclusive ranges per dimension (None: the whole dimension):
+    scalars are points, slices and (lo, hi) tuples inclusive ranges, lists any number of these."""
+    sel = _expand(sel, len(arr.dims))
+    sparse = arr.schema.array_type != ArrayType.DENSE
+    out = []
+    for j, (d, s) in enumerate(zip(arr.dims, sel)):
+        items = s if isinstance(s, (list, np.ndarray)) else [s]
+        ranges = []
+        for item in items:
+            if isinstance(item, slice):
+                if item.step is not None:
+                    raise ValueError(f"multi_index: stepped slices are not supported (dimension {d.name})")
+                if sparse and item.start is None and item.stop is None:
+                    continue  # the whole dimension: no range
+                lo, hi = _open_ends(arr, j)
+                lo, hi = lo if item.start is None else item.start, hi if item.stop is None else item.stop
+                if lo is not None and hi is not None:
+                    ranges.append((lo, hi))
+            elif isinstance(item, tuple):
+                if len(item) != 2:
+                    raise ValueError(f"multi_index: a range is a (lo, hi) pair, not {item!r}")
+                ranges.append(item)
+            else:
+                ranges.append((item, item))
+        out.append(ranges or None)
+    return out
+
+
+def _open_ends(arr, j: int) -> tuple:
+    """What an open end of a multi_index slice of dimension ``j`` stands for: the non-empty domain, inside
+    the current domain if the schema sets one (TileDB-Py's iter_ranges); None where neither exists."""
+    ned = arr.nonempty_domain()
+    ned = ned[j] if ned else None
+    current = arr.schema.get("current_domain")
+    cur = None
+    if current is not None and not current.empty:
+        cur = (current.ndrectangle[j].start, current.ndrectangle[j].end)
+    if cur is not None and ned is not None:
+        return max(cur[0], ned[0]), min(cur[1], ned[1])
+    return cur or ned or (None, None)
+
+
+class Query:
+    """``A.query(...)``: a read with chosen attributes, dimensions, condition and order, indexed like the
+    array (``[...]``, ``.multi_index[...]``, ``.df[...]``)."""
+
+    def __init__(self, arr, attrs=None, cond=None, dims=None, coords=None, order=None, return_incomplete=False,
+                 return_arrow=False, use_arrow=None, memory_budget=None, timestamp=None, labels=False):
+        self.arr, self.cond, self.order, self.timestamp = arr, cond, order, timestamp
+        self.return_incomplete, self.return_arrow, self.memory_budget = return_incomplete, return_arrow, memory_budget
+        self.labels = labels
+        names = [a.name for a in arr.attrs]
+        if isinstance(attrs, str) or (attrs is not None and not all(isinstance(a, str) for a in attrs)):
+            raise TypeError(f"attrs: expected a list of attribute names, not {attrs!r}")
+        if attrs is not None and set(attrs) - set(names):
+            raise ValueError(f"attrs: no attribute(s) {sorted(set(attrs) - set(names))} (attributes: {names})")
+        self.attrs = names if attrs is None else [a for a in names if a in attrs]
+        dim_names = [d.name for d in arr.dims]
+        if dims is not None and (isinstance(dims, str) or set(dims) - set(dim_names)):
+            raise ValueError(f"dims: expected a list of dimension names among {dim_names}, not {dims!r}")
+        sparse = arr.schema.array_type != ArrayType.DENSE
+        if dims is not None:
+            self.dims = [d for d in dim_names if d in dims]
+        elif coords is None:
+            self.dims = dim_names if sparse else []
+        else:
+            self.dims = dim_names if coords else []
+        self.frame_dims = dim_names if dims is None and coords is None else self.dims  # .df shows coordinates
+        self.node = None
+        if cond:  # TileDB-Py reads an empty condition as none
+            fields = {f.name: f for f in arr.dims + arr.attrs}
+            self.node = parse_condition(cond, fields, dim_names, sparse=sparse, enumerations=arr.enumeration_labels())
+
+    def __getitem__(self, sel):
+        ranges, drop = getitem_ranges(self.arr, sel)
+        return self._results([[r] for r in ranges], drop, multi=False)
+
+    @property
+    def multi_index(self):
+        return _Indexer(lambda sel: self._results(multi_index_ranges(self.arr, sel), (), multi=True))
+
+    @property
+    def df(self):
+        def frame(sel):
+            results = self._results(multi_index_ranges(self.arr, sel), (), multi=True, frame=True)
+            if self.return_incomplete:
+                return (self._frame(r) for r in results)
+            return self._frame(results)
+        return _Indexer(frame)
+
+    def _frame(self, result):
+        from .frames import to_arrow_table
+        table = to_arrow_table(self.arr, result)
+        return table if self.return_arrow else table.to_pandas()
+
+    def _results(self, ranges, drop, multi, frame=False):
+        if self.return_incomplete:
+            return self._batches(ranges, drop, multi, frame)
+        return self.read(ranges, drop, multi, frame)
+
+    def _batches(self, ranges, drop, multi, frame):
+        """Results over slabs of the first dimension, each estimated to fit the memory budget."""
+        empty = None
+        for slab in slabs(self.arr, ranges, self.memory_budget):
+            got = self.read(slab, drop, multi, frame)
+            if self.arr.schema.array_type == ArrayType.DENSE or len(next(iter(got.values()), ())):
+                empty = False
+                yield got
+            elif empty is None:
+                empty = got
+            got = None  # not held while the next batch is read
+        if empty:  # nothing in any slab: one empty result, as a complete read gives
+            yield empty
+
+    def read(self, ranges, drop=(), multi=True, frame=False) -> dict:
+        """The cells in ``ranges`` (per dimension a list of inclusive (lo, hi), or None for all of it)."""
+        arr = self.arr
+        sparse = arr.schema.array_type != ArrayType.DENSE
+        need = set(self.attrs) | _fields(self.node)
+        attrs = [a.name for a in arr.attrs if a.name in need]
+        box = {d.name: (min(r[0] for r in rs), max(r[1] for r in rs)) for d, rs in zip(arr.dims, ranges) if rs}
+        got = arr.read(attrs=attrs, ranges=box, order=self.order, timestamp=self.timestamp,
+                       memory_budget=self.memory_budget)
+        if sparse:
+            got = _filter_sparse(arr, got, ranges, self.node, self.order)
+        else:
+            got = _gather_dense(arr, got, ranges, box, self.node, self.frame_dims if frame else self.dims, drop)
+            if self.order == "F":  # TileDB-Py gives the column-major cells in the result's (row-major) shape
+                got = {k: v.ravel(order="F").reshape(v.shape) for k, v in got.items()}
+        labels = (multi or self.labels) and not frame
+        out = {}
+        dims = self.frame_dims if frame else self.dims
+        order = (dims + self.attrs) if multi or not sparse else (self.attrs + dims)
+        for name in order:
+            values = got[name]
+            if multi and not frame:  # TileDB-Py's multi_index gives a nullable field's values without a mask
+                values = np.ma.getdata(values)
+            out[name] = _labelled(arr, name, values) if labels else values
+        return out
+
+
+class TileDBPyReads:
+    """TileDB-Py's read API on :class:`tdbformat.array.Array` (``tiledb.open(...)``): indexing, multi_index,
+    query, df, Arrow; the array provides ``read``, ``schema``, ``dims``, ``attrs`` and ``_enumerations``."""
+
+    def enumeration_labels(self) -> dict:
+        """``{attribute name: (labels, ordered)}`` of the enumerated attributes."""
+        enums = self._enumerations
+        return {a.name: enums[a.enumeration_name] for a in self.schema.attributes
+                if a.get("enumeration_name") and a.enumeration_name in enums}
+
+    def query(self, attrs=None, cond=None, dims=None, coords=None, order=None, return_incomplete=False,
+              return_arrow=False, use_arrow=None, memory_budget=None, timestamp=None) -> Query:
+        """A read as TileDB-Py's ``A.query(...)``: index it with ``[...]``, ``.multi_index[...]`` or
+        ``.df[...]``. ``cond``: a query-condition string (TileDB-Py's language); ``dims``/``coords``: the
+        dimensions returned; ``return_incomplete``: indexing yields results batch by batch, each within
+        ``memory_budget`` bytes (estimated); ``return_arrow``: ``.df`` gives a pyarrow Table."""
+        return Query(self, attrs=attrs, cond=cond, dims=dims, coords=coords, order=order,
+                     return_incomplete=return_incomplete, return_arrow=return_arrow, use_arrow=use_arrow,
+                     memory_budget=memory_budget, timestamp=timestamp)
+
+    def __getitem__(self, sel) -> dict:
+        """``A[sel]`` as TileDB-Py: slices half-open on the domain's coordinates, enumerations as labels."""
+        return Query(self, labels=True)[sel]
+
+    @property
+    def multi_index(self):
+        """``A.multi_index[sel]``: inclusive ranges, lists of ranges and points per dimension."""
+        return Query(self).multi_index
+
+    @property
+    def df(self):
+        """``A.df[sel]``: the cells of ``multi_index[sel]`` as a pandas DataFrame (needs pandas and pyarrow)."""
+        return Query(self).df
+
+    def to_arrow(self, attrs=None, cond=None, dims=None, order=None, ranges=None, memory_budget=None,
+                 batches=False):
+        """The cells (``ranges``: ``multi_index``'s selection, default all) as a pyarrow Table, or with
+        ``batches`` a ``pyarrow.RecordBatchReader`` reading slab by slab within ``memory_budget``."""
+        from .frames import require
+        pa = require("pyarrow")
+        q = Query(self, attrs=attrs, cond=cond, dims=dims, order=order, return_incomplete=batches,
+                  return_arrow=True, memory_budget=memory_budget)
+        got = q.df[slice(None) if ranges is None else ranges]
+        if not batches:
+            return got
+        first = next(got, None)
+        if first is None:
+            return pa.RecordBatchReader.from_batches(pa.schema([]), [])
+        return pa.RecordBatchReader.from_batches(first.schema, (b for t in _chain(first, got)
+                                                                for b in t.to_batches()))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        """Nothing to release (files are read per call); kept for ``with`` and TileDB-Py's API."""
+
+
+
+
+def _chain(first, rest):
+    yield first
+    yield from rest
+
+
+class _Indexer:
+    def __init__(self, run):
+        self.run = run
+
+    def __getitem__(self, sel):
+        return self.run(sel)
+
+
+def _fields(node) -> set:
+    if node is None:
+        return set()
+    if node.expression is not None:
+        return set().union(*(_fields(c) for c in node.expression.children))
+    return {node.comparison.field_name}
+
+
+def _columns(got: dict):
+    """(values, validity) dicts of a result for :func:`evaluate` (masked arrays split)."""
+    values = {k: np.ma.getdata(v) for k, v in got.items()}
+    validity = {k: ~np.ma.getmaskarray(v) for k, v in got.items() if isinstance(v, np.ma.MaskedArray)}
+    return values, validity
+
+
+def _in_ranges(column: np.ndarray, ranges) -> np.ndarray:
+    keep = np.zeros(len(column), bool)
+    for lo, hi in ranges:
+        keep |= (column >= lo) & (column <= hi)
+    return keep
+
+
+def _filter_sparse(arr, got, ranges, node, order) -> dict:
+    """The cells of ``got`` (read over the ranges' bounding box) in the ranges and meeting ``node``. A
+    row- or column-major read gives a cell once per range combination holding it (in 1-D arrays range
+    after range, in the order given); other orders give it once, and a global-order read coalesces the
+    ranges, refusing disjoint ones, as TileDB does."""
+    n = len(got[arr.dims[0].name])
+    keep, times = np.ones(n, bool), None
+    for d, rs in zip(arr.dims, ranges):
+        if rs and len(rs) > 1:
+            if order == "G":  # TileDB coalesces them first: one range left is the box read
+                if len(_coalesced(rs, d.datatype.numpy_dtype.kind in "iuMm")) > 1:
+                    raise ValueError(f"order: TileDB reads disjoint ranges (dimension {d.name}) in no global order")
+                continue
+            if order in ("C", "F"):
+                count = _coverage(got[d.name], rs)
+                times = count if times is None else times * count
+                keep &= count > 0
+            else:
+                keep &= _in_ranges(got[d.name], rs)
+    if node is not None:
+        values, validity = _columns(got)
+        keep &= evaluate(node, values, validity, n)
+    if keep.all() and (times is None or (times == 1).all()):
+        return got
+    if times is not None and len(arr.dims) == 1:  # one dimension: TileDB reads range after range, as given
+        column = got[arr.dims[0].name]
+        index = np.concatenate([np.flatnonzero(keep & (column >= lo) & (column <= hi)) for lo, hi in ranges[0]])
+    else:
+        index = np.flatnonzero(keep) if times is None else np.repeat(np.arange(n), np.where(keep, times, 0))
+    infos = {f.name: f for f in arr.dims + arr.attrs}
+    return {k: empty_column(infos[k], v[index]) for k, v in got.items()}
+
+
+def _coalesced(ranges, integral: bool) -> list:
+    """``ranges`` sorted, with overlapping (and, for integers, adjacent) ones merged."""
+    out = []
+    for lo, hi in sorted(ranges, key=lambda r: r[0]):
+        if out and (lo <= out[-1][1] or (integral and int(lo) == int(out[-1][1]) + 1)):
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _coverage(column: np.ndarray, ranges) -> np.ndarray:
+    """How many of ``ranges`` hold each value of ``column``."""
+    count = np.zeros(len(column), np.int64)
+    for lo, hi in ranges:
+        count += (column >= lo) & (column <= hi)
+    return count
+
+
+def _gather_dense(arr, got, ranges, box, node, dims, drop) -> dict:
+    """The dense result of the ranges: rows of each range in order, coordinates of ``dims`` alongside,
+    cells failing ``node`` as fill values, the axes of integer indexes dropped."""
+    lo = [box[d.name][0] if d.name in box else _bounds(arr, j)[0] for j, d in enumerate(arr.dims)]
+    picks = []
+    for j, (d, rs) in enumerate(zip(arr.dims, ranges)):
+        if rs and len(rs) > 1:
+            picks.append(np.concatenate([np.arange(int(a), int(b) + 1) for a, b in rs]) - int(lo[j]))
+        else:
+            picks.append(None)
+    if any(p is not None for p in picks):
+        index = np.ix_(*[p if p is not None else np.arange(next(iter(got.values())).shape[j])
+                         for j, p in enumerate(picks)])
+        got = {k: v[index] for k, v in got.items()}
+    shape = next(iter(got.values())).shape
+    coords = {}
+    for j, d in enumerate(arr.dims):
+        if d.name in dims:
+            axis = (picks[j] if picks[j] is not None else np.arange(shape[j])) + np.int64(lo[j])
+            axis = axis.astype(d.datatype.numpy_dtype)
+            coords[d.name] = np.broadcast_to(axis.reshape([-1 if i == j else 1 for i in range(len(shape))]),
+                                             shape).copy()
+    if node is not None:
+        values, validity = _columns(got)
+        flat = {k: v.reshape(-1) for k, v in values.items()}
+        fail = ~evaluate(node, flat, {k: v.reshape(-1) for k, v in validity.items()}, math.prod(shape))
+        got = {k: _fill_failed(arr, k, v, fail.reshape(shape)) for k, v in got.items()}
+    got.update(coords)
+    if drop:
+        got = {k: v.reshape([s for i, s in enumerate(v.shape) if i not in drop]) for k, v in got.items()}
+    return got
+
+
+def _fill_failed(arr, name, values, fail):
+    info = next(a for a in arr.attrs if a.name == name)
+    attribute = next(a for a in arr.schema.attributes if a.name == name)
+    out = values.copy()
+    out[fail] = filled(info, attribute, ())
+    if isinstance(out, np.ma.MaskedArray):  # a nullable cell that fails is null
+        out[fail] = np.ma.masked
+    return out
+
+
+def _labelled(arr, name, values):
+    """An enumerated attribute's codes as its labels, as TileDB-Py decodes them (a numpy array of the labels)."""
+    labels = arr.enumeration_labels().get(name)
+    if labels is None:
+        return values
+    codes = np.ma.getdata(values)
+    used = np.unique(codes)
+    if len(used) and int(used[-1]) >= len(labels[0]):
+        raise FormatError(f"attribute {name}: code {int(used[-1])} is past the {len(labels[0])} values of its "
+                          "enumeration")
+    # numpy picks the dtype from the labels present (TileDB-Py builds the array from them): "<U4" if the
+    # longest label read has 4 characters
+    table = np.array([labels[0][int(i)] for i in used])
+    return table[np.searchsorted(used, codes)] if len(values) else np.array([])
+
+
+def slabs(arr, ranges, budget):
+    """``ranges`` cut along the first dimension into slabs whose results fit ``budget`` bytes (estimated:
+    written cells over the slab's share of the non-empty domain, at the bytes of a result cell)."""
+    from . import MEMORY_BUDGET
+    budget = MEMORY_BUDGET if budget is None else budget
+    d0 = arr.dims[0]
+    ned = arr.nonempty_domain(raw=True)
+    if ned is None or d0.var or d0.datatype.numpy_dtype.kind not in "iuMm":
+        yield ranges
+        return
+    lo, hi = int(ned[0][0]), int(ned[0][1])
+    if ranges[0]:
+        lo, hi = max(lo, min(int(r[0]) for r in ranges[0])), min(hi, max(int(r[1]) for r in ranges[0]))
+    # a var cell is a pointer plus its Python object; decoded tiles, masks, sort permutations and the result
+    # took up to 6 times the result's bytes at their peak (tracemalloc, sparse and dense reads, tests)
+    per_cell = 6 * sum(result_bytes(f) + 56 * f.var + f.nullable for f in arr.dims + arr.attrs)
+    if arr.schema.array_type == ArrayType.DENSE:
+        cells = math.prod(int(b) - int(a) + 1 for a, b in (
+            [(lo, hi)] + [(_bounds(arr, j) if not rs else (min(r[0] for r in rs), max(r[1] for r in rs)))
+                          for j, rs in enumerate(ranges) if j]))
+    else:
+        cells = sum(f.cell_num for f in arr.fragments)
+    count = max(1, min(hi - lo + 1, -(-cells * per_cell // max(budget, 1))))
+    edges = np.linspace(lo, hi + 1, count + 1).astype(np.int64)
+    for a, b in zip(edges[:-1], edges[1:]):
+        if b > a:
+            first = [(max(int(a), int(r[0])), min(int(b) - 1, int(r[1]))) for r in (ranges[0] or [(a, b - 1)])]
+            first = [r for r in first if r[0] <= r[1]]
+            if first:
+                yield [first] + list(ranges[1:])
