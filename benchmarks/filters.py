@@ -119,14 +119,54 @@ def tiledb_pipelines():
     ]
 
 
-def write_with_tiledb(path, filters, values):
+def create_with_tiledb(path, filters, values):
     import tiledb
     n = len(values)
     dom = tiledb.Domain(tiledb.Dim("d", domain=(0, n - 1), tile=n // 8, dtype=np.int64))
     attr = tiledb.Attr("a", dtype=values.dtype, filters=tiledb.FilterList(filters))
     tiledb.Array.create(path, tiledb.ArraySchema(domain=dom, attrs=[attr]))
+
+
+def write_with_tiledb(path, filters, values):
+    import tiledb
+    create_with_tiledb(path, filters, values)
     with tiledb.open(path, "w") as arr:
         arr[:] = values
+
+
+def writes_versus_tiledb(reps=3):
+    """Dense writes of the same data through each pipeline into fresh arrays of one schema (made by TileDB-Py):
+    tdbformat.write against TileDB-Py, alternating, median of ``reps``; what TileDB-Py reads back from
+    tdbformat's first write is checked."""
+    import tiledb
+    print(f"\n{MIB} MiB dense writes (8 tiles); ratio = tdbformat time / TileDB-Py time\n")
+    print("| pipeline | TileDB-Py MB/s | tdbformat MB/s | ratio |\n|---|---|---|---|")
+    mb = MIB * 2**20 / 1e6
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, filters, datatype in tiledb_pipelines():
+            values = data_for(datatype)
+            if "positive" in name:
+                values = np.sort(values)
+            times = {"TileDB-Py": [], "tdbformat": []}
+            for r in range(reps):
+                for lib in times:
+                    path = os.path.join(tmp, f"{lib}-{r}-" + name.replace(" ", "_").replace("+", "_"))
+                    create_with_tiledb(path, filters, values)
+                    if lib == "TileDB-Py":
+                        def write():
+                            with tiledb.open(path, "w") as arr:
+                                arr[:] = values
+                    else:
+                        def write():
+                            tdbformat.write(path, {"a": values})
+                    times[lib].append(timed(write)[1])
+                    if r == 0 and lib == "tdbformat":
+                        with tiledb.open(path) as arr:
+                            got = arr[:]
+                        assert np.array_equal(got["a"] if isinstance(got, dict) else got, values)
+            med = {lib: statistics.median(ts) for lib, ts in times.items()}
+            print(f"| {name} | {mb / med['TileDB-Py']:,.0f} | {mb / med['tdbformat']:,.0f} | "
+                  f"{med['tdbformat'] / med['TileDB-Py']:.2f} |", flush=True)
 
 
 def versus_tiledb(reps=3):
@@ -196,6 +236,7 @@ def main():
         print(row, flush=True)
     strings()
     versus_tiledb()
+    writes_versus_tiledb()
 
 
 def strings():
