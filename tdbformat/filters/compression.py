@@ -124,7 +124,12 @@ _local = threading.local()  # one zstd context per thread: creating one per chun
 class Zstd(CompressionCodec):
     def compress(self, ctx, raw):
         level = ctx.options["level"]
-        return zstandard.ZstdCompressor(level=3 if level < -7 else level).compress(raw)
+        level = 3 if level < -7 else level
+        # one context per thread and level, as for decompression: making one costs more than a 64 KiB chunk
+        compressors = vars(_local).setdefault("zstd_compressors", {})
+        if level not in compressors:
+            compressors[level] = zstandard.ZstdCompressor(level=level)
+        return compressors[level].compress(raw)
 
     def decompress(self, ctx, packed, orig_size):
         def unpack(p, n):
