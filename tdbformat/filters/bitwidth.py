@@ -106,11 +106,15 @@ def _signed_or_unsigned(dtype, bits: int) -> np.dtype:
 def _bits_needed(mins, maxs, dtype) -> np.ndarray:
     """compute_bits_required: the range + 1 in 8/16/32/64 bits, the full width if it overflows T."""
     span = maxs.astype(np.uint64) - mins.astype(np.uint64)  # exact: max >= min
-    top = np.uint64(np.iinfo(dtype).max)
-    value = span + np.uint64(1)
-    limits = [(1 << (b - 1)) - 1 if dtype.kind == "i" else (1 << b) - 1 for b in (8, 16, 32)]
-    bits = np.select([value <= np.uint64(lim) for lim in limits], [8, 16, 32], 64)
-    return np.where(span >= top, 8 * dtype.itemsize, bits).astype(np.uint8)
+    limits = _LIMITS[dtype.kind]
+    bits = _WIDTH_STEPS[np.searchsorted(limits, span + np.uint64(1))]  # the first width whose limit holds it
+    return np.where(span >= np.uint64(np.iinfo(dtype).max), np.uint8(8 * dtype.itemsize), bits)
+
+
+# the largest range + 1 that 8, 16 and 32 bits hold, for signed and unsigned values
+_LIMITS = {kind: np.array([(1 << (b - 1)) - 1 if kind == "i" else (1 << b) - 1 for b in (8, 16, 32)], np.uint64)
+           for kind in "iu"}
+_WIDTH_STEPS = np.array([8, 16, 32, 64], np.uint8)
 
 
 _value_dtype = rule("the integer type the filter works in")(lambda ctx: ctx._params.value_dtype)
