@@ -1,4 +1,5 @@
-"""Decode and encode throughput of every filter on 64 MiB of typical data, next to the raw library and TileDB-Py.
+"""Decode and encode throughput of every filter on 64 MiB of typical data, next to the raw library and TileDB-Py
+(medians of 3 runs, alternating).
 
 Run: python benchmarks/filters.py [MiB]. The tile is chunked as TileDB chunks it (64 KiB), so the raw
 library columns compress the same 64 KiB pieces and copy the decompressed ones into one buffer, as
@@ -26,7 +27,7 @@ from construct import Container
 
 import tdbformat
 from tdbformat.enums import Compressor, Datatype, FilterType
-from tdbformat.filters import filter_tile, set_threads, unfilter
+from tdbformat.filters import filter_tile, set_threads, unfilter, unfilter_strings
 
 MIB = int(sys.argv[1]) if len(sys.argv) > 1 else 64
 KEY = bytes(range(32))
@@ -118,22 +119,63 @@ def tiledb_pipelines():
     ]
 
 
-def write_with_tiledb(path, filters, values):
+def create_with_tiledb(path, filters, values):
     import tiledb
     n = len(values)
     dom = tiledb.Domain(tiledb.Dim("d", domain=(0, n - 1), tile=n // 8, dtype=np.int64))
     attr = tiledb.Attr("a", dtype=values.dtype, filters=tiledb.FilterList(filters))
     tiledb.Array.create(path, tiledb.ArraySchema(domain=dom, attrs=[attr]))
+
+
+def write_with_tiledb(path, filters, values):
+    import tiledb
+    create_with_tiledb(path, filters, values)
     with tiledb.open(path, "w") as arr:
         arr[:] = values
 
 
+def writes_versus_tiledb(reps=3):
+    """Dense writes of the same data through each pipeline into fresh arrays of one schema (made by TileDB-Py):
+    tdbformat.write against TileDB-Py, alternating, median of ``reps``; what TileDB-Py reads back from
+    tdbformat's first write is checked."""
+    import tiledb
+    print(f"\n{MIB} MiB dense writes (8 tiles); ratio = tdbformat time / TileDB-Py time\n")
+    print("| pipeline | TileDB-Py MB/s | tdbformat MB/s | ratio |\n|---|---|---|---|")
+    mb = MIB * 2**20 / 1e6
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, filters, datatype in tiledb_pipelines():
+            values = data_for(datatype)
+            if "positive" in name:
+                values = np.sort(values)
+            times = {"TileDB-Py": [], "tdbformat": []}
+            for r in range(reps):
+                for lib in times:
+                    path = os.path.join(tmp, f"{lib}-{r}-" + name.replace(" ", "_").replace("+", "_"))
+                    create_with_tiledb(path, filters, values)
+                    if lib == "TileDB-Py":
+                        def write():
+                            with tiledb.open(path, "w") as arr:
+                                arr[:] = values
+                    else:
+                        def write():
+                            tdbformat.write(path, {"a": values})
+                    times[lib].append(timed(write)[1])
+                    if r == 0 and lib == "tdbformat":
+                        with tiledb.open(path) as arr:
+                            got = arr[:]
+                        assert np.array_equal(got["a"] if isinstance(got, dict) else got, values)
+            med = {lib: statistics.median(ts) for lib, ts in times.items()}
+            print(f"| {name} | {mb / med['TileDB-Py']:,.0f} | {mb / med['tdbformat']:,.0f} | "
+                  f"{med['tdbformat'] / med['TileDB-Py']:.2f} |", flush=True)
+
+
 def versus_tiledb(reps=3):
-    """Dense reads of the same array by tdbformat (1 thread; 2 across tiles; 2 across chunks) and TileDB-Py."""
+    """Dense reads of the same array by tdbformat (1 thread; 2 threads, which decode tiles in parallel) and
+    TileDB-Py."""
     import tiledb
     print(f"\n{MIB} MiB dense array of 8 tiles, written by TileDB-Py {tiledb.__version__}; median of {reps} "
           "alternating reads; ratio = tdbformat time / TileDB-Py time\n")
-    ways = {"1 thread": (1, 1), "2 tile threads": (2, 1), "2 chunk threads": (1, 2)}
+    ways = {"1 thread": 1, "2 threads": 2}
     print("| pipeline | TileDB-Py MB/s | " + " | ".join(f"tdbformat {w} MB/s | ratio" for w in ways) + " |")
     print("|---|---|" + "---|---|" * len(ways))
     mb = MIB * 2**20 / 1e6
@@ -150,16 +192,14 @@ def versus_tiledb(reps=3):
                     got, t = timed(lambda: arr[:])
                 assert np.array_equal(got["a"] if isinstance(got, dict) else got, values)
                 times["TileDB-Py"].append(t)
-                for w, (tiles, chunks) in ways.items():
-                    set_threads(chunks)
-                    got, t = timed(lambda: tdbformat.open_array(path).read(threads=tiles))
+                for w, threads in ways.items():
+                    got, t = timed(lambda: tdbformat.open_array(path).read(threads=threads))
                     assert np.array_equal(got["a"], values)
                     times[w].append(t)
             med = {w: statistics.median(ts) for w, ts in times.items()}
             row = f"| {name} | {mb / med['TileDB-Py']:,.0f} |"
             row += "".join(f" {mb / med[w]:,.0f} | {med[w] / med['TileDB-Py']:.2f} |" for w in ways)
             print(row, flush=True)
-    set_threads(os.cpu_count() or 1)
 
 
 def main():
@@ -167,24 +207,59 @@ def main():
     mb = MIB * 2**20 / 1e6
     print(f"{MIB} MiB per filter, 64 KiB chunks; MB/s of unfiltered data\n")
     print("| filter | datatype | decode MB/s | encode MB/s | raw library decode MB/s | raw library encode MB/s | "
-          "decode vs raw |")
-    print("|---|---|---|---|---|---|---|")
+          "decode vs raw | encode vs raw |")
+    print("|---|---|---|---|---|---|---|---|")
     for name, filters, datatype, lib in CASES:
         data = data_for(datatype).tobytes()
         pipeline = Container(max_chunk_size=65536, filters=filters)
         kw = dict(datatype=datatype, version=22, cell_size=datatype.size, key=KEY if not filters else None,
                   encrypted=not filters)
-        tile, t_enc = timed(lambda: filter_tile(data, pipeline, **kw))
-        out, t_dec = timed(lambda: unfilter(tile, pipeline, **kw))
-        assert out == data
+        # median of 3 runs, each of ours next to the raw library's, so both see the same load
+        t_enc, t_dec, r_enc, r_dec = [], [], [], []
+        for _ in range(3):
+            tile, t = timed(lambda: filter_tile(data, pipeline, **kw))
+            t_enc.append(t)
+            out, t = timed(lambda: unfilter(tile, pipeline, **kw))
+            t_dec.append(t)
+            assert out == data
+            if lib:
+                dec, enc = raw_library(lib, data)
+                r_dec.append(dec)
+                r_enc.append(enc)
+        t_enc, t_dec = statistics.median(t_enc), statistics.median(t_dec)
         row = f"| {name} | {datatype.name} | {mb / t_dec:,.0f} | {mb / t_enc:,.0f} |"
         if lib:
-            r_dec, r_enc = raw_library(lib, data)
-            row += f" {mb / r_dec:,.0f} | {mb / r_enc:,.0f} | {t_dec / r_dec:.2f}x |"
+            r_dec, r_enc = statistics.median(r_dec), statistics.median(r_enc)
+            row += f" {mb / r_dec:,.0f} | {mb / r_enc:,.0f} | {t_dec / r_dec:.2f}x | {t_enc / r_enc:.2f}x |"
         else:
-            row += " | | |"
+            row += " | | | |"
         print(row, flush=True)
+    strings()
     versus_tiledb()
+    writes_versus_tiledb()
+
+
+def strings():
+    """String RLE and dictionary (one chunk per tile, the offsets inside): 5 words in runs, and 2,000 words."""
+    print("\n| string filter | cells | decode MB/s | encode MB/s |\n|---|---|---|---|")
+    rng = np.random.default_rng(0)
+    words = np.array([b"alpha", b"beta", b"gamma", b"delta-long-name", b"e"] + [b"w%d" % i for i in range(2000)])
+    n = MIB * 2**20 // 64  # about a tenth of MIB of strings: one tile, one chunk
+    for label, pick in [("5 words in runs", np.repeat(rng.integers(0, 5, n), rng.integers(1, 8, n))[:n]),
+                        ("2,005 words", rng.integers(0, len(words), n))]:
+        cells = words[pick]
+        lengths = np.char.str_len(cells)
+        data = b"".join(cells.tolist())
+        offsets = (np.cumsum(lengths) - lengths).astype("<u8")
+        for ftype, compressor in [(FilterType.RLE, Compressor.RLE), (FilterType.DICTIONARY,
+                                                                     Compressor.DICTIONARY_ENCODING)]:
+            pipeline = Container(max_chunk_size=65536, filters=[f(ftype, compressor=compressor, level=-1)])
+            kw = dict(datatype=Datatype.STRING_ASCII, version=22)
+            tile, t_enc = timed(lambda: filter_tile(data, pipeline, cell_size=1, offsets=offsets, **kw))
+            (out, _), t_dec = timed(lambda: unfilter_strings(tile, pipeline, **kw))
+            assert bytes(out) == data
+            mb = len(data) / 1e6
+            print(f"| {ftype.name} | {label} | {mb / t_dec:,.0f} | {mb / t_enc:,.0f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -178,6 +178,63 @@ def test_string_rle_and_dictionary(cells, filt, typed, compress):
     assert got == data and got_offsets.tolist() == offsets.tolist()
 
 
+def _records_reference(raw: bytes, skip: int, width: int):
+    """Record positions by walking them one by one (the loop the vectorised walker replaces), or None if the
+    last record does not fit."""
+    pos, out = 0, []
+    while pos < len(raw):
+        if pos + skip + width > len(raw):
+            return None
+        out.append(pos)
+        pos += skip + width + int.from_bytes(raw[pos + skip:pos + skip + width], "big")
+        if pos > len(raw):
+            return None
+    return out
+
+
+@PROPS
+@given(st.sampled_from([0, 1, 2, 4, 8]), st.sampled_from([1, 2, 4, 8]),
+       st.lists(st.tuples(st.binary(max_size=8), st.binary(max_size=40)), max_size=60), st.binary(max_size=6),
+       st.booleans())
+def test_string_record_walk_matches_a_loop(skip, width, records, tail, corrupt):
+    from tdbformat.errors import FormatError
+    from tdbformat.filters.strings import _records
+    raw = b"".join((head + bytes(8))[:skip] + len(body).to_bytes(8, "big")[8 - width:] + body
+                   for head, body in records)
+    if corrupt:  # arbitrary trailing bytes: a record that may or may not fit
+        raw += tail
+    want = _records_reference(raw, skip, width)
+    if want is None:
+        with pytest.raises(FormatError, match="cut off|runs past"):
+            _records(np.frombuffer(raw, np.uint8), skip, width, "test")
+    else:
+        assert _records(np.frombuffer(raw, np.uint8), skip, width, "test").tolist() == want
+
+
+@PROPS
+@given(st.lists(st.binary(min_size=1, max_size=20), min_size=1, max_size=50),
+       st.sampled_from([FilterType.RLE, FilterType.DICTIONARY]), st.data())
+def test_truncated_string_tiles_raise_format_error(cells, ftype, data):
+    from tdbformat.errors import FormatError
+    compressor = Compressor.RLE if ftype == FilterType.RLE else Compressor.DICTIONARY_ENCODING
+    pipeline = _pipeline(_filter(ftype, compressor=compressor, level=-1))
+    payload = b"".join(cells)
+    offsets = np.cumsum([0] + [len(c) for c in cells[:-1]]).astype("<u8")
+    tile = filter_tile(payload, pipeline, datatype=Datatype.STRING_ASCII, version=22, cell_size=1, offsets=offsets)
+    chunk = tile.chunks[0]
+    if ftype == FilterType.RLE:  # cut the runs; the header's encoded size follows, so only the walk can notice
+        cut = data.draw(st.integers(1, len(chunk.data)))
+        chunk.data = chunk.data[:-cut]
+        chunk.metadata = chunk.metadata[:12] + len(chunk.data).to_bytes(4, "little") + chunk.metadata[16:]
+    else:  # cut the dictionary the same way, keeping its declared size consistent
+        dict_size = int.from_bytes(chunk.metadata[22:26], "little")
+        cut = data.draw(st.integers(1, dict_size))
+        chunk.metadata = (chunk.metadata[:22] + (dict_size - cut).to_bytes(4, "little") +
+                          chunk.metadata[26:26 + dict_size - cut])
+    with pytest.raises(FormatError):
+        unfilter_strings(tile, pipeline, datatype=Datatype.STRING_ASCII, version=22)
+
+
 @PROPS
 @given(st.lists(st.binary(max_size=300), max_size=300), st.sampled_from([16, 64, 100, 65536]),
        st.sampled_from([10, 11, 23]))
@@ -360,7 +417,7 @@ def test_rle_matches_a_plain_python_reference(cs, cells, long_run):
     ctx = FilterContext(cell_size=cs)
     packed = Rle().compress(ctx, raw)
     assert packed == _rle_reference(raw, cs)
-    assert Rle().decompress(ctx, packed, len(raw)) == raw
+    assert bytes(Rle().decompress(ctx, packed, len(raw))) == raw  # a buffer (a numpy view), as codecs return
 
 
 def _windowed_reference(values: np.ndarray, window: int, bwr: bool) -> tuple[bytes, bytes]:
@@ -407,3 +464,18 @@ def test_windowed_filters_match_a_plain_python_reference(datatype, window, nwind
     md, out = codec.forward(ctx, [], [values.tobytes()])
     assert (b"".join(md), b"".join(out)) == _windowed_reference(values, window, bwr)
     assert bytes(codec.reverse(ctx, memoryview(b"".join(md)), memoryview(b"".join(out)))[1]) == values.tobytes()
+
+
+@PROPS
+@given(st.integers(0, 255).filter(lambda b: b not in (8, 16, 32, 64)), st.integers(0, 3))
+def test_bit_width_reduction_rejects_a_window_width_tiledb_never_writes(bits, window):
+    from tdbformat.errors import FormatError
+    pipeline = _pipeline(_filter(FilterType.BIT_WIDTH_REDUCTION, max_window_size=64))
+    values = np.arange(64, dtype="<i4").tobytes()  # 4 windows of 16 values, each stored in 8 bits
+    tile = filter_tile(values, pipeline, datatype=Datatype.INT32, version=22, cell_size=4)
+    md = bytearray(tile.chunks[0].metadata)
+    assert md[8 + 9 * window + 4] == 8
+    md[8 + 9 * window + 4] = bits  # header: input length, window count, then (offset i4, bits u1, nbytes u4)
+    tile.chunks[0].metadata = bytes(md)
+    with pytest.raises(FormatError, match="bit widths"):
+        unfilter(tile, pipeline, datatype=Datatype.INT32, version=22, cell_size=4)

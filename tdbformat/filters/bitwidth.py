@@ -95,6 +95,10 @@ def _header_dtype(dtype, with_bits: bool) -> np.dtype:
     return np.dtype(fields)
 
 
+# whether a window's u8 bit width is one TileDB writes, by value: np.isin per chunk cost more than the header
+_WIDTHS = np.isin(np.arange(256), (8, 16, 32, 64))
+
+
 def _signed_or_unsigned(dtype, bits: int) -> np.dtype:
     return np.dtype(f"<{dtype.kind}{bits // 8}")
 
@@ -102,11 +106,15 @@ def _signed_or_unsigned(dtype, bits: int) -> np.dtype:
 def _bits_needed(mins, maxs, dtype) -> np.ndarray:
     """compute_bits_required: the range + 1 in 8/16/32/64 bits, the full width if it overflows T."""
     span = maxs.astype(np.uint64) - mins.astype(np.uint64)  # exact: max >= min
-    top = np.uint64(np.iinfo(dtype).max)
-    value = span + np.uint64(1)
-    limits = [(1 << (b - 1)) - 1 if dtype.kind == "i" else (1 << b) - 1 for b in (8, 16, 32)]
-    bits = np.select([value <= np.uint64(lim) for lim in limits], [8, 16, 32], 64)
-    return np.where(span >= top, 8 * dtype.itemsize, bits).astype(np.uint8)
+    limits = _LIMITS[dtype.kind]
+    bits = _WIDTH_STEPS[np.searchsorted(limits, span + np.uint64(1))]  # the first width whose limit holds it
+    return np.where(span >= np.uint64(np.iinfo(dtype).max), np.uint8(8 * dtype.itemsize), bits)
+
+
+# the largest range + 1 that 8, 16 and 32 bits hold, for signed and unsigned values
+_LIMITS = {kind: np.array([(1 << (b - 1)) - 1 if kind == "i" else (1 << b) - 1 for b in (8, 16, 32)], np.uint64)
+           for kind in "iu"}
+_WIDTH_STEPS = np.array([8, 16, 32, 64], np.uint8)
 
 
 _value_dtype = rule("the integer type the filter works in")(lambda ctx: ctx._params.value_dtype)
@@ -189,7 +197,7 @@ class BitWidthReduction(Codec):
         sizes, bits = windows["nbytes"].astype(np.int64), windows["bits"].astype(np.int64)
         if int(sizes.sum()) != length or length > ctx.limit:
             raise FormatError(f"BIT_WIDTH_REDUCTION: windows of {int(sizes.sum())} bytes for an input of {length}")
-        if not np.isin(bits, (8, 16, 32, 64)).all():
+        if not _WIDTHS[windows["bits"]].all():
             raise FormatError(f"BIT_WIDTH_REDUCTION: window bit widths {sorted(set(bits.tolist()))} are not "
                               "8, 16, 32 or 64")
         packed = (bits < full) & (sizes % size == 0)
@@ -209,7 +217,7 @@ class BitWidthReduction(Codec):
             _scatter(out, out_starts[sel], values.view(np.uint8))
         for i in np.flatnonzero(~packed):
             out[out_starts[i]:out_starts[i] + sizes[i]] = buf[in_starts[i]:in_starts[i] + sizes[i]]
-        return head.rest(), out.tobytes()
+        return head.rest(), out
 
 
 @register(FilterType.POSITIVE_DELTA)
@@ -254,12 +262,19 @@ class PositiveDelta(Codec):
         if int(sizes.sum()) != len(data):
             raise FormatError(f"POSITIVE_DELTA: windows of {int(sizes.sum())} bytes but the data has {len(data)}")
         buf = np.frombuffer(data, np.uint8)
-        out = buf.copy()
+        out = np.empty_like(buf)
         starts = np.cumsum(sizes) - sizes
         whole = sizes % size == 0
         for n in np.unique(sizes[whole] // size):
             sel = np.flatnonzero(whole & (sizes // size == n))
             deltas = _gather(buf, starts[sel], n * size).view(dtype)
-            values = np.cumsum(deltas, axis=1, dtype=dtype) + windows["offset"][sel, None]
+            # one running sum over all the windows (a sum along short rows costs numpy more), each row then
+            # moved by its first value less what the rows before it added up to
+            values = np.cumsum(deltas.reshape(-1), dtype=dtype).reshape(deltas.shape)
+            base = windows["offset"][sel].astype(dtype)
+            base[1:] -= values[:-1, -1]
+            values += base[:, None]
             _scatter(out, starts[sel], values.view(np.uint8))
-        return head.rest(), out.tobytes()
+        for i in np.flatnonzero(~whole):  # a ragged tail stays as it is
+            out[starts[i]:starts[i] + sizes[i]] = buf[starts[i]:starts[i] + sizes[i]]
+        return head.rest(), out

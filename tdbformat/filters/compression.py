@@ -8,6 +8,7 @@ compressed along with the data. The string forms of RLE and dictionary are in st
 from __future__ import annotations
 
 import bz2
+import functools
 import struct
 import threading
 import zlib
@@ -69,7 +70,7 @@ class CompressionCodec(Codec):
 
     def forward(self, ctx, metadata, data):
         parts = list(metadata) + list(data)
-        packed = [self.compress(ctx, bytes(p)) for p in parts]
+        packed = [self.compress(ctx, p) for p in parts]  # the libraries take any buffer: no copy to bytes
         sizes = [(len(p), len(c)) for p, c in zip(parts, packed)]
         return [write_part_sizes(sizes[: len(metadata)], sizes[len(metadata):])], [b"".join(packed)]
 
@@ -123,7 +124,12 @@ _local = threading.local()  # one zstd context per thread: creating one per chun
 class Zstd(CompressionCodec):
     def compress(self, ctx, raw):
         level = ctx.options["level"]
-        return zstandard.ZstdCompressor(level=3 if level < -7 else level).compress(raw)
+        level = 3 if level < -7 else level
+        # one context per thread and level, as for decompression: making one costs more than a 64 KiB chunk
+        compressors = vars(_local).setdefault("zstd_compressors", {})
+        if level not in compressors:
+            compressors[level] = zstandard.ZstdCompressor(level=level)
+        return compressors[level].compress(raw)
 
     def decompress(self, ctx, packed, orig_size):
         def unpack(p, n):
@@ -199,7 +205,7 @@ class Rle(CompressionCodec):
         lengths = runs["run_length"].astype(np.int64)
         if int(lengths.sum()) * cs != orig_size:
             raise FormatError(f"RLE: the runs expand to {int(lengths.sum()) * cs} bytes, the header says {orig_size}")
-        return np.repeat(runs["value"], lengths).tobytes()
+        return np.repeat(runs["value"], lengths).view(np.uint8)  # a view: no copy of the tile
 
 
 def _cell_dtype(cs: int) -> np.dtype:
@@ -289,20 +295,17 @@ class DoubleDelta(_Reinterpreting):
             return bytes(head.take(orig_size))
         first = head.array(dtype, 2).astype(np.int64)
         words = head.array("<u8", -(-(n - 2) * (bitsize + 1) // 64))
-        fields = unpack_fields(words, n - 2, bitsize + 1)
-        negative = (fields >> np.uint64(bitsize)).view(np.int64)
-        dd = (fields & np.uint64((1 << bitsize) - 1)).view(np.int64)
-        dd ^= -negative  # two's complement negation where the sign bit is set: ~x + 1
-        dd += negative
-        dd[0] += first[1] - first[0]  # the cumulative sums start from the first delta and the first value
-        values = np.empty(n, np.int64)
-        values[0] = first[0]
-        np.cumsum(np.cumsum(dd, out=dd), out=values[2:])
-        values[1] = first[1]
-        values[2:] += first[1]
         if len(head.rest()):
             raise FormatError(f"DOUBLE_DELTA: {len(head.rest())} bytes after the last value")
-        return values.astype(dtype, copy=False).tobytes()
+        values = np.empty(n, np.int64)
+        _signed(unpack_fields(words, n - 2, bitsize + 1), bitsize, values[2:])
+        # two cumulative sums in place: the double deltas (the first plus the first delta) give the deltas,
+        # and those after the second value give the values
+        values[2] += first[1] - first[0]
+        np.cumsum(values[2:], out=values[2:])
+        values[:2] = first
+        np.cumsum(values[1:], out=values[1:])
+        return values.astype(dtype, copy=False).view(np.uint8)
 
 
 def _pack_dd(dd, bitsize) -> bytes:
@@ -317,31 +320,66 @@ def _field_places(count: int, width: int):
     return (pos >> np.uint64(6)).astype(np.intp), pos & np.uint64(63)
 
 
+def _signed(fields: np.ndarray, bitsize: int, out: np.ndarray):
+    """Sign-and-magnitude ``fields`` (sign bit above ``bitsize`` magnitude bits) as int64 into ``out``: through
+    a table of every field value where one is small (one gather instead of five passes)."""
+    if bitsize < 16:
+        np.take(_sign_table(bitsize), fields.view(np.int64), out=out)
+        return
+    negative = (fields >> np.uint64(bitsize)).view(np.int64)
+    np.bitwise_and(fields, np.uint64((1 << bitsize) - 1), out=out.view(np.uint64))
+    out ^= -negative  # two's complement negation where the sign bit is set: ~x + 1
+    out += negative
+
+
+@functools.lru_cache(maxsize=16)
+def _sign_table(bitsize: int) -> np.ndarray:
+    fields = np.arange(1 << (bitsize + 1), dtype=np.int64)
+    magnitude = fields & ((1 << bitsize) - 1)
+    return np.where(fields >> bitsize, -magnitude, magnitude)
+
+
 def unpack_fields(words: np.ndarray, count: int, width: int) -> np.ndarray:
     """``count`` fields of ``width`` (1 to 63) bits laid MSB first across u64 ``words``, as u64.
 
     A field starts in word ``w`` at ``off`` bits from the top and may end in the next one: the two words
     shifted into place give it (the shift of the second is split in two, as a shift by 64 is undefined).
     """
-    word, off = _field_places(count, width)
+    word, off, rest = _unpack_places(count, width)
     padded = np.append(words.astype(np.uint64), np.zeros(2, np.uint64))
     top = padded[word] << off
-    top |= (padded[word + 1] >> np.uint64(1)) >> (np.uint64(63) - off)
+    top |= (padded[word + 1] >> np.uint64(1)) >> rest
     return top >> np.uint64(64 - width)
+
+
+@functools.lru_cache(maxsize=16)
+def _unpack_places(count: int, width: int):
+    """:func:`_field_places` and the shift of each field's next word: the same for every full chunk, so kept."""
+    word, off = _field_places(count, width)
+    return word, off, np.uint64(63) - off
 
 
 def pack_fields(fields: np.ndarray, width: int) -> np.ndarray:
     """The u64 words of ``fields`` (u64 below ``2**width``) laid MSB first: the inverse of unpack_fields."""
     count = len(fields)
-    word, off = _field_places(count, width)
     words = np.zeros(-(-count * width // 64) + 1, np.uint64)
     if count:
+        off, first, word_first, last, word_after, rest = _pack_places(count, width)
         top = fields << np.uint64(64 - width)
-        first = np.flatnonzero(np.diff(word, prepend=-1))  # the fields that start each word
-        words[word[first]] = np.bitwise_or.reduceat(top >> off, first)
-        last = np.append(first[1:], count) - 1  # only a word's last field can run into the next word
-        words[word[last] + 1] |= (top[last] << np.uint64(1)) << (np.uint64(63) - off[last])
+        words[word_first] = np.bitwise_or.reduceat(top >> off, first)
+        words[word_after] |= (top[last] << np.uint64(1)) << rest
     return words[:-1]
+
+
+@functools.lru_cache(maxsize=16)
+def _pack_places(count: int, width: int):
+    """For pack_fields, kept like :func:`_unpack_places`: each field's offset, the fields that start a word
+    and their words, and each word's last field (only it can run into the next word), that next word and the
+    shift that brings the field's end there."""
+    word, off = _field_places(count, width)
+    first = np.flatnonzero(np.diff(word, prepend=-1))
+    last = np.append(first[1:], count) - 1
+    return off, first, word[first], last, word[last] + 1, np.uint64(63) - off[last]
 
 
 #: Header of a delta part: the count, then the first value and the deltas (REFERENCE §7.5).
@@ -372,4 +410,4 @@ class Delta(_Reinterpreting):
         if len(head.rest()) != overrun:
             raise FormatError(f"DELTA: {len(head.rest())} bytes after the last value (v{ctx.version} writes "
                               f"{overrun})")
-        return np.cumsum(x, dtype=x.dtype).tobytes()
+        return np.cumsum(x, dtype=x.dtype).view(np.uint8)

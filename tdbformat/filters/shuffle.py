@@ -46,22 +46,17 @@ def byteshuffle(part, size: int, inverse: bool = False) -> np.ndarray:
     k, n = rows.shape[0], rows.shape[1] // size
     if size == 1 or n == 0:
         return rows if part is rows else rows[0]
-    out = rows.copy()
-    whole = out[:, :n * size]
-    if size in (2, 4, 8):  # shifts on whole words: several times faster than a strided transpose
-        word = np.dtype(f"<u{size}")
+    out = np.empty_like(rows)
+    out[:, n * size:] = rows[:, n * size:]  # a trailing partial element stays in place
+    # a copy per byte plane, between a contiguous row and a strided column of the elements: several times
+    # faster than one strided transpose or shifts on whole words
+    planes, elements = out[:, :n * size].reshape(k, size, n), out[:, :n * size].reshape(k, n, size)
+    source = rows[:, :n * size].reshape((k, size, n) if inverse else (k, n, size))
+    for j in range(size):
         if inverse:
-            planes = rows[:, :n * size].reshape(k, size, n)
-            words = planes[:, 0].astype(word)
-            for j in range(1, size):
-                words |= planes[:, j].astype(word) << word.type(8 * j)
-            whole[:] = words.view(np.uint8)
+            elements[:, :, j] = source[:, j]
         else:
-            words, planes = rows[:, :n * size].view(word), whole.reshape(k, size, n)
-            for j in range(size):
-                planes[:, j] = words >> word.type(8 * j)
-    else:
-        whole[:] = rows[:, :n * size].reshape((k, size, n) if inverse else (k, n, size)).transpose(0, 2, 1).reshape(k, -1)
+            planes[:, j] = source[:, :, j]
     return out if part is rows else out[0]
 
 
@@ -242,10 +237,12 @@ _LIBRARY = _library()
 
 def _bitshuffle(buf: np.ndarray, size: int, inverse: bool, library=_LIBRARY) -> np.ndarray:
     if library is not None:
-        out, whole = buf.copy(), len(buf) // size * size
-        out[:whole] = (library.bitunshuffle if inverse else library.bitshuffle)(buf[:whole].view(f"<u{size}"), 0).view(
+        whole = len(buf) // size * size
+        done = (library.bitunshuffle if inverse else library.bitshuffle)(buf[:whole].view(f"<u{size}"), 0).view(
             np.uint8)
-        return out
+        if whole == len(buf):  # the usual case: its output is ours, without a copy
+            return done
+        return np.concatenate([done, buf[whole:]])
     full = len(buf) // _BLOCK * _BLOCK
     end = full + (len(buf) - full) // size // 8 * 8 * size
     out = np.empty_like(buf)

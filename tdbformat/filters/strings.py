@@ -69,19 +69,79 @@ def _ranges(starts, lengths) -> np.ndarray:
     return np.repeat(np.asarray(starts, np.int64) - (ends - lengths), lengths) + np.arange(total, dtype=np.int64)
 
 
+def _be_at(buf: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
+    """The ``width``-byte big-endian numbers at positions ``at`` of ``buf``, as int64 (8-byte ones past
+    2**63 come out negative, which every caller rejects as a length)."""
+    out = np.zeros(len(at), np.uint64)
+    for i in range(width):
+        out <<= np.uint64(8)
+        out |= buf[at + i]
+    return out.view(np.int64)
+
+
+_WINDOW = 1 << 16  # bytes of records walked at once: their jump tables stay in cache
+
+
+def _records(buf: np.ndarray, skip: int, width: int, what: str) -> np.ndarray:
+    """Positions of the records laid back to back in ``buf``, each ``skip`` bytes, a ``width``-byte big-endian
+    string length, and the string.
+
+    A record's place depends on the length before it, so rather than a step per record, the next record is
+    worked out after every byte of a window (as if a record started there), and the chain through the window
+    follows by pointer doubling: with the positions 2**k records on from every byte, the first 2**k records
+    give the next 2**k, in log2(records) gathers. The record that leaves the window starts the next one.
+    """
+    n, head, pos, pieces = len(buf), skip + width, 0, []
+    while pos < n:
+        size = min(_WINDOW, n - pos)
+        here = np.arange(pos, pos + size)
+        fits = here + head <= n
+        lengths = _be_at(buf, here[fits] + skip, width)
+        # past the window (or not a record: a length past the data or a header cut off) is one sink, ``size``
+        jump = np.full(size + 1, size, np.int32)
+        jump[:len(lengths)] = np.where(lengths >= 0, np.clip(here[fits] + head + lengths - pos, 0, size), size)
+        chain = np.zeros(1, np.int32)
+        while jump[0] < size:
+            chain = np.concatenate([chain, jump[chain]])
+            jump = jump[jump]
+        chain = chain[chain < size] + pos
+        pieces.append(chain)
+        last = int(chain[-1])
+        if last + head > n:
+            raise FormatError(f"{what}: the record at byte {last} is cut off")
+        length = int(_be_at(buf, np.array([last + skip]), width)[0]) % 2**64
+        if last + head + length > n:
+            raise FormatError(f"{what}: a {length}-byte string at byte {last + head} runs past the {n} bytes")
+        pos = last + head + length
+    return np.concatenate(pieces).astype(np.int64) if pieces else np.zeros(0, np.int64)
+
+
 def _cells(data, offsets):
-    """(u8 bytes, cell lengths, (n, 8 + longest) matrix whose rows are equal iff the cells are)."""
+    """(u8 bytes, cell lengths, (n, k) u64 matrix whose rows are equal iff the cells are: the length, then
+    the bytes zero-padded to whole words, which numpy compares and sorts eight bytes at a time)."""
     buf = np.frombuffer(data, np.uint8)
     offsets = np.asarray(offsets, np.int64)
     if len(offsets) and (offsets[0] != 0 or np.any(np.diff(offsets) < 0) or offsets[-1] > len(buf)):
         raise FormatError("the offsets do not start at 0 and increase within the data")
     lengths = np.diff(np.append(offsets, len(buf)))
-    width = int(lengths.max()) if len(lengths) else 0
-    rows = np.zeros((len(lengths), 8 + width), np.uint8)
-    rows[:, :8] = lengths.astype("<u8").view(np.uint8).reshape(-1, 8)
-    col = np.arange(len(buf)) - np.repeat(offsets, lengths)
-    rows[np.repeat(np.arange(len(lengths)), lengths), 8 + col] = buf
+    words = 1 + -(-int(lengths.max(initial=0)) // 8)
+    rows = np.zeros((len(lengths), words), np.uint64)
+    rows[:, 0] = lengths
+    rows.view(np.uint8).reshape(-1)[_ranges(8 * words * np.arange(len(lengths)) + 8, lengths)] = buf
     return buf, lengths, rows
+
+
+def _distinct(rows):
+    """(first index of each distinct row, in sorted order; each row's group in that order), as np.unique's
+    return_index and return_inverse: a stable sort by the u64 columns (a sort of the rows as opaque
+    bytes costs numpy many times more)."""
+    order = np.lexsort(rows.T[::-1])
+    ordered = rows[order]
+    new = np.ones(len(rows), bool)
+    new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    inverse = np.empty(len(rows), np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    return order[new], inverse
 
 
 def _assemble(fields, buf, starts, lengths) -> bytes:
@@ -144,24 +204,11 @@ class StringRle:
     def reverse_strings(self, ctx, metadata, data):
         head = Header(metadata, "string RLE")
         size, osize, (rle_w, str_w) = _common_header(head, data, "string RLE", ctx.limit)
-        raw = bytes(data)
-        # each run's position depends on the previous string's length: one step per run
-        runs, lens, starts, pos = [], [], [], 0
-        while pos < len(raw):
-            if pos + rle_w + str_w > len(raw):
-                raise FormatError(f"string RLE: run header at byte {pos} is cut off")
-            runs.append(int.from_bytes(raw[pos:pos + rle_w], "big"))
-            n = int.from_bytes(raw[pos + rle_w:pos + rle_w + str_w], "big")
-            pos += rle_w + str_w
-            if pos + n > len(raw):
-                raise FormatError(f"string RLE: a {n}-byte string at byte {pos} runs past the data")
-            lens.append(n)
-            starts.append(pos)
-            pos += n
-        runs = np.array(runs, np.int64)
-        if runs.sum() > osize:
+        buf = np.frombuffer(data, np.uint8)
+        at = _records(buf, rle_w, str_w, "string RLE")
+        runs, lens, starts = _be_at(buf, at, rle_w), _be_at(buf, at + rle_w, str_w), at + rle_w + str_w
+        if (runs < 0).any() or (runs > osize).any() or runs.sum() > osize:
             raise FormatError(f"string RLE: the runs make {runs.sum()} cells, more than the {osize} offsets allowed")
-        buf = np.frombuffer(raw, np.uint8)
         data, offsets = _rebuild(buf, np.repeat(starts, runs), np.repeat(lens, runs), size, "string RLE")
         return head.rest(), data, offsets
 
@@ -172,8 +219,7 @@ class StringDictionary:
 
     def forward_strings(self, ctx, data, offsets):
         buf, lengths, rows = _cells(data, offsets)
-        keys = rows.view(f"V{rows.shape[1]}").reshape(-1)
-        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        first, inverse = _distinct(rows)
         order = np.argsort(first)
         rank = np.empty_like(order)
         rank[order] = np.arange(len(order))
@@ -189,29 +235,18 @@ class StringDictionary:
     def reverse_strings(self, ctx, metadata, data):
         head = Header(metadata, "string dictionary")
         size, osize, (ids_w, len_w) = _common_header(head, data, "string dictionary", ctx.limit)
-        raw = bytes(head.take(head.u32()))
-        # each entry's position depends on the previous entry's length: one step per distinct string
-        lens, starts, pos = [], [], 0
-        while pos < len(raw):
-            if pos + len_w > len(raw):
-                raise FormatError(f"string dictionary: entry length at byte {pos} is cut off")
-            n = int.from_bytes(raw[pos:pos + len_w], "big")
-            pos += len_w
-            if pos + n > len(raw):
-                raise FormatError(f"string dictionary: a {n}-byte entry at byte {pos} runs past the dictionary")
-            lens.append(n)
-            starts.append(pos)
-            pos += n
+        buf = np.frombuffer(head.take(head.u32()), np.uint8)
+        at = _records(buf, 0, len_w, "string dictionary")
+        lens, starts = _be_at(buf, at, len_w), at + len_w
         if len(data) % ids_w:
             raise FormatError(f"string dictionary: {len(data)} bytes are not whole {ids_w}-byte ids")
         ids = _from_be(np.frombuffer(data, np.uint8), ids_w)
         if len(ids) > osize:
             raise FormatError(f"string dictionary: {len(ids)} cells, more than the {osize} offsets allowed")
-        if len(ids) and ids.max(initial=0) >= len(lens):
-            raise FormatError(f"string dictionary: id {int(ids.max())} but the dictionary has {len(lens)} entries")
-        buf = np.frombuffer(raw, np.uint8)
-        data, offsets = _rebuild(buf, np.asarray(starts, np.int64)[ids], np.asarray(lens, np.int64)[ids], size,
-                                 "string dictionary")
+        wrong = ids[(ids >= len(lens)) | (ids < 0)]
+        if len(wrong):
+            raise FormatError(f"string dictionary: id {int(wrong[0]) % 2**64} but the dictionary has {len(lens)} entries")
+        data, offsets = _rebuild(buf, starts[ids], lens[ids], size, "string dictionary")
         return head.rest(), data, offsets
 
 
