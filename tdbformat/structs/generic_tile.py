@@ -24,7 +24,7 @@ from ..versions import LATEST, AnyFormatVersion
 from .filter_pipeline import DEFAULT_MAX_CHUNK_SIZE, FilterPipeline
 from .tile import Tile, tile_nbytes
 
-__all__ = ["GenericTileHeader", "GenericTile", "generic_tile", "GENERIC_TILE_BASE_SIZE"]
+__all__ = ["GenericTileHeader", "GenericTile", "generic_tile", "parse_payload", "GENERIC_TILE_BASE_SIZE"]
 
 #: Bytes of the header before its filter pipeline.
 GENERIC_TILE_BASE_SIZE = 34
@@ -82,14 +82,7 @@ class _GenericTileOf(Construct):
         if len(data) != gt.tile_size:
             raise FormatError(f"the tile unfilters to {len(data)} bytes but its header says {gt.tile_size}",
                               path=path, offset=start)
-        sub = BytesIOWithOffsets(data, None, 0)
-        try:
-            obj = self.payload._parsereport(sub, context, path)
-            if remaining(sub):
-                raise FormatError(f"{remaining(sub)} bytes left over after the payload", offset=sub.tell())
-        except (ConstructError, FormatError) as e:
-            _within(e, start)
-            raise
+        obj = parse_payload(self.payload, data, context, path, start)
         obj["_generic_tile"] = gt
         obj["_unfiltered"] = data
         return obj
@@ -127,9 +120,23 @@ class _GenericTileOf(Construct):
         raise FormatError("a generic tile has no static size", path=path)
 
 
-def _within(err, start):
+def parse_payload(payload, data: bytes, context, path, start: int, what: str = "unfiltered"):
+    """``payload`` parsed from a generic tile's ``what`` (unfiltered, uncompressed) bytes, all of them; an
+    error says its offsets count from that payload, of the generic tile at file offset ``start``."""
+    sub = BytesIOWithOffsets(data, None, 0)
+    try:
+        obj = payload._parsereport(sub, context, path)
+        if remaining(sub):
+            raise FormatError(f"{remaining(sub)} bytes left over after the payload", offset=sub.tell())
+    except (ConstructError, FormatError) as e:
+        _within(e, start, what)
+        raise
+    return obj
+
+
+def _within(err, start, what: str = "unfiltered"):
     """Offsets inside a payload count from the payload, not the file: say so."""
-    label = f"the unfiltered payload of the generic tile at file offset {start}"
+    label = f"the {what} payload of the generic tile at file offset {start}"
     if isinstance(err, FormatError):
         if err.within is None:
             err.within = label

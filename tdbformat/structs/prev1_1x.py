@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 
 import numpy as np
-from construct import BytesIOWithOffsets, Construct, ConstructError, Container, Int8ul, Int32sl, Int32ul, Int64ul, \
+from construct import BytesIOWithOffsets, Construct, Container, Int8ul, Int32sl, Int32ul, Int64ul, \
     ListContainer, Rebuild, this
 
 from ..enums import ArrayTypeEnum, Datatype, LegacyCompressor, LegacyDatatype, LegacyLayout
@@ -27,6 +27,7 @@ from ..fields import Counted, Raw, Section, StrictEnum, Struct, Valid, remaining
 from ..filters.legacy import BLOSC_INNER, decompress
 from ..numpy_array import CountedNumpy, NumpyArray
 from ..versions import LibraryVersion, dialect_label, since_library
+from .generic_tile import parse_payload
 
 __all__ = ["GenericTile1x", "ChunkedTile1x", "legacy_generic_tile", "ArraySchema1x", "ArrayMetadata1x",
            "FragmentMetadata1x", "FragmentMetadataPayload", "DataFile1x", "LegacyDatatypeEnum",
@@ -138,15 +139,7 @@ class _LegacyGenericTileOf(Construct):
         if len(data) != gt.tile_size:
             raise FormatError(f"the tile decompresses to {len(data)} bytes but its header says {gt.tile_size}",
                               path=path, offset=start)
-        sub = BytesIOWithOffsets(data, None, 0)
-        try:
-            obj = self.payload._parsereport(sub, context, path)
-            if remaining(sub):
-                raise FormatError(f"{remaining(sub)} bytes left over after the payload", offset=sub.tell())
-        except (ConstructError, FormatError) as e:
-            if isinstance(e, FormatError) and e.within is None:
-                e.within = f"the uncompressed payload of the generic tile at file offset {start}"
-            raise
+        obj = parse_payload(self.payload, data, context, path, start, "uncompressed")
         obj["_generic_tile"] = gt
         obj["_unfiltered"] = data
         return obj
