@@ -393,7 +393,10 @@ def cmd_create(args) -> int:
     create(args.path, schema, version, key=args.key, timestamp=args.timestamp)
     if hasattr(schema, "enumeration_dicts") and version >= 20:
         _write_enumerations(args.path, schema, version, args.key)
-    print(f"created {args.path} (format version {version})")
+    if args.json:
+        _print_json(_doc("create", args.path, format_version=version))
+    else:
+        print(f"created {args.path} (format version {version})")
     return 0
 
 
@@ -517,7 +520,10 @@ def cmd_write(args) -> int:
     else:
         data, kw = _cells_from_columns(arr, _columns(args.file), subarray)
     name = write(args.path, data, timestamp=args.timestamp, key=args.key, **kw)
-    print(f"wrote fragment {name}")
+    if args.json:
+        _print_json(_doc("write", args.path, fragment=name))
+    else:
+        print(f"wrote fragment {name}")
     return 0
 
 
@@ -525,7 +531,11 @@ def cmd_convert(args) -> int:
     from .array.convert import convert
 
     written = convert(args.src, args.dst, args.version, merge=args.merge, key=args.key)
-    print(f"converted {args.src} to {args.dst} (format version {args.version}, {len(written)} fragment(s))")
+    if args.json:
+        _print_json(_doc("convert", args.dst, source=args.src, format_version=args.version,
+                         fragments=[str(w) for w in written]))
+    else:
+        print(f"converted {args.src} to {args.dst} (format version {args.version}, {len(written)} fragment(s))")
     return 0
 
 # --- end writing ---
@@ -659,6 +669,7 @@ def _writing_parsers(sub, key_help: str) -> None:
     s.add_argument("--version", type=int, choices=KNOWN_VERSIONS, help="format version (default: the latest)")
     s.add_argument("--timestamp", type=int, metavar="T", help="the schema's timestamp (ms; default now)")
     s.add_argument("--key", help="AES-256-GCM key to encrypt the array with")
+    s.add_argument("--json", action="store_true", help="print what was written as JSON (docs/json-schema/create.v1.json)")
     s.set_defaults(func=cmd_create)
 
     s = sub.add_parser("write", help="write one fragment from a .npy, CSV or Parquet file")
@@ -669,6 +680,7 @@ def _writing_parsers(sub, key_help: str) -> None:
                    "(default: the whole domain for .npy, the box of the coordinates for CSV/Parquet)")
     s.add_argument("--timestamp", type=int, metavar="T", help="the fragment's timestamp (ms; default now)")
     s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help="print what was written as JSON (docs/json-schema/write.v1.json)")
     s.set_defaults(func=cmd_write)
 
     s = sub.add_parser("convert", help="rewrite an array at another format version (a new array at DST)")
@@ -677,6 +689,7 @@ def _writing_parsers(sub, key_help: str) -> None:
     s.add_argument("--version", type=int, choices=KNOWN_VERSIONS, required=True)
     s.add_argument("--merge", action="store_true", help="all cells visible now as one fragment (deletes applied)")
     s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help="print what was written as JSON (docs/json-schema/convert.v1.json)")
     s.set_defaults(func=cmd_convert)
 
 

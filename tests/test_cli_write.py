@@ -5,6 +5,7 @@ TileDB-Py reads as it reads the original."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -143,3 +144,23 @@ def test_create_from_the_dict_form(tmp_path, capsys):
     (tmp_path / "e.json").write_text(json.dumps({**doc, "array_type": "SPARSEST"}))
     assert "array_type 'SPARSEST' is not one of DENSE, SPARSE" in \
         _fails(capsys, "create", tmp_path / "b", "--schema", tmp_path / "e.json")
+
+
+def test_writing_commands_take_json(tmp_path, capsys):
+    """create, write and convert --json: documents valid against docs/json-schema, naming what was written."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schemas = Path(__file__).resolve().parent.parent / "docs" / "json-schema"
+
+    def doc(command, *argv):
+        out = json.loads(_run(capsys, command, *argv, "--json"))
+        jsonschema.Draft202012Validator(json.loads((schemas / f"{command}.v1.json").read_text())).validate(out)
+        return out
+
+    src = CORPUS / V22 / "filter_zstd" / "array"
+    (tmp_path / "s.json").write_text(_run(capsys, "schema", "--json", src))
+    assert doc("create", tmp_path / "a", "--schema", tmp_path / "s.json", "--version", 12)["format_version"] == 12
+    np.save(tmp_path / "v.npy", np.arange(10, dtype=np.float64))
+    name = doc("write", tmp_path / "a", tmp_path / "v.npy", "--subarray", "100:109", "--timestamp", 3)["fragment"]
+    assert (tmp_path / "a" / "__fragments" / name).is_dir()
+    out = doc("convert", tmp_path / "a", tmp_path / "b", "--version", 20)
+    assert out["source"] == str(tmp_path / "a") and out["format_version"] == 20 and len(out["fragments"]) == 1
