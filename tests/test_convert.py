@@ -248,8 +248,12 @@ def test_dimension_labels_arrays_are_converted_too(tmp_path, writer):
         tdbformat.convert(src, tmp_path / "v17", 17)
 
 
-def test_arrays_before_format_version_1_are_refused(tmp_path):
+def test_an_array_before_format_version_1_becomes_one_fragment(tmp_path):
+    """A 1.2 array (no timestamps, one schema) converts to one fragment of its cells (tests/test_prev1.py
+    compares every pre-v1 array with TileDB-Py's read of the result); a key is refused, as those arrays never
+    had encryption."""
     src = CORPUS.parent / "prev1" / "tiledb-1.2.2" / "my_dense_array"
-    with pytest.raises(tdbformat.UnsupportedError, match=r"of the 1\.2 dialect \(before format version 1\); convert reads"):
-        tdbformat.convert(src, tmp_path / "a", 22)
-    assert not (tmp_path / "a").exists()
+    with pytest.raises(ValueError, match="never encrypted"):
+        tdbformat.convert(src, tmp_path / "k", 22, key="0123456789abcdeF0123456789abcdeF")
+    assert len(tdbformat.convert(src, tmp_path / "a", 22)) == 1
+    assert len(tdbformat.open_array(tmp_path / "a").fragments) == 1

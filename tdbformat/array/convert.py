@@ -16,11 +16,11 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 from construct import Container
 
 from .. import directory
-from ..enums import ArrayType, Layout
-from ..errors import UnsupportedError
+from ..enums import ArrayType, Datatype, Layout
 from ..storage import storage_for
 from ..structs.array_schema import ArraySchema, attributes
 from ..structs.commits import negate
@@ -34,7 +34,7 @@ from .deletes import DELETES_SINCE, delete_cells
 from .dense import read_dense
 from .metadata import METADATA_SINCE
 from .sparse import read_sparse
-from .writer import open_writer
+from .writer import open_writer, write
 
 __all__ = ["convert"]
 
@@ -53,9 +53,8 @@ def convert(src, dst, version: int, merge: bool = False, key=None) -> list[str]:
     if storage.is_file(root) or storage.is_dir(root):
         raise ValueError(f"dst: {dst} exists (convert writes a new array)")
     array = open_array(src, key=key)
-    if not isinstance(array, Array):  # a LegacyArray: its 0.x/1.x schema has no v1+ form yet
-        raise UnsupportedError(f"src: {src} is an array of the {array.version} dialect (before format version 1); "
-                               "convert reads arrays of format versions 1 to 23")
+    if not isinstance(array, Array):  # a LegacyArray (TileDB 0.x, 1.0-1.3): no timestamps, one schema
+        return [_convert_legacy(array, dst, version, key)]
     written = []
     for t, kind, _, item in sorted(_plan(array, version, merge), key=lambda e: e[:3]):
         if kind == _SCHEMA:
@@ -68,6 +67,49 @@ def convert(src, dst, version: int, merge: bool = False, key=None) -> list[str]:
             delete_cells(dst, negate(item.condition), timestamp=t, key=key)
     _convert_labels(array, dst, version, merge, key)
     return written
+
+
+_ORDERS = {Layout.ROW_MAJOR: "row-major", Layout.COL_MAJOR: "col-major"}
+#: a pre-v1 compressor as the filter that does its job today (blosc's codecs left TileDB in 1.4: zstd)
+_LEGACY_FILTERS = {"GZIP": "GzipFilter", "ZSTD": "ZstdFilter", "LZ4": "LZ4Filter", "RLE": "RleFilter",
+                   "BZIP2": "Bzip2Filter", "DOUBLE_DELTA": "DoubleDeltaFilter"}
+
+
+def _legacy_field(field, stored):
+    """A pre-v1 attribute as a schema helper ``Attr``, its compressor as a filter."""
+    from . import schema as S
+
+    comp = stored.compressor.name
+    name = _LEGACY_FILTERS.get(comp, "ZstdFilter" if comp.startswith("BLOSC") else None)
+    filters = [getattr(S, name)()] if name else []
+    dt = field.datatype.numpy_dtype
+    if field.var:
+        return S.Attr(field.name, bytes if field.datatype == Datatype.CHAR else str, var=True, filters=filters)
+    if field.cell_val_num > 1:
+        dt = np.dtype([(f"f{i}", dt) for i in range(field.cell_val_num)])
+    return S.Attr(field.name, dt, filters=filters)
+
+
+def _convert_legacy(array, dst, version: int, key) -> str:
+    """A 0.x or 1.x array as one fragment holding every cell it reads now (those arrays have no timestamps),
+    under its schema in v1+ terms: dimensions, attributes, orders, capacity, each compressor as its filter."""
+    from . import schema as S
+
+    if key is not None:
+        raise ValueError("key: arrays from before format version 1 are never encrypted")
+    sch = array.schema
+    dims = [S.Dim(d.name, domain=(d.domain[0].item(), d.domain[1].item()), tile=d.tile_extent,
+                  dtype=d.datatype.numpy_dtype) for d in sch.domain.dimensions]
+    attrs = [_legacy_field(f, stored) for f, stored in zip(array.attrs, array.fields)]
+    sparse = sch.array_type == ArrayType.SPARSE
+    create(dst, S.ArraySchema(domain=S.Domain(*dims), attrs=attrs, sparse=sparse, capacity=int(sch.capacity),
+                              cell_order=_ORDERS[Layout(sch.cell_order)], tile_order=_ORDERS[Layout(sch.tile_order)]),
+           version)
+    cells, ned = array.read(), array.nonempty_domain()
+    data = {f.name: cells[f.name] for f in array.attrs}
+    if sparse:
+        return write(dst, data, coords=[cells[d.name] for d in sch.domain.dimensions])
+    return write(dst, data, subarray=[(int(lo), int(hi)) for lo, hi in ned])
 
 
 def _convert_labels(array, dst, version: int, merge: bool, key) -> None:
