@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import time
 
 import numpy as np
 import pytest
@@ -114,9 +115,11 @@ def test_schema_all_follows_schema_evolution(capsys, tmp_path):
     dom = tiledb.Domain(tiledb.Dim("d", domain=(0, 9), tile=5, dtype=np.int32))
     tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, attrs=[tiledb.Attr("a", dtype=np.int64)]))
     ctx = tiledb.Ctx()
+    time.sleep(0.01)  # each schema at a millisecond of its own: opening "as of" a shared one is ambiguous
     se = tiledb.ArraySchemaEvolution(ctx)
     se.add_attribute(tiledb.Attr("b", dtype=np.float32))
     se.array_evolve(uri)
+    time.sleep(0.01)
     se = tiledb.ArraySchemaEvolution(ctx)
     se.drop_attribute("a")
     se.array_evolve(uri)
