@@ -603,3 +603,23 @@ def test_meta_of_an_array_opened_for_writing(tmp_path):
         assert dict(B.meta.items()) == {"n": 3, "f": 1.5}
     with tdb.open(uri, timestamp=5) as B:
         assert dict(B.meta.items()) == {"n": 3, "x": "text", "f": 1.5}
+
+
+def test_a_fragment_spanning_a_timestamp_range(tmp_path):
+    """write(timestamp=(t1, t2)) names the fragment __t1_t2_..., as consolidation does; TileDB-Py sees it from
+    a window that holds the whole range, not from one that ends inside it (no cell timestamps: whole)."""
+    import tiledb as tdb
+
+    import tdbformat
+
+    uri = str(tmp_path / "r")
+    dom = tdb.Domain(tdb.Dim("d", domain=(0, 9), tile=5, dtype=np.int64))
+    tdb.Array.create(uri, tdb.ArraySchema(domain=dom, sparse=True, attrs=[tdb.Attr("a", dtype=np.int32)]))
+    name = tdbformat.write(uri, {"a": np.array([1, 2], np.int32)}, coords=[np.array([3, 4])], timestamp=(10, 20))
+    assert name.startswith("__10_20_")
+    with tdb.open(uri, timestamp=(0, 25)) as A:
+        assert A[:]["a"].tolist() == [1, 2]
+    with tdb.open(uri, timestamp=(0, 5)) as A:
+        assert A[:]["a"].tolist() == []
+    with pytest.raises(ValueError, match="t1 <= t2"):
+        tdbformat.write(uri, {"a": np.array([1], np.int32)}, coords=[np.array([3])], timestamp=(20, 10))

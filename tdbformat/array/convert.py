@@ -215,7 +215,8 @@ def _write_fragment(array, dst, frag, t: int, version: int, key) -> str:
         cells = _cells(array, frag, schema)
     names = {d.name for d in dims}
     data = {k: v for k, v in cells.items() if k not in names}
-    writer = open_writer(dst, timestamp=t, key=key)
+    # a consolidated fragment keeps its range, so reads inside it see it as in the source
+    writer = open_writer(dst, timestamp=t if frag is None else tuple(frag.timestamp_range), key=key)
     if dense:
         return writer.write(data, subarray=[(int(lo), int(hi)) for lo, hi in ned], uuid=uuid)
     return writer.write(data, coords=[cells[d.name] for d in dims], uuid=uuid)

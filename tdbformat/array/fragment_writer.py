@@ -65,11 +65,13 @@ class _Out:
     stats: list = field(default_factory=list)  # (min, max, sum, null count) per tile, or None
 
 
-def fragment_name(version: int, t: int, uuid: str) -> str:
-    """The fragment's folder name in ``version``'s era (REFERENCE §3.1)."""
+def fragment_name(version: int, t, uuid: str) -> str:
+    """The fragment's folder name in ``version``'s era (REFERENCE §3.1); ``t``: ms, or (t1, t2) for a fragment
+    that spans a range (a consolidated one); v1-2 names hold one timestamp, the end."""
+    t1, t2 = t if isinstance(t, tuple) else (t, t)
     if version <= 2:
-        return f"__{uuid}_{t}"
-    return timestamped_name(t, t, uuid, version if version >= 5 else None)
+        return f"__{uuid}_{t2}"
+    return timestamped_name(t1, t2, uuid, version if version >= 5 else None)
 
 
 class _Encoder:

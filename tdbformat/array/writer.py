@@ -6,7 +6,7 @@
 - sparse: ``arr[coords_dim0, coords_dim1] = values`` or ``= {"a": ...}``.
 
 Values are numpy arrays; var-sized fields take object arrays of str/bytes (or arrays), nullable ones masked
-arrays or ``validity=``. Timestamps are ms, as TileDB-Py's: ``timestamp=`` is the fragment's t1 = t2.
+arrays or ``validity=``. Timestamps are ms, as TileDB-Py's: ``timestamp=`` is the fragment's t1 = t2, or a (t1, t2) pair.
 """
 
 from __future__ import annotations
@@ -267,12 +267,23 @@ class ArrayWriter:
         return name
 
 
-def _timestamp(value) -> int | None:
+def _timestamp(value):
+    """None, ms, or a (t1, t2) pair with t1 <= t2 (a fragment spanning a range, as consolidation makes)."""
     if value is None:
         return None
+    if isinstance(value, tuple) and len(value) == 2:
+        t1, t2 = (_timestamp(v) for v in value)
+        if t1 is None or t2 is None or t1 > t2:
+            raise ValueError(f"timestamp: expected (t1, t2) with t1 <= t2, not {value!r}")
+        return t1, t2
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**63:
-        raise ValueError(f"timestamp: expected ms since the epoch, a non-negative int, not {value!r}")
+        raise ValueError(f"timestamp: expected ms since the epoch, a non-negative int, or a (t1, t2) pair, "
+                          f"not {value!r}")
     return int(value)
+
+
+def _end(timestamp):
+    return timestamp[1] if isinstance(timestamp, tuple) else timestamp
 
 
 class _WriteMeta:
@@ -281,15 +292,15 @@ class _WriteMeta:
 
     def __setitem__(self, name, value):
         w = self._writer
-        put_metadata(w.path, {name: value}, timestamp=w.timestamp, key=w.key)
+        put_metadata(w.path, {name: value}, timestamp=_end(w.timestamp), key=w.key)
 
     def __delitem__(self, name):
         w = self._writer
-        delete_metadata(w.path, [name], timestamp=w.timestamp, key=w.key)
+        delete_metadata(w.path, [name], timestamp=_end(w.timestamp), key=w.key)
 
     def update(self, mapping):
         w = self._writer
-        put_metadata(w.path, dict(mapping), timestamp=w.timestamp, key=w.key)
+        put_metadata(w.path, dict(mapping), timestamp=_end(w.timestamp), key=w.key)
 
 
 def _uuid(value) -> str:
