@@ -17,14 +17,14 @@ from construct import Container, ListContainer
 
 from ..directory import COMMITS_DIR, FRAGMENT_METADATA, FRAGMENTS_DIR
 from ..enums import Datatype, FilterType, OptionalSectionId
-from ..filters import filter_tile, skips_offsets
+from ..filters import chunk_sizes, filter_tile, skips_offsets, uses_chunking
 from ..filters.encryption import normalize_key
 from ..filters.pipeline import MAX_CHUNK
 from ..structs.array_schema import FieldInfo, attributes, dimensions, value_dtype
 from ..structs.fragment import FragmentMetadata, ProcessedConditionsTile, data_file_stem, index_fields
 from ..structs.names import timestamped_name
 from ..structs.tile import Tile, tile_parts
-from ..versions import FEATURES
+from ..versions import FEATURES, Feature
 from .rtree import FANOUT, build_levels
 from .tiling import var_bytes
 
@@ -32,6 +32,17 @@ __all__ = ["FragmentWrite", "write_fragment", "fragment_name"]
 
 _COMPRESSORS = {FilterType.GZIP, FilterType.ZSTD, FilterType.LZ4, FilterType.RLE, FilterType.BZIP2,
                 FilterType.DOUBLE_DELTA}
+#: TileDB 2.0-2.4 made a var tile's chunk size once, from the buffer it first allocated for the tile
+#: (Tile::init_unfiltered, compute_chunk_size), and kept it as the buffer grew; TileDB 2.5 (v10 too) chunks by
+#: the tile's final size, as before (the pipeline's bound, v1-4) and after (get_var_chunk_sizes, v11+). Not in
+#: FEATURES, whose rules are the format's: TileDB 2.4 and 2.5 both write v10, one each way.
+_BUFFER_VAR_CHUNKS = Feature("buffer_var_chunks", "var data chunked by the tile buffer first allocated", 5, 10)
+#: TileDB 2.3+ lays a dense write's tiles out with DenseTiler, which allocates each var tile for the whole
+#: write's var buffer.
+_DENSE_TILER = Feature("dense_tiler", "a dense write's var tiles allocated for the write's var buffer", 9)
+#: TileDB 2.12 (v16) computes a dense tile's statistics over the cell slabs the write copied in
+#: (DenseTiler::compute_tile_metadata); 2.7-2.11 over the whole tile, the zeroed padding included.
+_WRITTEN_CELL_STATS = Feature("written_cell_stats", "dense tile statistics of the cells written only", 16)
 _EMPTY_TILE = Tile.build(Container(num_chunks=0, chunks=ListContainer()))
 
 
@@ -80,16 +91,35 @@ class _Encoder:
         self.storage, self.folder = storage, folder
         self.key = normalize_key(key)
 
-    def stored(self, data, pipeline, datatype, cell_size, offsets=None, dim_num=1) -> list:
-        """The stored tile, as pieces of bytes."""
+    def stored(self, data, pipeline, datatype, cell_size, offsets=None, dim_num=1, var_bound=None) -> list:
+        """The stored tile, as pieces of bytes (``var_bound``: the chunk bound of v5-10 var data)."""
+        sizes = None
+        if var_bound is not None and uses_chunking(pipeline, datatype, self.version, True):
+            sizes = chunk_sizes(len(data), cell_size, min(self.max_chunk, var_bound))
         tile = filter_tile(data, pipeline, datatype=datatype, version=self.version, cell_size=cell_size, key=self.key,
                            encrypted=self.key is not None, offsets=offsets, var=offsets is not None,
-                           dim_num=dim_num, max_chunk=self.max_chunk)
+                           dim_num=dim_num, max_chunk=self.max_chunk, sizes=sizes)
         return tile_parts(tile)
 
-    def field(self, info: FieldInfo, tiles, validity, stem, stats: bool, is_dim: bool, written=None) -> _Out:
+    def var_bound(self, info: FieldInfo, tiles, dense: bool, written) -> int | None:
+        """The chunk bound of a field's var data where TileDB chunked it by the buffer it allocated for the
+        tile (``_BUFFER_VAR_CHUNKS``): 8 bytes per cell of a tile, as for the offsets (Writer::init_tile),
+        but a dense write's whole var buffer (every cell the subarray wrote) in ``_DENSE_TILER``. None: the
+        tile's own size bounds its chunks."""
+        if not info.var or not _BUFFER_VAR_CHUNKS(self.version):
+            return None
+        if not dense:
+            return 8 * int(self.schema.capacity)
+        if not _DENSE_TILER(self.version):
+            return 8 * len(tiles[0])
+        sels = written or [slice(None)] * len(tiles)
+        return sum(len(b) for cells, sel in zip(tiles, sels) for b in var_bytes(cells[sel], info.datatype.numpy_dtype))
+
+    def field(self, info: FieldInfo, tiles, validity, stem, stats: bool, is_dim: bool, written=None,
+              dense: bool = False) -> _Out:
         """Store a field's tiles, file by file as they are made (a data file is never held whole)."""
         out = _Out()
+        var_bound = self.var_bound(info, tiles, dense, written) if tiles else None
         with ExitStack() as files:
             def sink(suffix):
                 return _Sink(files.enter_context(self.storage.writer(self.storage.join(self.folder,
@@ -105,7 +135,8 @@ class _Encoder:
                     out.var_sizes.append(len(data))
                     fixed.put([_EMPTY_TILE] if skips_offsets(info.filters, info.datatype, self.version) else
                               self.stored(offsets, self.schema.cell_var_offsets_filters, Datatype.UINT64, 8))
-                    var.put(self.stored(data, info.filters, info.datatype, info.datatype.size, offsets=offsets))
+                    var.put(self.stored(data, info.filters, info.datatype, info.datatype.size, offsets=offsets,
+                                        var_bound=var_bound))
                 else:
                     fixed.put(self.stored(_raw(cells), info.filters, info.datatype,
                                           info.datatype.size * info.cell_val_num))
@@ -115,8 +146,8 @@ class _Encoder:
                     out.validity_offsets.append(valid.size)
                     valid.put(self.stored(_raw(mask.astype(np.uint8)), self.schema.cell_validity_filters,
                                           Datatype.UINT8, 1))
-                if stats:  # of the cells written, as TileDB's dense writer counts them
-                    sel = slice(None) if written is None else written[t]
+                if stats:  # of the whole tile, padding too, until TileDB 2.12 counted only the cells written
+                    sel = slice(None) if written is None or not _WRITTEN_CELL_STATS(self.version) else written[t]
                     out.stats.append(_tile_stats(info, cells[sel], None if mask is None else mask[sel], is_dim))
                 else:
                     out.stats.append(None)
@@ -242,7 +273,8 @@ def write_fragment(storage, root, fw: FragmentWrite, *, timestamp: int, uuid: st
     outs = {}
     for i, info, is_dim in _index_data(fw, version):
         stem = data_file_stem(version, i, fields, len(attributes(schema)))
-        outs[i] = enc.field(info, fw.tiles[info.name], fw.validity.get(info.name), stem, stats, is_dim, fw.written)
+        outs[i] = enc.field(info, fw.tiles[info.name], fw.validity.get(info.name), stem, stats, is_dim, fw.written,
+                            fw.dense)
     if not fw.dense and not FEATURES["coordinates_per_dimension"](version):
         outs[len(attributes(schema))] = enc.coords(fw.tiles, dimensions(schema))
     tile_num = len(next(iter(fw.tiles.values())))
