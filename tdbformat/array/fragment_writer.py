@@ -62,6 +62,11 @@ class FragmentWrite:
     last_tile_cell_num: int = 0
     global_bounds: dict | None = None  # v23 sparse: dimension -> (first cells, last cells) of each tile
     written: list | None = None  # dense: per tile, which cells the subarray wrote (None: all of them)
+    # sparse, as consolidation makes them: tiles of __timestamps (v14+), of __delete_timestamps and
+    # __delete_condition_index (v15+), and the delete commits those indexes name (v16+)
+    has_timestamps: bool = False
+    has_delete_meta: bool = False
+    processed_conditions: list = field(default_factory=list)
 
 
 @dataclass
@@ -243,18 +248,44 @@ def _tile_stats(info, cells, mask, is_dim):
     if _has_sum(info):
         values = np.asarray(cells).view(value_dtype(info.datatype))
         values = values if mask is None else values[mask]
-        acc = _sum_dtype(values.dtype.kind)
-        total = np.cumsum(values, dtype=acc)[-1] if len(values) else np.zeros((), acc)[()]
+        total = _saturating_sum(values, _sum_dtype(values.dtype.kind))
     return lo, hi, total, nulls
 
 
+def _saturating_sum(values, acc: str):
+    """``values`` added one after the other as TileDB's metadata generator adds them (Sum<T>::sum,
+    compute_fragment_sum): an integer sum that would leave its type stops at the type's max (or min); floats
+    add in order."""
+    if not len(values):
+        return np.zeros((), acc)[()]
+    if acc == "<f8":
+        return np.cumsum(values, dtype=acc)[-1]
+    if acc == "<u8":  # adding less than 2**64 wraps to below the previous sum exactly when it overflows
+        sums = np.cumsum(values, dtype=acc)
+        return np.uint64(2**64 - 1) if (sums[1:] < sums[:-1]).any() else sums[-1]
+    v = np.asarray(values).astype(np.int64)
+    # the exact running sum, floored to units of 2**32 (the low halves' carries added): it leaves int64 where
+    # this leaves [-2**31, 2**31)
+    units = np.cumsum(v >> 32) + (np.cumsum(v & 0xFFFFFFFF) >> 32)
+    out = np.flatnonzero((units >= 2**31) | (units < -2**31))
+    if len(out):
+        return np.int64(2**63 - 1) if units[out[0]] >= 0 else np.int64(-2**63)
+    return np.cumsum(v)[-1]
+
+
+def _fields(fw: FragmentWrite, version: int) -> list:
+    return index_fields(fw.schema, version, fw.has_timestamps, fw.has_delete_meta)
+
+
 def _index_data(fw: FragmentWrite, version: int) -> list:
-    """(index, field, is dimension) of each index-space field that has data files in this fragment."""
-    fields = index_fields(fw.schema, version)
+    """(index, field, is dimension) of each index-space field that has data files in this fragment (the cell
+    timestamps and delete metadata after the dimensions count as attributes: TileDB keeps their statistics)."""
+    fields = _fields(fw, version)
     attrs = attributes(fw.schema)
     out = [(i, f, False) for i, f in enumerate(fields[:len(attrs)])]
     if not fw.dense and FEATURES["coordinates_per_dimension"](version):
-        out += [(len(attrs) + 1 + j, d, True) for j, d in enumerate(dimensions(fw.schema))]
+        ndim = len(dimensions(fw.schema))
+        out += [(len(attrs) + 1 + j, f, j < ndim) for j, f in enumerate(fields[len(attrs) + 1:])]
     return out
 
 
@@ -268,7 +299,7 @@ def write_fragment(storage, root, fw: FragmentWrite, *, timestamp: int, uuid: st
         storage.join(root, name)
     storage.makedirs(folder)
     enc = _Encoder(schema, version, key, max_chunk, storage, folder)
-    fields = index_fields(schema, version)
+    fields = _fields(fw, version)
     stats = version >= 11
     outs = {}
     for i, info, is_dim in _index_data(fw, version):
@@ -312,7 +343,8 @@ def _metadata(fw, version, key, fields, outs, tile_num, max_chunk) -> bytes:
         version=version, array_schema_name=fw.schema_name if version >= 10 else None, dense=fw.dense,
         null_non_empty_domain=False, non_empty_domain=ListContainer(fw.non_empty_domain),
         sparse_tile_num=0 if fw.dense else tile_num, last_tile_cell_num=fw.last_tile_cell_num,
-        has_timestamps=False if version >= 14 else None, has_delete_meta=False if version >= 15 else None,
+        has_timestamps=fw.has_timestamps if version >= 14 else None,
+        has_delete_meta=fw.has_delete_meta if version >= 15 else None,
         file_sizes=sizes[0], file_var_sizes=sizes[1][:n_var], file_validity_sizes=sizes[2] if version >= 7 else None,
         rtree_offset=0, tile_offsets_offsets=zeros, tile_var_offsets_offsets=zeros[:n_var],
         tile_var_sizes_offsets=zeros[:n_var])
@@ -325,10 +357,11 @@ def _metadata(fw, version, key, fields, outs, tile_num, max_chunk) -> bytes:
         footer.tile_validity_offsets_offsets = zeros
         sections["tile_validity_offsets"] = _per_field(outs, n, tile_num, "validity_offsets")
     if version >= 11:
-        _stat_sections(footer, sections, fields, outs, version, zeros, tile_num, len(attributes(fw.schema)))
+        _stat_sections(footer, sections, fields, outs, version, zeros, tile_num, len(attributes(fw.schema)),
+                       len(dimensions(fw.schema)))
     if version >= 16:
         footer.processed_conditions_offset = 0
-        sections["processed_conditions"] = []
+        sections["processed_conditions"] = list(fw.processed_conditions)
     unreferenced = b""
     if version == 15:  # TileDB 2.11 writes an empty processed-conditions tile no v15 footer points to
         unreferenced = ProcessedConditionsTile.build(Container(conditions=ListContainer()), version=version, key=key)
@@ -373,7 +406,7 @@ def _coords_stats(info, tile_num):
             Container(min=one, max=one, sum=0, null_count=0))
 
 
-def _stat_sections(footer, sections, fields, outs, version, zeros, tile_num, attribute_num):
+def _stat_sections(footer, sections, fields, outs, version, zeros, tile_num, attribute_num, ndim):
     """Tile mins, maxes, sums and null counts (v11+) and the fragment summary (v12+)."""
     mins, maxes, sums, nulls, summary = [], [], [], [], []
     for i, info in enumerate(fields):
@@ -383,7 +416,7 @@ def _stat_sections(footer, sections, fields, outs, version, zeros, tile_num, att
             summary.append(entry)
             continue
         st = outs[i].stats if i in outs else []
-        has_mm = bool(st) and _has_min_max(info, i > attribute_num)
+        has_mm = bool(st) and _has_min_max(info, attribute_num < i <= attribute_num + ndim)
         acc = _sum_dtype(value_dtype(info.datatype).kind)
         tile_sums = np.array([s[2] for s in st], acc) if st and _has_sum(info) else np.zeros(0, acc)
         tile_nulls = np.array([s[3] for s in st], "<u8") if info.nullable and st else np.zeros(0, "<u8")
@@ -391,7 +424,7 @@ def _stat_sections(footer, sections, fields, outs, version, zeros, tile_num, att
         maxes.append(_min_max(info, [s[1] for s in st], has_mm))
         sums.append(tile_sums)
         nulls.append(tile_nulls)
-        total = np.cumsum(tile_sums, dtype=acc)[-1].item() if len(tile_sums) else 0
+        total = _saturating_sum(tile_sums, acc).item() if len(tile_sums) else 0
         summary.append(Container(min=_summary_bound(info, [s[0] for s in st], min) if has_mm else b"",
                                  max=_summary_bound(info, [s[1] for s in st], max) if has_mm else b"",
                                  sum=total, null_count=int(tile_nulls.sum())))
