@@ -198,7 +198,7 @@ def _sparse_fragment(schema, schema_name, coords, data, validity, meta=None) -> 
 _META_ARGS = {"__timestamps": "cell_timestamps", "__delete_timestamps": "delete_timestamps",
               "__delete_condition_index": "delete_conditions"}
 #: the first format version that stores each (REFERENCE §11: t v14, dt and dci v15, processed conditions v16)
-_META_SINCE = {"cell_timestamps": 14, "delete_timestamps": 15, "delete_conditions": 15, "processed_conditions": 16}
+CELL_META_SINCE = {"cell_timestamps": 14, "delete_timestamps": 15, "delete_conditions": 15, "processed_conditions": 16}
 
 
 def _cell_meta(version: int, dense: bool, cell_timestamps, delete_timestamps, delete_conditions,
@@ -212,8 +212,8 @@ def _cell_meta(version: int, dense: bool, cell_timestamps, delete_timestamps, de
     if dense:
         raise ValueError(f"{next(iter(given))}: only sparse fragments carry cell timestamps or delete metadata")
     for name in given:
-        if version < _META_SINCE[name]:
-            raise ValueError(f"{name}: needs format version {_META_SINCE[name]} or later, not {version}")
+        if version < CELL_META_SINCE[name]:
+            raise ValueError(f"{name}: needs format version {CELL_META_SINCE[name]} or later, not {version}")
     if (delete_timestamps is None) != (delete_conditions is None) or (
             delete_timestamps is not None and cell_timestamps is None):
         raise ValueError("delete_timestamps: goes with delete_conditions and cell_timestamps (TileDB writes "
