@@ -228,7 +228,7 @@ _CODEC_DIFFERS = {"filter_lz4", "filter_pipeline_bwr_byteshuffle_zstd", "filter_
                   "filter_pipeline_delta_bitshuffle_checksum_lz4"}
 _FIDELITY = ["v22_tiledb-py-0.36.1_core-2.30.0", "v22_tiledb-py-0.31.1_core-2.25.0", "v21_tiledb-py-0.25.1_core-2.19.2",
              "v20_tiledb-py-0.23.5_core-2.17.5", "v16_tiledb-py-0.19.1_core-2.13.1", "v14_c-api_core-2.10.4",
-             "v12_c-api_core-2.8.3", "v23_c-api_core-2.31-dev-28aeb653"]
+             "v12_c-api_core-2.8.3", "v15_c-api_core-2.11.4", "v23_c-api_core-2.31-dev-28aeb653"]
 _CASES = ["filter_float_scale", "filter_gzip", "filter_zstd", "filter_rle_int", "filter_rle_string", "filter_dictionary", "filter_xor",
           "filter_bit_width_reduction", "filter_bitshuffle", "filter_byteshuffle", "filter_checksum_sha256",
           "filter_double_delta", "filter_positive_delta", "filter_delta", "filter_bzip2", "sparse_var_string_dim",
@@ -403,6 +403,58 @@ def test_sparse_duplicates_and_out_of_domain_coordinates_are_refused(tmp_path):
     with pytest.raises(ValueError, match="at least one cell"):
         write(path, {k: v[:0] for k, v in values.items()}, coords=(np.array([], int), np.array([], int)))
     assert not tdbformat.open_array(path).fragments
+
+
+def _stamped_schema(tmp_path):
+    dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 99), tile=10, dtype=np.int64))
+    return py_schema(tmp_path, tiledb.ArraySchema(domain=dom, sparse=True, capacity=3,
+                                                  attrs=[tiledb.Attr("a", dtype=np.int32)]), "stamped")
+
+
+@pytest.mark.parametrize("version", [15, 22])
+def test_a_fragment_with_cell_timestamps_reads_in_tiledb_py_as_of_each_time(tmp_path, version):
+    """Versions of a cell at 100, 200 and 300 in one fragment spanning them, as consolidation with timestamps
+    makes: TileDB-Py reads, as of each time, the cells written by then, the newest version of each."""
+    path = tmp_path / "a"
+    create(path, _stamped_schema(tmp_path), version, timestamp=50)
+    x = np.array([7, 1, 7, 3, 7, 1])
+    t = np.array([100, 100, 200, 200, 300, 300])
+    write(path, {"a": (x * 1000 + t // 100).astype(np.int32)}, coords=(x,), cell_timestamps=t,
+          timestamp=(100, 300))
+    frag = tdbformat.open_array(path).fragments[0]
+    assert frag.has_timestamps and frag.timestamp_range == (100, 300)
+    for when, cells in [(100, {1: 1001, 7: 7001}), (250, {1: 1001, 3: 3002, 7: 7002}),
+                        (None, {1: 1003, 3: 3002, 7: 7003})]:
+        with tiledb.open(str(path), timestamp=when) as A:
+            got = A.query(order="G")[:]
+        assert dict(zip(got["x"].tolist(), got["a"].tolist())) == cells, when
+
+
+def test_cell_timestamps_and_delete_metadata_arguments_are_checked(tmp_path):
+    path, schema = tmp_path / "a", _stamped_schema(tmp_path)
+    create(path, schema, 14)
+    x, a, t = np.array([1, 2]), np.ones(2, np.int32), np.array([5, 6])
+    with pytest.raises(ValueError, match="cell_timestamps: 1 values for 2 cells"):
+        write(path, {"a": a}, coords=(x,), cell_timestamps=t[:1])
+    with pytest.raises(ValueError, match="delete_timestamps: needs format version 15"):
+        write(path, {"a": a}, coords=(x,), cell_timestamps=t, delete_timestamps=t, delete_conditions=t)
+    with pytest.raises(ValueError, match="cell_timestamps: expected one non-negative integer per cell"):
+        write(path, {"a": a}, coords=(x,), cell_timestamps=np.array([-1, 2]))
+    with pytest.raises(ValueError, match="processed_conditions: needs format version 16"):
+        write(path, {"a": a}, coords=(x,), processed_conditions=["__commits/x.del"])
+    create(tmp_path / "b", schema, 3)
+    with pytest.raises(ValueError, match="cell_timestamps: needs format version 14"):
+        write(tmp_path / "b", {"a": a}, coords=(x,), cell_timestamps=t)
+    create(tmp_path / "c", schema, 22)
+    with pytest.raises(ValueError, match="delete_timestamps: goes with delete_conditions"):
+        write(tmp_path / "c", {"a": a}, coords=(x,), cell_timestamps=t, delete_timestamps=t)
+    with pytest.raises(TypeError, match="processed_conditions"):
+        write(tmp_path / "c", {"a": a}, coords=(x,), processed_conditions="__commits/x.del")
+    create(tmp_path / "d", dense_schema(tmp_path, False), 22)
+    with pytest.raises(ValueError, match="cell_timestamps: only sparse fragments"):
+        write(tmp_path / "d", dense_data(np.random.default_rng(0), (8, 6), False), cell_timestamps=t)
+    for p in (path, tmp_path / "b", tmp_path / "c", tmp_path / "d"):
+        assert not tdbformat.open_array(p).fragments
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -420,7 +420,10 @@ def open_writer(path, timestamp=None, key=None, max_chunk_size: int = MAX_CHUNK)
 
 
 def write(path, data, *, subarray=None, coords=None, validity=None, timestamp=None, key=None,
-          max_chunk_size: int = MAX_CHUNK, uuid: str | None = None) -> str:
+          max_chunk_size: int = MAX_CHUNK, uuid: str | None = None, cell_timestamps=None, delete_timestamps=None,
+          delete_conditions=None, processed_conditions=None) -> str:
     """Write one fragment to the array at ``path`` (see :meth:`ArrayWriter.write`); returns its name."""
-    return open_writer(path, timestamp, key, max_chunk_size).write(data, subarray=subarray, coords=coords,
-                                                                   validity=validity, uuid=uuid)
+    return open_writer(path, timestamp, key, max_chunk_size).write(
+        data, subarray=subarray, coords=coords, validity=validity, uuid=uuid, cell_timestamps=cell_timestamps,
+        delete_timestamps=delete_timestamps, delete_conditions=delete_conditions,
+        processed_conditions=processed_conditions)
