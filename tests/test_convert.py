@@ -353,3 +353,19 @@ def test_a_corpus_fragment_consolidated_with_timestamps_reads_equal_at_every_tim
     t1, t2 = frag.timestamp_range
     for t in (None, t1, (t1 + t2) // 2, t2):
         assert_same(_tiledb_cells(tmp_path / "a", None, t), _tiledb_cells(src, None, t))
+
+
+def test_the_command_line_takes_the_chunk_bound(tmp_path):
+    from tdbformat.cli import main
+
+    case = next(c for c in _CONSOLIDATED if c.parent.name.startswith("v21_tiledb-py-0.25.1"))
+    src = root(case)
+    frag = next(f for f in tdbformat.open_array(src).fragments if f.has_timestamps)
+    for bound, same in ((65536, False), (192, True)):
+        assert main(["convert", str(src), str(tmp_path / str(bound)), "--version", "21",
+                     "--max-chunk-size", str(bound)]) == 0
+        theirs = next(p for p in src.rglob(frag.name) if p.is_dir())
+        ours = next(p for p in (tmp_path / str(bound)).rglob(frag.name) if p.is_dir())
+        assert (_files(ours) == _files(theirs)) == same
+    assert main(["convert", str(src), str(tmp_path / "x"), "--version", "21", "--max-chunk-size", "0"]) == 2
+    assert not (tmp_path / "x").exists()
