@@ -282,7 +282,7 @@ def _write_fragment(array, dst, frag, t: int, version: int, key, max_chunk: int)
     else:
         schema = frag.schema if version >= 10 else array.schema
         ned, dense, uuid = frag.non_empty_domain, frag.dense, _uuid(frag.name)
-        if frag.has_timestamps and version >= CELL_META_SINCE["cell_timestamps"]:
+        if frag.has_timestamps and not dense and version >= CELL_META_SINCE["cell_timestamps"]:
             coords, data, meta = _consolidated_cells(array, frag, schema, version)
             writer = open_writer(dst, timestamp=tuple(frag.timestamp_range), key=key, max_chunk_size=max_chunk)
             return writer.write(data, coords=coords, uuid=uuid, **meta)
