@@ -509,3 +509,26 @@ def test_bit_width_reduction_rejects_a_window_width_tiledb_never_writes(bits, wi
     tile.chunks[0].metadata = bytes(md)
     with pytest.raises(FormatError, match="bit widths"):
         unfilter(tile, pipeline, datatype=Datatype.INT32, version=22, cell_size=4)
+
+
+@PROPS
+@given(st.binary(max_size=3000), st.integers(0, 9), st.sampled_from(["whole", "cut", "flipped", "trailing"]),
+       st.integers(0, 10**6))
+def test_zlib_ng_inflates_as_zlib(raw, level, damage, where):
+    """The optional zlib-ng (the ``fast`` extra), which GZIP decodes with when installed, against zlib: the same
+    bytes from whole streams, and the same refusal of damaged ones."""
+    import zlib
+    from tdbformat.filters import compression
+    if compression._inflate is zlib:
+        pytest.skip("zlib-ng is not installed")
+    packed = zlib.compress(raw, level)
+    at = where % len(packed)
+    packed = {"whole": packed, "cut": packed[:at], "trailing": packed + b"\x00\x01",
+              "flipped": packed[:at] + bytes([packed[at] ^ 0x5A]) + packed[at + 1:]}[damage]
+
+    def outcome(inflate, error):
+        try:
+            return inflate(packed, bufsize=max(len(raw), 1))
+        except error:
+            return "refused"
+    assert outcome(compression._inflate.decompress, compression._inflate.error) == outcome(zlib.decompress, zlib.error)

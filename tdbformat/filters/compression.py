@@ -105,8 +105,14 @@ class CompressionCodec(Codec):
         return memoryview(joined(out[:nmd])), joined(out[nmd:])  # one part (the usual): no copy
 
 
+try:  # zlib-ng (the ``fast`` extra) inflates zlib streams about twice as fast as zlib, with the same errors
+    from zlib_ng import zlib_ng as _inflate
+except ImportError:
+    _inflate = zlib
+
 # What the codec libraries raise on corrupt input.
-_CODEC_ERRORS = (zlib.error, zstandard.ZstdError, lz4.block.LZ4BlockError, OSError, EOFError, ValueError)
+_CODEC_ERRORS = (zlib.error, _inflate.error, zstandard.ZstdError, lz4.block.LZ4BlockError, OSError, EOFError,
+                 ValueError)
 
 
 def _bounded(decompress, packed, orig_size, name):
@@ -123,8 +129,9 @@ class Gzip(CompressionCodec):
         return zlib.compress(raw, level if level >= 0 else -1)
 
     def decompress(self, ctx, packed, orig_size):
-        # a longer stream than declared fails the caller's size check; a cut one raises here
-        return _bounded(lambda p, n: zlib.decompress(p, bufsize=max(n, 1)), packed, orig_size, "gzip")
+        # a longer stream than declared fails the caller's size check; a cut one raises here. Compression stays
+        # zlib's: its bytes are TileDB's, zlib-ng's are not
+        return _bounded(lambda p, n: _inflate.decompress(p, bufsize=max(n, 1)), packed, orig_size, "gzip")
 
 
 _local = threading.local()  # one zstd context per thread: creating one per chunk costs more than the chunk
