@@ -378,6 +378,11 @@ class Plan:
                     dest[starts[i]:starts[i + 1]] = np.frombuffer(data, np.uint8)
         return memoryview(dest)
 
+    def filter(self, data, *, offsets=None, sizes=None, var=None, dim_num=1, max_chunk=MAX_CHUNK,
+               threads=None) -> Container:
+        """See :func:`filter_tile`."""
+        return _filter(self, data, offsets, sizes, var, dim_num, max_chunk, threads)
+
     def unfilter_strings(self, tile):
         """See :func:`unfilter_strings`."""
         stages = self.stages
@@ -479,13 +484,19 @@ def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cel
     have 192-byte chunks), which the file does not record. ``sizes`` overrides the chunking: before v11
     TileDB chunked var data by the buffer it had allocated, which the data does not tell either.
     ``threads`` filter the chunks (default: :func:`set_threads`); any number gives the same bytes.
+    Many tiles of one pipeline: make a :class:`Plan` once and call its ``filter``.
     """
+    return Plan(pipeline, datatype=datatype, version=version, cell_size=cell_size, key=key,
+                encrypted=encrypted).filter(data, offsets=offsets, sizes=sizes, var=var, dim_num=dim_num,
+                                            max_chunk=max_chunk, threads=threads)
+
+
+def _filter(plan: Plan, data, offsets, sizes, var, dim_num, max_chunk, threads) -> Container:
     data = memoryview(data).cast("B")
     var = offsets is not None if var is None else var
-    pipeline = _with_encryption(pipeline, key, encrypted)
-    stages = _stages(pipeline, datatype, version, cell_size, key)
+    pipeline, stages, version, cell_size = plan.pipeline, plan.stages, plan.version, plan.cell_size
     chunks = ListContainer()
-    if var and offsets is not None and skips_offsets(pipeline, datatype, version):
+    if var and offsets is not None and plan.strings:
         if len(data) or len(offsets):
             ftype, _, ctx = stages[0]
             md, parts = STRING_CODECS[ftype].forward_strings(ctx, data, np.asarray(offsets, "<u8"))
@@ -496,13 +507,13 @@ def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cel
     if sizes is None:
         if version and FEATURES["pipeline_chunk_bound"](version):  # the pipeline's bound, even 0 (one cell)
             sizes = chunk_sizes(len(data), cell_size, pipeline["max_chunk_size"], dim_num)
-        elif not uses_chunking(pipeline, datatype, version, var):
+        elif not uses_chunking(pipeline, plan.datatype, version, var):
             sizes = [len(data)]
         elif var and offsets is not None and FEATURES["var_chunking"](version):
             sizes = var_chunk_sizes(offsets, len(data), cell_size, max_chunk)
         else:
             sizes = chunk_sizes(len(data), cell_size, max_chunk)
-    starts = np.cumsum([0] + list(sizes)).tolist()
+    starts = [0, *itertools.accumulate(sizes)]
 
     def run(indices):
         out = [_forward_chunk(stages, [], [data[starts[r]:starts[r + 1]]]) for r in indices]
