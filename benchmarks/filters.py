@@ -1,9 +1,10 @@
 """Decode and encode throughput of every filter on 64 MiB of typical data, next to the raw library and TileDB-Py
 (medians of 3 runs, alternating).
 
-Run: python benchmarks/filters.py [MiB] [codecs,strings,reads,writes] (default: all four). The tile is chunked as TileDB chunks it (64 KiB), so the raw
-library columns compress the same 64 KiB pieces and copy the decompressed ones into one buffer, as
-decoding a tile must; MB/s are of unfiltered bytes; codec columns use one thread.
+Run: python benchmarks/filters.py [MiB] [codecs,strings,reads,writes] (default: all four). The tile is
+chunked as TileDB chunks it (64 KiB), so the raw library columns compress the same 64 KiB pieces and copy
+the decompressed ones into one buffer, as decoding a tile must; MB/s are of unfiltered bytes; codec columns
+use one thread.
 
 The reads table writes the same data with TileDB-Py as a dense array (8 tiles) through every single filter
 and the common two-filter pipelines (:func:`tiledb_pipelines`) and reads it with tdbformat on 1 and 2

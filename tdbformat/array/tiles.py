@@ -10,7 +10,7 @@ import numpy as np
 
 from ..enums import Datatype
 from ..errors import FormatError, located
-from ..filters import Plan
+from ..filters import FilterPlan
 from ..filters.coords import coords_zipped, unzip_coords
 from ..structs.tile import read_tile
 from ..versions import FEATURES
@@ -178,7 +178,7 @@ class _Plan:
         self._path, self._cell = (None, None), None
 
     @functools.cached_property
-    def filters(self) -> Plan:
+    def filters(self) -> FilterPlan:
         """The filter plan (made on first use, inside the caller's error handling: a pipeline can be bad)."""
         info, schema = self.info, self.frag.schema
         if self.kind == "_validity":
@@ -188,7 +188,7 @@ class _Plan:
         else:
             pipeline, datatype = info.filters, info.datatype
             cell_size = datatype.size * (1 if info.var else info.cell_val_num)
-        return Plan(pipeline, datatype=datatype, version=self.frag.version, cell_size=cell_size, key=self.key,
+        return FilterPlan(pipeline, datatype=datatype, version=self.frag.version, cell_size=cell_size, key=self.key,
                     encrypted=self.encrypted)
 
     def path(self, storage, name: str):

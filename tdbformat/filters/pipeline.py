@@ -29,7 +29,7 @@ from ..versions import FEATURES
 __all__ = [
     "Codec", "FilterContext", "CODECS", "STRING_CODECS", "register", "Header", "split_parts", "joined", "unfilter",
     "filter_tile", "chunk_sizes", "var_chunk_sizes", "skips_offsets", "uses_chunking", "unfilter_strings", "MAX_CHUNK",
-    "set_threads", "get_threads", "reverse_stacked", "Plan",
+    "set_threads", "get_threads", "reverse_stacked", "FilterPlan",
 ]
 
 #: TileDB's default process-wide chunk size (v5+; v1-4 chunk by the pipeline's ``max_chunk_size``).
@@ -310,7 +310,7 @@ def _reverse_run(stages, run, chunks) -> list:
     return [_reverse_chunk(stages, c, i, offsets[i]) for i, c in run]
 
 
-class Plan:
+class FilterPlan:
     """A filter pipeline made ready once for the tiles of one field of one fragment: its codecs, their
     contexts and what does not depend on the tile, so that a tile costs its chunks and little more (a read
     keeps one per field; :func:`unfilter`, :func:`unfilter_strings` and :func:`filter_tile` make one a call).
@@ -407,15 +407,15 @@ def unfilter(tile, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, 
     ``encrypted=True`` adds the implicit AES-256-GCM stage of data tiles in encrypted arrays. ``out``, a
     writable contiguous numpy array of exactly the tile's unfiltered size, receives the bytes. The chunks
     are unfiltered by ``threads`` threads (default: :func:`set_threads`); any number gives the same bytes.
-    Many tiles of one pipeline: make a :class:`Plan` once and call its ``unfilter``.
+    Many tiles of one pipeline: make a :class:`FilterPlan` once and call its ``unfilter``.
     """
-    return Plan(pipeline, datatype=datatype, version=version, cell_size=cell_size, key=key,
+    return FilterPlan(pipeline, datatype=datatype, version=version, cell_size=cell_size, key=key,
                 encrypted=encrypted).unfilter(tile, out=out, threads=threads)
 
 
 def unfilter_strings(tile, pipeline, *, datatype, version, key=None, encrypted=False):
     """(var data, u64 offsets) of a var string tile whose offsets are skipped (:func:`skips_offsets`)."""
-    return Plan(pipeline, datatype=datatype, version=version, cell_size=Datatype(datatype).size, key=key,
+    return FilterPlan(pipeline, datatype=datatype, version=version, cell_size=Datatype(datatype).size, key=key,
                 encrypted=encrypted).unfilter_strings(tile)
 
 
@@ -484,14 +484,14 @@ def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cel
     have 192-byte chunks), which the file does not record. ``sizes`` overrides the chunking: before v11
     TileDB chunked var data by the buffer it had allocated, which the data does not tell either.
     ``threads`` filter the chunks (default: :func:`set_threads`); any number gives the same bytes.
-    Many tiles of one pipeline: make a :class:`Plan` once and call its ``filter``.
+    Many tiles of one pipeline: make a :class:`FilterPlan` once and call its ``filter``.
     """
-    return Plan(pipeline, datatype=datatype, version=version, cell_size=cell_size, key=key,
+    return FilterPlan(pipeline, datatype=datatype, version=version, cell_size=cell_size, key=key,
                 encrypted=encrypted).filter(data, offsets=offsets, sizes=sizes, var=var, dim_num=dim_num,
                                             max_chunk=max_chunk, threads=threads)
 
 
-def _filter(plan: Plan, data, offsets, sizes, var, dim_num, max_chunk, threads) -> Container:
+def _filter(plan: FilterPlan, data, offsets, sizes, var, dim_num, max_chunk, threads) -> Container:
     data = memoryview(data).cast("B")
     var = offsets is not None if var is None else var
     pipeline, stages, version, cell_size = plan.pipeline, plan.stages, plan.version, plan.cell_size
