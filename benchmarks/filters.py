@@ -1,13 +1,16 @@
 """Decode and encode throughput of every filter on 64 MiB of typical data, next to the raw library and TileDB-Py
 (medians of 3 runs, alternating).
 
-Run: python benchmarks/filters.py [MiB]. The tile is chunked as TileDB chunks it (64 KiB), so the raw
-library columns compress the same 64 KiB pieces and copy the decompressed ones into one buffer, as
-decoding a tile must; MB/s are of unfiltered bytes; codec columns use one thread.
+Run: python benchmarks/filters.py [MiB] [codecs,strings,reads,writes] (default: all four). The tile is
+chunked as TileDB chunks it (64 KiB), so the raw library columns compress the same 64 KiB pieces and copy
+the decompressed ones into one buffer, as decoding a tile must; MB/s are of unfiltered bytes; codec columns
+use one thread.
 
-The second table writes the same data with TileDB-Py as a dense array (8 tiles) through each pipeline of
-issue #22 and reads it with tdbformat and with TileDB-Py (its default: a thread per core), alternating,
-median of 3; the ratios are tdbformat's time over TileDB-Py's (below 1: tdbformat is faster).
+The reads table writes the same data with TileDB-Py as a dense array (8 tiles) through every single filter
+and the common two-filter pipelines (:func:`tiledb_pipelines`) and reads it with tdbformat on 1 and 2
+threads and with TileDB-Py (its default: a thread per core), alternating, median of 3; the ratios are
+tdbformat's time over TileDB-Py's (below 1: tdbformat is faster). The writes table does the same for
+``tdbformat.write`` against TileDB-Py's write.
 """
 
 from __future__ import annotations
@@ -49,6 +52,13 @@ def timed(fn):
     start = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - start
+
+
+def cpu_timed(fn):
+    """(result, wall seconds, CPU seconds of the whole process: every thread, TileDB's included)."""
+    cpu = time.process_time()
+    out, wall = timed(fn)
+    return out, wall, time.process_time() - cpu
 
 
 def f(ftype, **options):
@@ -104,34 +114,86 @@ def _into_one(pieces) -> np.ndarray:
 
 
 def tiledb_pipelines():
-    """(name, TileDB-Py filters, datatype) of the pipelines of issue #22."""
+    """(name, TileDB-Py filters, datatype, encrypted) of every single filter TileDB-Py can write on this data
+    and the common two-filter pipelines (the issue #22 rows among them); STRING_ASCII rows are var strings."""
     import tiledb
+    t = tiledb
+    i64, f64, s = Datatype.INT64, Datatype.FLOAT64, Datatype.STRING_ASCII
     return [
-        ("bitshuffle+lz4", [tiledb.BitShuffleFilter(), tiledb.LZ4Filter()], Datatype.INT64),
-        ("byteshuffle+zstd", [tiledb.ByteShuffleFilter(), tiledb.ZstdFilter()], Datatype.INT64),
-        ("positive delta+lz4", [tiledb.PositiveDeltaFilter(), tiledb.LZ4Filter()], Datatype.INT64),
-        ("XOR+zstd", [tiledb.XORFilter(), tiledb.ZstdFilter()], Datatype.FLOAT64),
-        ("delta+zstd", [tiledb.DeltaFilter(), tiledb.ZstdFilter()], Datatype.INT64),
-        ("double delta", [tiledb.DoubleDeltaFilter()], Datatype.INT64),
-        ("bit-width reduction", [tiledb.BitWidthReductionFilter()], Datatype.INT64),
-        ("RLE", [tiledb.RleFilter()], Datatype.INT64),
-        ("gzip", [tiledb.GzipFilter()], Datatype.INT64),
+        ("gzip", [t.GzipFilter()], i64, False),
+        ("zstd", [t.ZstdFilter()], i64, False),
+        ("lz4", [t.LZ4Filter()], i64, False),
+        ("bzip2", [t.Bzip2Filter()], i64, False),
+        ("RLE", [t.RleFilter()], i64, False),
+        ("double delta", [t.DoubleDeltaFilter()], i64, False),
+        ("delta", [t.DeltaFilter()], i64, False),
+        ("byteshuffle", [t.ByteShuffleFilter()], i64, False),
+        ("bitshuffle", [t.BitShuffleFilter()], i64, False),
+        ("bit-width reduction", [t.BitWidthReductionFilter()], i64, False),
+        ("positive delta", [t.PositiveDeltaFilter()], i64, False),
+        ("XOR (float64)", [t.XORFilter()], f64, False),
+        ("float scale w4 (float64)", [t.FloatScaleFilter(0.125, 0.0, 4)], f64, False),
+        ("MD5", [t.ChecksumMD5Filter()], i64, False),
+        ("SHA-256", [t.ChecksumSHA256Filter()], i64, False),
+        ("AES-256-GCM", [], i64, True),
+        ("string RLE", [t.RleFilter()], s, False),
+        ("string dictionary", [t.DictionaryFilter()], s, False),
+        ("bitshuffle+lz4", [t.BitShuffleFilter(), t.LZ4Filter()], i64, False),
+        ("byteshuffle+zstd", [t.ByteShuffleFilter(), t.ZstdFilter()], i64, False),
+        ("byteshuffle+lz4", [t.ByteShuffleFilter(), t.LZ4Filter()], i64, False),
+        ("positive delta+lz4", [t.PositiveDeltaFilter(), t.LZ4Filter()], i64, False),
+        ("XOR+zstd (float64)", [t.XORFilter(), t.ZstdFilter()], f64, False),
+        ("delta+zstd", [t.DeltaFilter(), t.ZstdFilter()], i64, False),
+        ("double delta+zstd", [t.DoubleDeltaFilter(), t.ZstdFilter()], i64, False),
+        ("bit-width reduction+zstd", [t.BitWidthReductionFilter(), t.ZstdFilter()], i64, False),
+        ("float scale+zstd (float64)", [t.FloatScaleFilter(0.125, 0.0, 4), t.ZstdFilter()], f64, False),
+        ("zstd+MD5", [t.ZstdFilter(), t.ChecksumMD5Filter()], i64, False),
+        ("zstd, encrypted", [t.ZstdFilter()], i64, True),
     ]
 
 
-def create_with_tiledb(path, filters, values):
+def _values(name, datatype):
+    """The benchmark's data for a pipeline: the random walk (sorted for positive delta, which needs it), or
+    for strings about a tenth of MIB of words from a 2,005-word vocabulary, in runs."""
+    if datatype == Datatype.STRING_ASCII:
+        rng = np.random.default_rng(0)
+        words = np.array(["alpha", "beta", "gamma", "delta-long-name", "e"] + [f"w{i}" for i in range(2000)], object)
+        n = MIB * 2**20 // 64
+        return words[np.repeat(rng.integers(0, len(words), n), rng.integers(1, 8, n))[:n]]
+    values = data_for(datatype)
+    return np.sort(values) if "positive" in name else values
+
+
+def _tiledb_ctx(encrypted):
+    import tiledb
+    if not encrypted:
+        return tiledb.Ctx()
+    return tiledb.Ctx({"sm.encryption_type": "AES_256_GCM", "sm.encryption_key": KEY.hex()[:32]})
+
+
+def create_with_tiledb(path, filters, values, encrypted=False):
     import tiledb
     n = len(values)
-    dom = tiledb.Domain(tiledb.Dim("d", domain=(0, n - 1), tile=n // 8, dtype=np.int64))
-    attr = tiledb.Attr("a", dtype=values.dtype, filters=tiledb.FilterList(filters))
-    tiledb.Array.create(path, tiledb.ArraySchema(domain=dom, attrs=[attr]))
+    dom = tiledb.Domain(tiledb.Dim("d", domain=(0, n - 1), tile=-(-n // 8), dtype=np.int64))
+    dtype = str if values.dtype == object else values.dtype
+    attr = tiledb.Attr("a", dtype=dtype, var=values.dtype == object, filters=tiledb.FilterList(filters))
+    tiledb.Array.create(path, tiledb.ArraySchema(domain=dom, attrs=[attr]), ctx=_tiledb_ctx(encrypted))
 
 
-def write_with_tiledb(path, filters, values):
+def write_with_tiledb(path, filters, values, encrypted=False):
     import tiledb
-    create_with_tiledb(path, filters, values)
-    with tiledb.open(path, "w") as arr:
+    create_with_tiledb(path, filters, values, encrypted)
+    with tiledb.open(path, "w", ctx=_tiledb_ctx(encrypted)) as arr:
         arr[:] = values
+
+
+def _same(got, values) -> bool:
+    got = got["a"] if isinstance(got, dict) else got
+    return got.tolist() == values.tolist() if values.dtype == object else np.array_equal(got, values)
+
+
+def _key(encrypted):
+    return KEY.hex()[:32] if encrypted else None
 
 
 def writes_versus_tiledb(reps=3):
@@ -141,68 +203,79 @@ def writes_versus_tiledb(reps=3):
     import tiledb
     print(f"\n{MIB} MiB dense writes (8 tiles); ratio = tdbformat time / TileDB-Py time\n")
     print("| pipeline | TileDB-Py MB/s | tdbformat MB/s | ratio |\n|---|---|---|---|")
-    mb = MIB * 2**20 / 1e6
     with tempfile.TemporaryDirectory() as tmp:
-        for name, filters, datatype in tiledb_pipelines():
-            values = data_for(datatype)
-            if "positive" in name:
-                values = np.sort(values)
+        for name, filters, datatype, encrypted in tiledb_pipelines():
+            values = _values(name, datatype)
+            mb = _nbytes(values) / 1e6
             times = {"TileDB-Py": [], "tdbformat": []}
             for r in range(reps):
                 for lib in times:
-                    path = os.path.join(tmp, f"{lib}-{r}-" + name.replace(" ", "_").replace("+", "_"))
-                    create_with_tiledb(path, filters, values)
+                    path = os.path.join(tmp, f"{lib}-{r}-" + _slug(name))
+                    create_with_tiledb(path, filters, values, encrypted)
                     if lib == "TileDB-Py":
                         def write():
-                            with tiledb.open(path, "w") as arr:
+                            with tiledb.open(path, "w", ctx=_tiledb_ctx(encrypted)) as arr:
                                 arr[:] = values
                     else:
                         def write():
-                            tdbformat.write(path, {"a": values})
+                            tdbformat.write(path, {"a": values}, key=_key(encrypted))
                     times[lib].append(timed(write)[1])
                     if r == 0 and lib == "tdbformat":
-                        with tiledb.open(path) as arr:
-                            got = arr[:]
-                        assert np.array_equal(got["a"] if isinstance(got, dict) else got, values)
+                        with tiledb.open(path, ctx=_tiledb_ctx(encrypted)) as arr:
+                            assert _same(arr[:], values)
             med = {lib: statistics.median(ts) for lib, ts in times.items()}
             print(f"| {name} | {mb / med['TileDB-Py']:,.0f} | {mb / med['tdbformat']:,.0f} | "
                   f"{med['tdbformat'] / med['TileDB-Py']:.2f} |", flush=True)
 
 
+def _slug(name):
+    return "".join(c if c.isalnum() else "_" for c in name)
+
+
+def _nbytes(values) -> int:
+    return sum(map(len, values)) if values.dtype == object else values.nbytes
+
+
 def versus_tiledb(reps=3):
     """Dense reads of the same array by tdbformat (1 thread; 2 threads, which decode tiles in parallel) and
-    TileDB-Py."""
+    TileDB-Py (open and read both timed). The CPU ratio (process CPU seconds, all threads) is the work each
+    does, which a loaded machine disturbs less than the wall time."""
     import tiledb
-    print(f"\n{MIB} MiB dense array of 8 tiles, written by TileDB-Py {tiledb.__version__}; median of {reps} "
-          "alternating reads; ratio = tdbformat time / TileDB-Py time\n")
+    print(f"\n{MIB} MiB dense array of 8 tiles (strings: {MIB * 2**20 // 64:,} cells), written by TileDB-Py "
+          f"{tiledb.__version__}; median of {reps} alternating reads; ratio = tdbformat time / TileDB-Py time\n")
     ways = {"1 thread": 1, "2 threads": 2}
-    print("| pipeline | TileDB-Py MB/s | " + " | ".join(f"tdbformat {w} MB/s | ratio" for w in ways) + " |")
-    print("|---|---|" + "---|---|" * len(ways))
-    mb = MIB * 2**20 / 1e6
+    print("| pipeline | TileDB-Py MB/s | " + " | ".join(f"tdbformat {w} MB/s | ratio" for w in ways) +
+          " | CPU ratio, 2 threads |")
+    print("|---|---|" + "---|---|" * len(ways) + "---|")
     with tempfile.TemporaryDirectory() as tmp:
-        for name, filters, datatype in tiledb_pipelines():
-            values = data_for(datatype)
-            if "positive" in name:
-                values = np.sort(values)
-            path = os.path.join(tmp, name.replace(" ", "_").replace("+", "_"))
-            write_with_tiledb(path, filters, values)
-            times = {w: [] for w in ["TileDB-Py", *ways]}
+        for name, filters, datatype, encrypted in tiledb_pipelines():
+            values = _values(name, datatype)
+            mb = _nbytes(values) / 1e6
+            path = os.path.join(tmp, _slug(name))
+            write_with_tiledb(path, filters, values, encrypted)
+            times, cpu = {w: [] for w in ["TileDB-Py", *ways]}, {w: [] for w in ["TileDB-Py", *ways]}
             for _ in range(reps):
-                with tiledb.open(path) as arr:
-                    got, t = timed(lambda: arr[:])
-                assert np.array_equal(got["a"] if isinstance(got, dict) else got, values)
+                def tiledb_read():
+                    with tiledb.open(path, ctx=_tiledb_ctx(encrypted)) as arr:
+                        return arr[:]
+                got, t, c = cpu_timed(tiledb_read)
+                assert _same(got, values)
                 times["TileDB-Py"].append(t)
+                cpu["TileDB-Py"].append(c)
                 for w, threads in ways.items():
-                    got, t = timed(lambda: tdbformat.open_array(path).read(threads=threads))
-                    assert np.array_equal(got["a"], values)
+                    got, t, c = cpu_timed(lambda: tdbformat.open_array(path, key=_key(encrypted)).read(threads=threads))
+                    assert _same(got, values)
                     times[w].append(t)
+                    cpu[w].append(c)
             med = {w: statistics.median(ts) for w, ts in times.items()}
             row = f"| {name} | {mb / med['TileDB-Py']:,.0f} |"
             row += "".join(f" {mb / med[w]:,.0f} | {med[w] / med['TileDB-Py']:.2f} |" for w in ways)
+            row += f" {statistics.median(cpu['2 threads']) / statistics.median(cpu['TileDB-Py']):.2f} |"
             print(row, flush=True)
 
 
-def main():
+def codecs():
+    """Each codec on one thread against its raw library."""
     set_threads(1)
     mb = MIB * 2**20 / 1e6
     print(f"{MIB} MiB per filter, 64 KiB chunks; MB/s of unfiltered data\n")
@@ -234,9 +307,16 @@ def main():
         else:
             row += " | | | |"
         print(row, flush=True)
-    strings()
-    versus_tiledb()
-    writes_versus_tiledb()
+    set_threads(os.cpu_count() or 1)
+
+
+SECTIONS = {"codecs": codecs, "strings": lambda: strings(), "reads": lambda: versus_tiledb(),
+            "writes": lambda: writes_versus_tiledb()}
+
+
+def main():
+    for name in (sys.argv[2].split(",") if len(sys.argv) > 2 else SECTIONS):
+        SECTIONS[name]()
 
 
 def strings():

@@ -34,6 +34,7 @@ from .validate import RULES, Finding, validate  # noqa: E402 (the function shado
 from .array.dask import to_dask
 from .storage import storage_for
 from .salvage import Loss, SalvageReport, salvage  # noqa: E402 (the function shadows its module's name)
+from .filters import FilterPlan
 
 __all__ = [
     "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError", "FormatWarning",
@@ -58,3 +59,4 @@ __all__ = [
     "salvage", "SalvageReport", "Loss",
 ]
 __all__ += ["to_dask", "storage_for"]
+__all__ += ["FilterPlan"]

@@ -410,3 +410,36 @@ def test_corpus_tiles_same_bytes_with_threads(case, decoded_corpus):
         if not kw["encrypted"]:  # AES draws a fresh IV per chunk
             assert Tile.build(filter_tile(data, pipeline, sizes=sizes, threads=1, **kw)) == \
                 Tile.build(filter_tile(data, pipeline, sizes=sizes, threads=3, **kw))
+
+
+ARRAY_CASES = [c for c in cases() if truth(c).get("kind", "array") == "array"]
+
+
+@pytest.mark.parametrize("case", ARRAY_CASES, ids=case_id)
+def test_corpus_arrays_read_the_same_on_any_number_of_threads(case):
+    """Every corpus array read on one thread and on eight: tiles decode in the read's pool and, with fewer tiles
+    than threads, their chunks in the filters' pool; the cells and validity come out the same."""
+    from tdbformat.errors import UnsupportedError
+    arr = open_array(root(case), key=key(case))
+    try:
+        one = arr.read(threads=1)
+    except UnsupportedError as e:  # a codec this installation lacks (WebP)
+        pytest.skip(str(e))
+    many = arr.read(threads=8)
+    assert list(one) == list(many)
+    for name in one:
+        a, b = one[name], many[name]
+        assert a.dtype == b.dtype and a.shape == b.shape
+        if a.dtype == object:
+            assert a.tolist() == b.tolist()
+        else:
+            assert np.ma.getdata(a).tobytes() == np.ma.getdata(b).tobytes()
+        assert np.array_equal(np.ma.getmaskarray(a), np.ma.getmaskarray(b))
+
+
+def test_few_tiles_share_the_threads_among_their_chunks():
+    """A read's pool of 8 threads decoding 3 tiles gives each tile's chunks 2 threads; 8 tiles or more, 1."""
+    from concurrent.futures import ThreadPoolExecutor
+    from tdbformat.array.tiles import chunk_threads
+    with ThreadPoolExecutor(8) as pool:
+        assert [chunk_threads(pool, n) for n in (0, 1, 3, 8, 100)] == [8, 8, 2, 1, 1]

@@ -350,7 +350,18 @@ THREADED = [_pipeline(_filter(FilterType.BITSHUFFLE), _filter(FilterType.LZ4, co
                               reinterpret_datatype=Datatype.ANY)),
             _pipeline(_filter(FilterType.BIT_WIDTH_REDUCTION, max_window_size=64)),
             _pipeline(_filter(FilterType.POSITIVE_DELTA, max_window_size=64)),
-            _pipeline(_filter(FilterType.RLE, compressor=Compressor.RLE, level=-1))]
+            _pipeline(_filter(FilterType.RLE, compressor=Compressor.RLE, level=-1)),
+            # every other filter of numeric tiles, alone (float scale and AES-256-GCM: the test after)
+            _pipeline(_filter(FilterType.GZIP, compressor=Compressor.GZIP, level=6)),
+            _pipeline(_filter(FilterType.ZSTD, compressor=Compressor.ZSTD, level=3)),
+            _pipeline(_filter(FilterType.LZ4, compressor=Compressor.LZ4, level=1)),
+            _pipeline(_filter(FilterType.BZIP2, compressor=Compressor.BZIP2, level=9)),
+            _pipeline(_filter(FilterType.DELTA, compressor=Compressor.DELTA, level=-1,
+                              reinterpret_datatype=Datatype.ANY)),
+            _pipeline(_filter(FilterType.BITSHUFFLE)),
+            _pipeline(_filter(FilterType.BYTESHUFFLE)),
+            _pipeline(_filter(FilterType.CHECKSUM_MD5)),
+            _pipeline(_filter(FilterType.CHECKSUM_SHA256))]
 
 
 @PROPS
@@ -366,6 +377,25 @@ def test_threads_give_the_same_bytes(pipeline, datatype, n, max_chunk, threads, 
     assert Tile.build(one) == Tile.build(many)
     parsed = Tile.parse(Tile.build(one))
     assert unfilter(parsed, pipeline, threads=1, **kw) == unfilter(parsed, pipeline, threads=threads, **kw) == raw
+
+
+@PROPS
+@given(st.sampled_from([Datatype.FLOAT32, Datatype.FLOAT64]), st.integers(0, 3000), st.sampled_from([64, 256, 1000]),
+       st.integers(2, 5), st.booleans(), st.data())
+def test_threads_give_the_same_bytes_float_scale_and_aes(datatype, n, max_chunk, threads, encrypted, data):
+    """Float scale encodes alike on any number of threads; AES-256-GCM draws a fresh IV per chunk, so its tiles
+    are compared decoded."""
+    values = data.draw(_values(datatype, n, elements=st.integers(-1000, 1000)))
+    pipeline = _pipeline(_filter(FilterType.SCALE_FLOAT, scale=0.5, offset=1.0, byte_width=4))
+    kw = dict(datatype=datatype, version=22, cell_size=datatype.size, key=KEY if encrypted else None,
+              encrypted=encrypted)
+    one = filter_tile(values.tobytes(), pipeline, max_chunk=max_chunk, threads=1, **kw)
+    many = filter_tile(values.tobytes(), pipeline, max_chunk=max_chunk, threads=threads, **kw)
+    if not encrypted:
+        assert Tile.build(one) == Tile.build(many)
+    parsed = Tile.parse(Tile.build(many))
+    assert unfilter(parsed, pipeline, threads=1, **kw) == unfilter(parsed, pipeline, threads=threads, **kw) \
+        == values.tobytes()  # whole numbers times 0.5 plus 1 survive the scale exactly
 
 
 @PROPS
@@ -479,3 +509,26 @@ def test_bit_width_reduction_rejects_a_window_width_tiledb_never_writes(bits, wi
     tile.chunks[0].metadata = bytes(md)
     with pytest.raises(FormatError, match="bit widths"):
         unfilter(tile, pipeline, datatype=Datatype.INT32, version=22, cell_size=4)
+
+
+@PROPS
+@given(st.binary(max_size=3000), st.integers(0, 9), st.sampled_from(["whole", "cut", "flipped", "trailing"]),
+       st.integers(0, 10**6))
+def test_zlib_ng_inflates_as_zlib(raw, level, damage, where):
+    """The optional zlib-ng (the ``fast`` extra), which GZIP decodes with when installed, against zlib: the same
+    bytes from whole streams, and the same refusal of damaged ones."""
+    import zlib
+    from tdbformat.filters import compression
+    if compression._inflate is zlib:
+        pytest.skip("zlib-ng is not installed")
+    packed = zlib.compress(raw, level)
+    at = where % len(packed)
+    packed = {"whole": packed, "cut": packed[:at], "trailing": packed + b"\x00\x01",
+              "flipped": packed[:at] + bytes([packed[at] ^ 0x5A]) + packed[at + 1:]}[damage]
+
+    def outcome(inflate, error):
+        try:
+            return inflate(packed, bufsize=max(len(raw), 1))
+        except error:
+            return "refused"
+    assert outcome(compression._inflate.decompress, compression._inflate.error) == outcome(zlib.decompress, zlib.error)

@@ -3,14 +3,16 @@ cells (REFERENCE.md §4, §11). The one path from a data tile on disk to numpy v
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
 
 from ..enums import Datatype
 from ..errors import FormatError, located
+from ..filters import FilterPlan
 from ..filters.coords import coords_zipped, unzip_coords
-from ..structs.tile import decode_tile, read_tile
+from ..structs.tile import read_tile
 from ..versions import FEATURES
 from .cells import U64, cell_dtype, ordinal, result_dtype, split_var
 
@@ -22,66 +24,68 @@ class Tiles:
 
     def __init__(self, storage, key=None, encrypted=False):
         self.storage, self.key, self.encrypted = storage, key, encrypted
+        self._plans = {}  # (fragment, field index, kind) -> _Plan
 
-    def raw(self, frag, idx: int, kind: str, k: int, strings: bool = False, cells=None, spans=None):
+    def plan(self, frag, idx: int, kind: str) -> "_Plan":
+        """How tiles of index-space field ``idx``'s ``kind`` file decode, worked out once per fragment and field:
+        the field, its filter plan and its cell dtype (the per-tile cost of a read of many small tiles)."""
+        key = (frag, idx, kind)
+        got = self._plans.get(key)
+        if got is None:
+            got = self._plans[key] = _Plan(frag, idx, kind, self.key, self.encrypted)
+        return got
+
+    def raw(self, frag, idx: int, kind: str, k: int, strings: bool = False, cells=None, spans=None, threads=1):
         """Tile ``k`` of index-space field ``idx``'s ``kind`` file ("", "_var", "_validity"), unfiltered:
         bytes; with ``strings`` (var strings that carry their own offsets, §4.2) (data, offsets); with
         ``cells=(count, field)`` a numpy array of that many cells, decoded in place once the chunk headers
         prove that size (so a lying tile extent allocates nothing). ``spans``: a :class:`_Spans` that read the
-        bytes of this tile and its neighbours at once."""
-        info = frag.metadata.index_fields[idx]
+        bytes of this tile and its neighbours at once. ``threads``: for the tile's chunks (a read that decodes
+        as many tiles as it has threads at once gives each one: :func:`chunk_threads`)."""
+        plan = self.plan(frag, idx, kind)
         name, start, end = frag.tile_span(kind, idx, k)
-        path = self.storage.join(frag.path, name)
-        if kind == "_validity":
-            pipeline, datatype, cell_size = frag.schema.cell_validity_filters, Datatype.UINT8, 1
-        elif info.var and kind == "":
-            pipeline, datatype, cell_size = frag.schema.cell_var_offsets_filters, Datatype.UINT64, 8
-        else:
-            pipeline, datatype = info.filters, info.datatype
-            cell_size = datatype.size * (1 if info.var else info.cell_val_num)
+        path = plan.path(self.storage, name)
         try:
             if end < start:
                 raise FormatError(f"the tile ends at {end}, before it starts")
             data = spans.get(kind, path, start, end) if spans is not None else None
             # offsets count from the tile here; located() below makes them file offsets (base=start)
             tile = read_tile(self.storage.read(path, start, end, what="data file") if data is None else data)
-            out = None if cells is None else _claimed(tile, *cells)
-            # tiles already decode in the read's pool: one more pool per tile only fights it for the cores
-            data, offsets = decode_tile(tile, pipeline, datatype=datatype, version=frag.version, cell_size=cell_size,
-                                        key=self.key, encrypted=self.encrypted, var=strings, out=out, threads=1)
+            out = None if cells is None else plan.claimed(tile, cells[0])
+            data, offsets = plan.filters.decode(tile, var=strings, out=out, threads=threads)
         except FormatError as e:
-            raise located(e, where=f"fragment {frag.name}, field {info.name}{kind}, tile {k} at byte offset "
+            raise located(e, where=f"fragment {frag.name}, field {plan.info.name}{kind}, tile {k} at byte offset "
                                    f"{start} of {self.storage.name(path)}", base=start if e.file is None else None,
                           file=str(path), version=frag.version) from None
         return (data, offsets) if strings else data if cells is None else out
 
-    def cells(self, frag, idx: int, k: int, cell_num: int | None = None, spans=None):
+    def cells(self, frag, idx: int, k: int, cell_num: int | None = None, spans=None, threads=1):
         """(values, validity or None) of tile ``k`` of index-space field ``idx``; a fixed-size tile of a
-        known ``cell_num`` cells is decoded straight into its result array."""
-        info = frag.metadata.index_fields[idx]
+        known ``cell_num`` cells is decoded straight into its result array. ``threads``: as in :meth:`raw`."""
+        info = self.plan(frag, idx, "").info
         if info.var:
-            data, offsets = self.raw(frag, idx, "_var", k, strings=True, spans=spans)
+            data, offsets = self.raw(frag, idx, "_var", k, strings=True, spans=spans, threads=threads)
             if offsets is None:
-                offsets = self._array(frag, idx, "", k, U64, spans)
+                offsets = self._array(frag, idx, "", k, U64, spans, threads)
             values = self._located(frag, idx, k, lambda: split_var(bytes(data), np.asarray(offsets, U64), info))
         elif cell_num is not None:
-            values = self.raw(frag, idx, "", k, cells=(cell_num, info))
+            values = self.raw(frag, idx, "", k, cells=(cell_num, info), spans=spans, threads=threads)
         else:
-            data = self.raw(frag, idx, "", k, spans=spans)
+            data = self.raw(frag, idx, "", k, spans=spans, threads=threads)
             cell = info.datatype.size * info.cell_val_num  # checked before a dtype that wide is built
             if len(data) % cell:
                 raise self._fail(frag, idx, k, f"the tile holds {len(data)} bytes, not whole {cell}-byte cells")
             values = np.frombuffer(data, cell_dtype(info))
-        valid = self._array(frag, idx, "_validity", k, np.uint8, spans) != 0 if info.nullable else None
+        valid = self._array(frag, idx, "_validity", k, np.uint8, spans, threads) != 0 if info.nullable else None
         if valid is not None and len(valid) != len(values):
             raise self._fail(frag, idx, k, f"{len(valid)} validity values for {len(values)} cells")
         return values, valid
 
     def field(self, frag, idx: int, tiles, pool) -> tuple[np.ndarray, np.ndarray | None]:
         """Values (and validity) of index-space field ``idx`` over ``tiles`` of ``frag``, in tile order."""
-        info = frag.metadata.index_fields[idx]
-        spans = self.spans(frag, idx, tiles)
-        parts = list(pool.map(lambda k: self.cells(frag, idx, k, spans=spans), tiles))
+        info = self.plan(frag, idx, "").info
+        spans, threads = self.spans(frag, idx, tiles), chunk_threads(pool, len(tiles))
+        parts = list(pool.map(lambda k: self.cells(frag, idx, k, spans=spans, threads=threads), tiles))
         if not parts:
             return np.empty(0, result_dtype(info)), (np.empty(0, bool) if info.nullable else None)
         values = np.concatenate([p[0] for p in parts])
@@ -103,15 +107,17 @@ class Tiles:
         zipped = coords_zipped(frag.version, frag.schema.coords_filters)
         dtype = dims[0].datatype.numpy_dtype
 
+        threads = chunk_threads(pool, len(tiles))
+
         def one(k):
-            return self._located(frag, idx, k, lambda: unzip_coords(self.raw(frag, idx, "", k), dtype, len(dims),
-                                                                      zipped))
+            return self._located(frag, idx, k, lambda: unzip_coords(self.raw(frag, idx, "", k, threads=threads),
+                                                                      dtype, len(dims), zipped))
         parts = list(pool.map(one, tiles))
         return [ordinal(np.concatenate([p[j] for p in parts]) if parts else np.empty(0, dtype))
                 for j in range(len(dims))]
 
-    def _array(self, frag, idx, kind, k, dtype, spans=None) -> np.ndarray:
-        data = self.raw(frag, idx, kind, k, spans=spans)
+    def _array(self, frag, idx, kind, k, dtype, spans=None, threads=1) -> np.ndarray:
+        data = self.raw(frag, idx, kind, k, spans=spans, threads=threads)
         if len(data) % np.dtype(dtype).itemsize:
             raise self._fail(frag, idx, k, f"the {kind or 'fixed'} tile holds {len(data)} bytes, not whole "
                                            f"{np.dtype(dtype).itemsize}-byte cells")
@@ -156,11 +162,49 @@ class _Spans:
         return memoryview(got[1])[start - got[0]:end - got[0]]
 
 
-def _claimed(tile, count: int, info) -> np.ndarray:
-    """An empty array for ``count`` cells of field ``info``, once the tile's chunk headers claim exactly their
-    size (and before a cell dtype is built from an unproven cell_val_num)."""
-    total = sum(int(c.unfiltered_size) for c in tile.chunks)
-    need = count * info.datatype.size * info.cell_val_num
-    if total != need:
-        raise FormatError(f"the tile's chunks unfilter to {total} bytes, not the {need} of its {count} cells")
-    return np.empty(count, cell_dtype(info))
+def chunk_threads(pool, tiles: int) -> int:
+    """Threads for each tile's chunks when ``pool`` decodes ``tiles`` tiles at once: its threads shared out,
+    so that chunks decode in parallel only where there are fewer tiles than threads (TileDB too runs
+    chunks in parallel within a tile and tiles in parallel within a read)."""
+    return max(1, getattr(pool, "_max_workers", 1) // max(1, tiles))
+
+
+class _Plan:
+    """Tiles of one field's file in one fragment: the field, its filter plan, and the data file's path."""
+
+    def __init__(self, frag, idx: int, kind: str, key, encrypted):
+        self.info, self.frag, self.kind, self.key, self.encrypted = frag.metadata.index_fields[idx], frag, kind, \
+            key, encrypted
+        self._path, self._cell = (None, None), None
+
+    @functools.cached_property
+    def filters(self) -> FilterPlan:
+        """The filter plan (made on first use, inside the caller's error handling: a pipeline can be bad)."""
+        info, schema = self.info, self.frag.schema
+        if self.kind == "_validity":
+            pipeline, datatype, cell_size = schema.cell_validity_filters, Datatype.UINT8, 1
+        elif info.var and self.kind == "":
+            pipeline, datatype, cell_size = schema.cell_var_offsets_filters, Datatype.UINT64, 8
+        else:
+            pipeline, datatype = info.filters, info.datatype
+            cell_size = datatype.size * (1 if info.var else info.cell_val_num)
+        return FilterPlan(pipeline, datatype=datatype, version=self.frag.version, cell_size=cell_size, key=self.key,
+                    encrypted=self.encrypted)
+
+    def path(self, storage, name: str):
+        """The fragment's data file ``name`` (the same one for every tile of this plan), joined once."""
+        if self._path[0] != name:
+            self._path = name, storage.join(self.frag.path, name)
+        return self._path[1]
+
+    def claimed(self, tile, count: int) -> np.ndarray:
+        """An empty array for ``count`` cells, once the tile's chunk headers claim exactly their size (and
+        before a cell dtype is built from an unproven cell_val_num)."""
+        info = self.info
+        total = sum(c["unfiltered_size"] for c in tile["chunks"])
+        need = count * info.datatype.size * info.cell_val_num
+        if total != need:
+            raise FormatError(f"the tile's chunks unfilter to {total} bytes, not the {need} of its {count} cells")
+        if self._cell is None:
+            self._cell = cell_dtype(info)
+        return np.empty(count, self._cell)

@@ -2,8 +2,10 @@
 
 # importing the modules registers their codecs
 from . import bitwidth, checksum, compression, encryption, float_scale, shuffle, strings, webp, xor  # noqa: F401
-from .pipeline import (CODECS, STRING_CODECS, Codec, FilterContext, chunk_sizes, filter_tile, get_threads,
-                       set_threads, skips_offsets, unfilter, unfilter_strings, uses_chunking, var_chunk_sizes)
+from .pipeline import (CODECS, STRING_CODECS, Codec, FilterContext, FilterPlan, chunk_sizes, filter_tile,
+                       get_threads, set_threads, skips_offsets, unfilter, unfilter_strings, uses_chunking,
+                       var_chunk_sizes)
 
 __all__ = ["CODECS", "STRING_CODECS", "Codec", "FilterContext", "filter_tile", "unfilter", "unfilter_strings",
-           "chunk_sizes", "var_chunk_sizes", "skips_offsets", "uses_chunking", "set_threads", "get_threads"]
+           "chunk_sizes", "var_chunk_sizes", "skips_offsets", "uses_chunking", "set_threads", "get_threads",
+           "FilterPlan"]

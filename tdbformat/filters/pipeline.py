@@ -13,6 +13,7 @@ one chunk, as is every v5+ tile of a pipeline whose ``max_chunk_size`` is 0.
 
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +29,7 @@ from ..versions import FEATURES
 __all__ = [
     "Codec", "FilterContext", "CODECS", "STRING_CODECS", "register", "Header", "split_parts", "joined", "unfilter",
     "filter_tile", "chunk_sizes", "var_chunk_sizes", "skips_offsets", "uses_chunking", "unfilter_strings", "MAX_CHUNK",
-    "set_threads", "get_threads", "reverse_stacked",
+    "set_threads", "get_threads", "reverse_stacked", "FilterPlan",
 ]
 
 #: TileDB's default process-wide chunk size (v5+; v1-4 chunk by the pipeline's ``max_chunk_size``).
@@ -63,8 +64,8 @@ def _map(fn, items: list, threads: int | None) -> list:
     """
     global _pool, _pool_size
     threads = min(_threads if threads is None else threads, len(items))
-    if not items:
-        return []
+    if threads <= 1 and len(items) <= _RUN:  # one run here: most tiles of a read are a chunk or a few
+        return fn(items)
     # a few runs per thread even out chunks of unequal cost
     runs = min(len(items), max(-(-len(items) // _RUN), 4 * threads if threads > 1 else 1))
     bounds = [len(items) * r // runs for r in range(runs + 1)]
@@ -268,18 +269,10 @@ def uses_chunking(pipeline, datatype, version, var: bool) -> bool:
     return FilterType.WEBP not in types
 
 
-def _chunk_offsets(tile):
-    pos = 8
-    for c in tile["chunks"]:
-        yield pos
-        pos += 12 + len(c["metadata"]) + len(c["data"])
-
-
-def _limited(stages, tile):
-    """The stages with the tile's bound on what any part may unfilter to: intermediate stages stay within a
-    small multiple of the largest chunk (window headers are the largest)."""
-    limit = 16 * max((c["unfiltered_size"] for c in tile["chunks"]), default=0) + 4096
-    return [(t, codec, replace(ctx, limit=limit)) for t, codec, ctx in stages]
+def _chunk_offsets(chunks) -> list:
+    """Where each chunk starts in its tile (for error messages)."""
+    return [8 + 12 * i + pos for i, pos in
+            enumerate(itertools.accumulate((len(c["metadata"]) + len(c["data"]) for c in chunks), initial=0))][:-1]
 
 
 def _reverse_chunk(stages, chunk, index, offset, strings=None):
@@ -302,18 +295,109 @@ def _reverse_chunk(stages, chunk, index, offset, strings=None):
     return (data, offsets) if strings else data
 
 
-def _reverse_run(stages, run) -> list:
-    """The data of a run of (index, (chunk, offset)), each stage taking all its chunks at once; on an error,
-    chunk by chunk again, to say which chunk it is in."""
+def _reverse_run(stages, run, chunks) -> list:
+    """The data of a run of (index, chunk) of a tile's ``chunks``, each stage taking all its chunks at once;
+    on an error, chunk by chunk again, to say which chunk it is in."""
     try:
-        items = [(memoryview(c["metadata"]), memoryview(c["data"])) for _, (c, _) in run]
+        items = [(memoryview(c["metadata"]), memoryview(c["data"])) for _, c in run]
         for _, codec, ctx in reversed(stages):
             items = codec.reverse_many(ctx, items)
-        if all(not len(md) and len(data) == c["unfiltered_size"] for (md, data), (_, (c, _)) in zip(items, run)):
+        if all(not len(md) and len(data) == c["unfiltered_size"] for (md, data), (_, c) in zip(items, run)):
             return [data for _, data in items]
     except FormatError:
         pass
-    return [_reverse_chunk(stages, c, i, off) for i, (c, off) in run]
+    offsets = _chunk_offsets(chunks)
+    return [_reverse_chunk(stages, c, i, offsets[i]) for i, c in run]
+
+
+class FilterPlan:
+    """A filter pipeline made ready once for the tiles of one field of one fragment: its codecs, their
+    contexts and what does not depend on the tile, so that a tile costs its chunks and little more (a read
+    keeps one per field; :func:`unfilter`, :func:`unfilter_strings` and :func:`filter_tile` make one a call).
+
+    ``encrypted=True`` adds the implicit AES-256-GCM stage of data tiles in encrypted arrays.
+    """
+
+    def __init__(self, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, key=None, encrypted=False):
+        self.pipeline = _with_encryption(pipeline, key, encrypted)
+        self.datatype, self.version, self.cell_size, self.key = Datatype(datatype), version, cell_size, key
+        self.stages = _stages(self.pipeline, self.datatype, version, cell_size, key)
+        #: var data through this pipeline carries its own offsets (:func:`skips_offsets`)
+        self.strings = skips_offsets(pipeline, datatype, version)
+        self._bounded = {}
+
+    def bounded(self, sizes) -> list:
+        """The stages with a tile's bound on what any part may unfilter to: intermediate stages stay within a
+        small multiple of the largest chunk (window headers are the largest), rounded up to a power of two
+        so that a plan keeps a few variants."""
+        limit = 1 << (16 * max(sizes, default=0) + 4095).bit_length()
+        stages = self._bounded.get(limit)
+        if stages is None:
+            stages = self._bounded[limit] = [(t, codec, replace(ctx, limit=limit)) for t, codec, ctx in self.stages]
+        return stages
+
+    def decode(self, tile, *, var=False, out=None, threads=None):
+        """``(data, offsets)``: :meth:`unfilter_strings` for var data that carries its offsets, else
+        ``(unfilter(...), None)``."""
+        if var and self.strings:
+            return self.unfilter_strings(tile)
+        return self.unfilter(tile, out=out, threads=threads), None
+
+    def unfilter(self, tile, *, out=None, threads=None) -> memoryview:
+        """See :func:`unfilter`."""
+        chunks = tile["chunks"]
+        sizes = [c["unfiltered_size"] for c in chunks]
+        starts = [0, *itertools.accumulate(sizes)]
+        if out is None:
+            # sized by the header only up to a multiple of the stored bytes; past that it grows with real output
+            stored = sum(len(c["metadata"]) + len(c["data"]) for c in chunks)
+            dest = np.empty(min(starts[-1], 16 * stored + (1 << 20)), np.uint8)
+        else:
+            dest = out.reshape(-1).view(np.uint8)
+            if starts[-1] != len(dest):
+                raise FormatError(f"the tile's chunks unfilter to {starts[-1]} bytes but {len(dest)} were expected")
+        stages = self.bounded(sizes)
+
+        def run(jobs):
+            # each run lands in the result at once, so the next one reuses its (already mapped) scratch memory;
+            # a chunk past the allocated size (its claimed size is now real) waits for the buffer to grow
+            late = []
+            for (i, _), data in zip(jobs, _reverse_run(stages, jobs, chunks)):
+                if starts[i + 1] > len(dest):
+                    late.append(data)
+                else:
+                    late.append(None)
+                    dest[starts[i]:starts[i + 1]] = np.frombuffer(data, np.uint8)
+            return late
+
+        late = _map(run, list(enumerate(chunks)), threads)
+        if starts[-1] > len(dest):
+            dest = np.concatenate([dest, np.empty(starts[-1] - len(dest), np.uint8)])
+            for i, data in enumerate(late):
+                if data is not None:
+                    dest[starts[i]:starts[i + 1]] = np.frombuffer(data, np.uint8)
+        return memoryview(dest)
+
+    def filter(self, data, *, offsets=None, sizes=None, var=None, dim_num=1, max_chunk=MAX_CHUNK,
+               threads=None) -> Container:
+        """See :func:`filter_tile`."""
+        return _filter(self, data, offsets, sizes, var, dim_num, max_chunk, threads)
+
+    def unfilter_strings(self, tile):
+        """See :func:`unfilter_strings`."""
+        stages = self.stages
+        if self.cell_size != self.datatype.size:  # string codecs count in values of the datatype
+            stages = _stages(self.pipeline, self.datatype, self.version, self.datatype.size, self.key)
+        if stages[0][0] not in STRING_CODECS:
+            raise FormatError(f"{stages[0][0].name} comes before the string RLE/dictionary filter, which TileDB "
+                              "requires to be first")
+        if tile["num_chunks"] > 1:
+            raise FormatError(f"a string RLE/dictionary tile is one chunk, this one has {tile['num_chunks']}")
+        if not tile["chunks"]:
+            return b"", np.zeros(0, "<u8")
+        limit = 1 << (16 * tile["chunks"][0]["unfiltered_size"] + 4095).bit_length()
+        return _reverse_chunk([(t, codec, replace(ctx, limit=limit)) for t, codec, ctx in stages],
+                              tile["chunks"][0], 0, 8, strings=True)
 
 
 def unfilter(tile, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, key=None,
@@ -323,52 +407,16 @@ def unfilter(tile, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, 
     ``encrypted=True`` adds the implicit AES-256-GCM stage of data tiles in encrypted arrays. ``out``, a
     writable contiguous numpy array of exactly the tile's unfiltered size, receives the bytes. The chunks
     are unfiltered by ``threads`` threads (default: :func:`set_threads`); any number gives the same bytes.
+    Many tiles of one pipeline: make a :class:`FilterPlan` once and call its ``unfilter``.
     """
-    stages = _limited(_stages(_with_encryption(pipeline, key, encrypted), datatype, version, cell_size, key), tile)
-    chunks = tile["chunks"]
-    sizes = [c["unfiltered_size"] for c in chunks]
-    starts = np.cumsum([0] + sizes).tolist()
-    if out is None:
-        # sized by the header only up to a multiple of the stored bytes; past that it grows with real output
-        stored = sum(len(c["metadata"]) + len(c["data"]) for c in chunks)
-        dest = np.empty(min(starts[-1], 16 * stored + (1 << 20)), np.uint8)
-    else:
-        dest = out.reshape(-1).view(np.uint8)
-        if starts[-1] != len(dest):
-            raise FormatError(f"the tile's chunks unfilter to {starts[-1]} bytes but {len(dest)} were expected")
-
-    def run(jobs):
-        # each run lands in the result at once, so the next one reuses its (already mapped) scratch memory;
-        # a chunk past the allocated size (its claimed size is now real) waits for the buffer to grow
-        late = []
-        for (i, _), data in zip(jobs, _reverse_run(stages, jobs)):
-            data = np.frombuffer(data, np.uint8)
-            late.append(data if starts[i + 1] > len(dest) else None)
-            if late[-1] is None:
-                dest[starts[i]:starts[i + 1]] = data
-        return late
-
-    late = _map(run, list(enumerate(zip(chunks, _chunk_offsets(tile)))), threads)
-    if starts[-1] > len(dest):
-        dest = np.concatenate([dest, np.empty(starts[-1] - len(dest), np.uint8)])
-        for i, data in enumerate(late):
-            if data is not None:
-                dest[starts[i]:starts[i + 1]] = data
-    return memoryview(dest)
+    return FilterPlan(pipeline, datatype=datatype, version=version, cell_size=cell_size, key=key,
+                encrypted=encrypted).unfilter(tile, out=out, threads=threads)
 
 
 def unfilter_strings(tile, pipeline, *, datatype, version, key=None, encrypted=False):
     """(var data, u64 offsets) of a var string tile whose offsets are skipped (:func:`skips_offsets`)."""
-    stages = _limited(_stages(_with_encryption(pipeline, key, encrypted), datatype, version, Datatype(datatype).size,
-                              key), tile)
-    if stages[0][0] not in STRING_CODECS:
-        raise FormatError(f"{stages[0][0].name} comes before the string RLE/dictionary filter, which TileDB "
-                          "requires to be first")
-    if tile["num_chunks"] > 1:
-        raise FormatError(f"a string RLE/dictionary tile is one chunk, this one has {tile['num_chunks']}")
-    if not tile["chunks"]:
-        return b"", np.zeros(0, "<u8")
-    return _reverse_chunk(stages, tile["chunks"][0], 0, 8, strings=True)
+    return FilterPlan(pipeline, datatype=datatype, version=version, cell_size=Datatype(datatype).size, key=key,
+                encrypted=encrypted).unfilter_strings(tile)
 
 
 def chunk_sizes(nbytes: int, cell_size: int, max_chunk: int = MAX_CHUNK, dim_num: int = 1) -> list[int]:
@@ -436,13 +484,19 @@ def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cel
     have 192-byte chunks), which the file does not record. ``sizes`` overrides the chunking: before v11
     TileDB chunked var data by the buffer it had allocated, which the data does not tell either.
     ``threads`` filter the chunks (default: :func:`set_threads`); any number gives the same bytes.
+    Many tiles of one pipeline: make a :class:`FilterPlan` once and call its ``filter``.
     """
+    return FilterPlan(pipeline, datatype=datatype, version=version, cell_size=cell_size, key=key,
+                encrypted=encrypted).filter(data, offsets=offsets, sizes=sizes, var=var, dim_num=dim_num,
+                                            max_chunk=max_chunk, threads=threads)
+
+
+def _filter(plan: FilterPlan, data, offsets, sizes, var, dim_num, max_chunk, threads) -> Container:
     data = memoryview(data).cast("B")
     var = offsets is not None if var is None else var
-    pipeline = _with_encryption(pipeline, key, encrypted)
-    stages = _stages(pipeline, datatype, version, cell_size, key)
+    pipeline, stages, version, cell_size = plan.pipeline, plan.stages, plan.version, plan.cell_size
     chunks = ListContainer()
-    if var and offsets is not None and skips_offsets(pipeline, datatype, version):
+    if var and offsets is not None and plan.strings:
         if len(data) or len(offsets):
             ftype, _, ctx = stages[0]
             md, parts = STRING_CODECS[ftype].forward_strings(ctx, data, np.asarray(offsets, "<u8"))
@@ -453,13 +507,13 @@ def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cel
     if sizes is None:
         if version and FEATURES["pipeline_chunk_bound"](version):  # the pipeline's bound, even 0 (one cell)
             sizes = chunk_sizes(len(data), cell_size, pipeline["max_chunk_size"], dim_num)
-        elif not uses_chunking(pipeline, datatype, version, var):
+        elif not uses_chunking(pipeline, plan.datatype, version, var):
             sizes = [len(data)]
         elif var and offsets is not None and FEATURES["var_chunking"](version):
             sizes = var_chunk_sizes(offsets, len(data), cell_size, max_chunk)
         else:
             sizes = chunk_sizes(len(data), cell_size, max_chunk)
-    starts = np.cumsum([0] + list(sizes)).tolist()
+    starts = [0, *itertools.accumulate(sizes)]
 
     def run(indices):
         out = [_forward_chunk(stages, [], [data[starts[r]:starts[r + 1]]]) for r in indices]

@@ -24,7 +24,7 @@ from construct import Construct, Container, Int32ul, Int64ul, ListContainer, Reb
 from ..enums import Datatype
 from ..errors import FormatError
 from ..fields import Counted, Raw, RepeatToEnd, Section, Struct
-from ..filters import filter_tile, skips_offsets, unfilter, unfilter_strings
+from ..filters import FilterPlan, filter_tile
 from ..filters.encryption import normalize_key
 
 __all__ = ["TileChunk", "Tile", "DataFile", "FilteredTile", "tile_nbytes", "read_tile", "write_tile", "tile_parts",
@@ -102,10 +102,8 @@ def decode_tile(tile, pipeline, *, datatype, version, cell_size, key=None, encry
     """A stored tile's unfiltered bytes (into ``out`` if given), and the offsets that string RLE and
     dictionary carry for var strings (REFERENCE §4.2; None otherwise): ``(data, offsets)``. ``threads``:
     for its chunks (default: the filters' setting)."""
-    if var and skips_offsets(pipeline, datatype, version):
-        return unfilter_strings(tile, pipeline, datatype=datatype, version=version, key=key, encrypted=encrypted)
-    return unfilter(tile, pipeline, datatype=datatype, version=version, cell_size=cell_size, key=key,
-                    encrypted=encrypted, out=out, threads=threads), None
+    return FilterPlan(pipeline, datatype=datatype, version=version, cell_size=cell_size, key=key,
+                encrypted=encrypted).decode(tile, var=var, out=out, threads=threads)
 
 
 def _settings(context):
