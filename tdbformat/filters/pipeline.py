@@ -482,7 +482,7 @@ def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cel
     Chunks are at most the pipeline's ``max_chunk_size`` in v1-4 and ``max_chunk`` after: TileDB's
     process-wide chunk size, 64 KiB unless the writing process changed it (the v16-v21 corpus arrays
     have 192-byte chunks), which the file does not record. ``sizes`` overrides the chunking: before v11
-    TileDB chunked var data by the buffer it had allocated, which the data does not tell either.
+    TileDB chunked var data by the buffer it had allocated (the writer passes that rule's sizes).
     ``threads`` filter the chunks (default: :func:`set_threads`); any number gives the same bytes.
     Many tiles of one pipeline: make a :class:`FilterPlan` once and call its ``filter``.
     """
