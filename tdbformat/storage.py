@@ -100,10 +100,26 @@ class Storage:
         start = max(0, size - length)
         return start, self.read(path, start, size, what)
 
-    def read_many(self, ranges, what: str = "file") -> list[bytes]:
+    #: ranges fewer bytes apart than this are fetched as one block by :meth:`read_many` (a local read
+    #: merges only ranges that touch: seeking is free, reading a gap is not)
+    MAX_GAP = 0
+
+    def read_many(self, ranges, what: str = "file") -> list:
         """The bytes of each ``(path, start, end)`` in ``ranges``, in order, each checked as :meth:`read`
-        checks one. Object stores override it to coalesce and fetch concurrently."""
-        return [self.read(path, start, end, what) for path, start, end in ranges]
+        checks one. Ranges of a file less than :attr:`MAX_GAP` apart are fetched as one block
+        (:func:`coalesce`); a range that is not a whole block comes back as a memoryview into it (no copy)."""
+        ranges = [(path, int(start), self.checked(path, int(start), int(end), what)) for path, start, end in ranges]
+        blocks, owner = coalesce(ranges, self.MAX_GAP)
+        got = self._read_blocks(blocks, what)
+        out = []
+        for (path, start, end), i in zip(ranges, owner):
+            data, at = got[i], blocks[i][1]
+            out.append(data if (start, end) == (at, at + len(data)) else memoryview(data)[start - at:end - at])
+        return out
+
+    def _read_blocks(self, blocks, what: str) -> list[bytes]:
+        """The bytes of each checked ``[path, start, end]`` block (object stores fetch them concurrently)."""
+        return [self._read(path, start, end - start) if end > start else b"" for path, start, end in blocks]
 
     def view(self, path, what: str = "file", preload: int = 0) -> "FileView":
         """The file as a lazy bytes-like :class:`FileView` (its last ``preload`` bytes fetched now)."""
@@ -281,7 +297,8 @@ class FsspecStorage(Storage):
     request, not a size lookup and a read.
     """
 
-    #: ranges fewer bytes apart than this are fetched in one request by :meth:`read_many`
+    #: ranges fewer bytes apart than this are fetched in one request by :meth:`read_many` (a request
+    #: costs a round trip; 64 KiB more of the object costs less)
     MAX_GAP = 64 << 10
     _RENAMES = ("file", "memory")
 
@@ -348,17 +365,12 @@ class FsspecStorage(Storage):
         data = _call(lambda: self.fs.cat_file(path, start=start, end=start + length), path)
         return _check_fetched(data, path, start, start + length)
 
-    def read_many(self, ranges, what: str = "file") -> list[bytes]:
-        """Each ``(path, start, end)`` of ``ranges``, in order: neighbouring ranges of a file (less than
-        :attr:`MAX_GAP` apart) merge into one request, and the requests run concurrently."""
-        ranges = [(path, int(start), self.checked(path, int(start), int(end), what)) for path, start, end in ranges]
-        blocks, owner = coalesce(ranges, self.MAX_GAP)
-        got = _call(lambda: self.fs.cat_ranges(*map(list, zip(*blocks)), on_error="return"),
-                         blocks[0][0]) if blocks else []
-        for (path, start, end), data in zip(blocks, got):
-            _check_fetched(data, path, start, end)
-        return [got[owner[i]][start - blocks[owner[i]][1]:end - blocks[owner[i]][1]]
-                for i, (path, start, end) in enumerate(ranges)]
+    def _read_blocks(self, blocks, what: str) -> list[bytes]:
+        """The blocks in one concurrent ``cat_ranges`` call."""
+        if not blocks:
+            return []
+        got = _call(lambda: self.fs.cat_ranges(*map(list, zip(*blocks)), on_error="return"), blocks[0][0])
+        return [_check_fetched(data, path, start, end) for (path, start, end), data in zip(blocks, got)]
 
     def write(self, path, data: bytes) -> None:
         def write():

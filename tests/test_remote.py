@@ -368,3 +368,89 @@ def test_every_footer_from_a_tail_equals_the_whole_files(tail, monkeypatch):
             assert meta.footer_offset == whole.footer_offset and meta._data.fetched() < len(meta._data)
             ranged += 1
     assert ranged > 500
+
+
+# -- tile reads: one batch of coalesced, concurrent ranged GETs per fragment and field -------------------
+
+
+class Gets:
+    """Every GET the S3 client sends (``(key, Range header)``): the requests the server serves, counted
+    below fsspec and tdbformat."""
+
+    def __init__(self, monkeypatch):
+        self.gets = []
+        real = s3fs.S3FileSystem._call_s3
+
+        async def _call_s3(fs, method, *args, **kwargs):
+            if method == "get_object":
+                self.gets.append((kwargs["Key"], kwargs.get("Range")))
+            return await real(fs, method, *args, **kwargs)
+        monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", _call_s3)
+
+    def of_data(self) -> list:
+        return [g for g in self.gets if _data_file("/" + g[0])]
+
+
+def _tiled_array(server, tmp_path, sparse: bool):
+    """TileDB-Py writes a 64-tile int32 array (256 x 256 cells in 32 x 32 tiles, no filters: every tile the
+    same size), uploaded to the S3 server; its values an independent function of the cell."""
+    tiledb = pytest.importorskip("tiledb")
+    path = tmp_path / ("sparse" if sparse else "dense")
+    dom = tiledb.Domain(*(tiledb.Dim(n, (0, 255), tile=32, dtype=np.int64) for n in ("r", "c")))
+    tiledb.Array.create(str(path), tiledb.ArraySchema(domain=dom, sparse=sparse, capacity=1024,
+                                                      attrs=[tiledb.Attr("v", np.int32)]))
+    values = (np.arange(256 * 256) % 9973).astype(np.int32).reshape(256, 256)
+    with tiledb.open(str(path), "w") as a:
+        if sparse:
+            r, c = np.indices(values.shape)
+            a[r.ravel(), c.ravel()] = values.ravel()
+        else:
+            a[:] = values
+    url = f"s3://{BUCKET}/tiled-{uuid.uuid4().hex}"
+    server.fs.put(str(path), url.removeprefix("s3://"), recursive=True)
+    return url, values
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_a_full_read_fetches_each_data_file_in_one_request(sparse, s3, server, tmp_path, monkeypatch):
+    url, values = _tiled_array(server, tmp_path, sparse)
+    arr = tdbformat.open_array(url, storage_options=s3)
+    gets = Gets(monkeypatch)
+    got = arr.read()
+    if sparse:
+        assert np.array_equal(got["v"], values[got["r"], got["c"]]) and len(got["v"]) == values.size
+    else:
+        assert np.array_equal(got["v"], values)
+    data = gets.of_data()
+    files = {k for k, _ in data}
+    # 64 tiles per field, yet one GET per data file (v, and the coordinates of a sparse array)
+    assert len(files) == (3 if sparse else 1) and len(data) == len(files), data
+
+
+def test_a_one_tile_slice_fetches_that_tiles_range_only(s3, server, tmp_path, monkeypatch):
+    url, values = _tiled_array(server, tmp_path, sparse=False)
+    arr = tdbformat.open_array(url, storage_options=s3)
+    gets = Gets(monkeypatch)
+    got = arr.read(ranges={"r": (64, 95), "c": (160, 191)})  # tile (2, 5) of the 8 x 8 tile grid
+    assert np.array_equal(got["v"], values[64:96, 160:192])
+    [(key, rng)] = gets.of_data()
+    # unfiltered tiles of one size: tile k (row-major tile order) is the k-th 64th of the file
+    size = server.fs.size(f"{BUCKET}/{key}")
+    k, per_tile = 2 * 8 + 5, size // 64
+    assert size % 64 == 0 and rng == f"bytes={k * per_tile}-{(k + 1) * per_tile - 1}"
+
+
+def test_local_read_many_merges_touching_ranges_only(tmp_path, monkeypatch):
+    path = tmp_path / "f"
+    data = bytes(range(256)) * 64
+    path.write_bytes(data)
+    storage, reads = LocalStorage(), []
+    real = LocalStorage._read
+    monkeypatch.setattr(LocalStorage, "_read", lambda s, p, start, n: reads.append((start, n)) or real(s, p, start, n))
+    asked = [(path, 100, 200), (path, 0, 100), (path, 300, 310), (path, 200, 250)]
+    got = storage.read_many(asked)
+    assert [bytes(g) for g in got] == [data[s:e] for _, s, e in asked]
+    assert sorted(reads) == [(0, 250), (300, 10)]  # the gap before 300 is not read
+    with pytest.raises(FormatError, match="outside") as e:
+        storage.read_many([(path, 0, 10), (path, 16000, 16400)], what="data file")
+    assert e.value.file == str(path)
