@@ -18,6 +18,7 @@ the slices asked of it.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import stat
 import uuid
@@ -28,6 +29,7 @@ from .errors import FormatError, UnsupportedError
 
 __all__ = ["Storage", "LocalStorage", "storage_for"]
 __all__ += ["FsspecStorage", "FileView", "URL_SCHEMES", "coalesce"]
+__all__ += ["default_storage_options"]
 
 
 class Storage:
@@ -297,8 +299,7 @@ class FsspecStorage(Storage):
     request, not a size lookup and a read.
     """
 
-    #: ranges fewer bytes apart than this are fetched in one request by :meth:`read_many` (a request
-    #: costs a round trip; 64 KiB more of the object costs less)
+    #: ranges fewer bytes apart are one request in :meth:`read_many` (64 KiB more cost less than a round trip)
     MAX_GAP = 64 << 10
     _RENAMES = ("file", "memory")
 
@@ -365,8 +366,7 @@ class FsspecStorage(Storage):
         data = _call(lambda: self.fs.cat_file(path, start=start, end=start + length), path)
         return _check_fetched(data, path, start, start + length)
 
-    def _read_blocks(self, blocks, what: str) -> list[bytes]:
-        """The blocks in one concurrent ``cat_ranges`` call."""
+    def _read_blocks(self, blocks, what: str) -> list[bytes]:  # one concurrent cat_ranges call
         if not blocks:
             return []
         got = _call(lambda: self.fs.cat_ranges(*map(list, zip(*blocks)), on_error="return"), blocks[0][0])
@@ -397,6 +397,44 @@ class FsspecStorage(Storage):
     def delete(self, path) -> None:
         _call(lambda: self.fs.rm_file(path), path)
         self._sizes.pop(path, None)
+
+    def makedirs(self, path) -> None:
+        # an object store has no folders: a folder is there once an object below it is (as for TileDB)
+        if self.protocol in self._RENAMES:
+            _call(lambda: self.fs.makedirs(path, exist_ok=True), path)
+
+    def writer(self, path):
+        """An object appears whole when the block ends (a multipart upload completes on close), or not at all."""
+        self._sizes.pop(path, None)
+        if self.protocol in self._RENAMES:
+            self.makedirs(self.parent(path))
+        return _fs_writer(self.fs, path)
+
+
+@contextmanager
+def _fs_writer(fs, path):
+    f = _call(lambda: fs.open(path, "wb"), path)
+    try:
+        yield _Sink(f, path)
+    except BaseException:
+        with contextlib.suppress(Exception):  # abandon the upload; never mask the error
+            f.discard() if hasattr(f, "discard") else f.close()
+        raise
+    _call(f.close, path)
+
+
+class _Sink:
+    """A file being written whose errors are ours, naming it."""
+
+    def __init__(self, f, path):
+        self.f, self.path = f, path
+
+    def write(self, data) -> int:
+        return _call(lambda: self.f.write(data), self.path)
+
+    def writelines(self, parts) -> None:
+        for part in parts:
+            self.write(part)
 
 
 def _call(call, path, missing=None):
@@ -458,7 +496,25 @@ def storage_for(path, storage_options=None) -> tuple[Storage, object]:
         if scheme not in URL_SCHEMES:
             raise ValueError(f"path: unsupported URL scheme {scheme}:// (supported: "
                              f"{', '.join(s + '://' for s in URL_SCHEMES)})")
-        return FsspecStorage(scheme, storage_options), path.rstrip("/")
+        options = _DEFAULT_OPTIONS.get() if storage_options is None else storage_options
+        return FsspecStorage(scheme, options), path.rstrip("/")
     if storage_options:
         raise ValueError("storage_options: only URLs take storage options, not a local path")
     return LocalStorage(), Path(path)
+
+
+#: what :func:`default_storage_options` set for the URLs of this thread or task
+_DEFAULT_OPTIONS = contextvars.ContextVar("tdbformat_storage_options", default=None)
+
+
+@contextmanager
+def default_storage_options(options):
+    """Within the block, every URL opened without ``storage_options=`` of its own takes ``options`` (local
+    paths ignore them): how the CLI's ``--storage-options`` reaches every function a command calls."""
+    if not isinstance(options, dict):
+        raise TypeError(f"storage_options: expected a dict, not {type(options).__name__}")
+    token = _DEFAULT_OPTIONS.set(dict(options))
+    try:
+        yield
+    finally:
+        _DEFAULT_OPTIONS.reset(token)

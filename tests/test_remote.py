@@ -454,3 +454,52 @@ def test_local_read_many_merges_touching_ranges_only(tmp_path, monkeypatch):
     with pytest.raises(FormatError, match="outside") as e:
         storage.read_many([(path, 0, 10), (path, 16000, 16400)], what="data file")
     assert e.value.file == str(path)
+
+
+# -- the command line: --storage-options on every command that takes a path or a URL ----------------------
+
+
+def _cli(capsys, *argv, code=0) -> str:
+    from tdbformat.cli import main
+    assert main([str(a) for a in argv]) == code, capsys.readouterr()
+    return capsys.readouterr().out
+
+
+def test_cli_commands_take_storage_options(s3, server, tmp_path, capsys):
+    """create, write, cat, schema, validate, stats, inspect, convert and salvage on URLs of the S3 server,
+    reached through --storage-options alone: the array made from a corpus array's schema JSON and cells
+    shows the same schema and cells as the original."""
+    import json
+    opts = ["--storage-options", json.dumps(s3)]
+    src = corpus.CORPUS / "v22_tiledb-py-0.36.1_core-2.30.0" / "dense_2d_multiattr" / "array"
+    (tmp_path / "s.json").write_text(_cli(capsys, "schema", "--json", src))
+    cells = _cli(capsys, "cat", "--csv", src)
+    (tmp_path / "in.csv").write_text(cells)
+    url = f"s3://{BUCKET}/cli-{uuid.uuid4().hex}"
+    _cli(capsys, "create", url, "--schema", tmp_path / "s.json", "--version", 22, *opts)
+    _cli(capsys, "write", url, tmp_path / "in.csv", "--timestamp", 7, *opts)
+    assert _cli(capsys, "cat", "--csv", url, *opts) == cells
+
+    def schema(path, *more):
+        doc = json.loads(_cli(capsys, "schema", "--json", path, *more))["schemas"][-1]
+        doc.pop("name")
+        return doc
+    assert schema(url, *opts) == schema(src)
+    assert "no findings" in _cli(capsys, "validate", url, *opts)
+    stats = json.loads(_cli(capsys, "stats", "--json", url, *opts))
+    assert sum(f["cell_num"] for f in stats["fragments"]) == len(cells.splitlines()) - 1
+    assert any(f["kind"] == "fragment_metadata" for f in json.loads(_cli(capsys, "inspect", "--json", url, *opts))
+               ["files"])
+    _cli(capsys, "convert", url, url + "-v20", "--version", 20, *opts)
+    assert _cli(capsys, "cat", "--csv", url + "-v20", *opts) == cells
+    _cli(capsys, "salvage", url, tmp_path / "copy", *opts)  # a URL source, a local destination
+    assert _cli(capsys, "cat", "--csv", tmp_path / "copy") == cells
+
+
+@pytest.mark.parametrize("bad, says", [("{not json", "not JSON"), ("[1, 2]", "expected a JSON object, not list")])
+def test_a_bad_storage_options_is_a_usage_error_naming_the_option(bad, says, capsys):
+    from tdbformat.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(["cat", "s3://b/a", "--storage-options", bad])
+    assert e.value.code == 2
+    assert f"argument --storage-options: {says}" in capsys.readouterr().err
