@@ -14,6 +14,7 @@ at its location, and checks what a reader takes on trust (offsets, counts, stati
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import partial
 
 from ..errors import ChecksumError, EncryptionError, FormatError, UnsupportedError
 
@@ -158,9 +159,9 @@ def validate_many(paths, key=None, rules=None, scheduler=None, storage_options=N
         raise UnsupportedError("validating on a dask cluster (--scheduler) needs dask.distributed: pip install "
                                "'tdbformat[dask]'") from None
     with Client(scheduler) as client:
-        # pure=False: the same path validated twice is two tasks (an array changes between runs)
-        futures = client.map(_validate_one, [str(p) for p in paths], key=key, rules=rules,
-                             storage_options=storage_options, pure=False)
+        # bound by partial: client.map takes key= as the task's name; pure=False: never a cached result
+        one = partial(_validate_one, key=key, rules=rules, storage_options=storage_options)
+        futures = client.map(one, [str(p) for p in paths], pure=False)
         return client.gather(futures)
 
 
