@@ -503,3 +503,27 @@ def test_a_bad_storage_options_is_a_usage_error_naming_the_option(bad, says, cap
         main(["cat", "s3://b/a", "--storage-options", bad])
     assert e.value.code == 2
     assert f"argument --storage-options: {says}" in capsys.readouterr().err
+
+
+# -- dask over S3: storage options nested as fsspec takes them ------------------------------------------
+
+
+def test_to_dask_with_nested_storage_options(s3, server, tmp_path):
+    """``{"client_kwargs": {"endpoint_url": ...}}`` tokenizes, names the graph the same way twice, and reaches
+    the array from dask's threads and from a worker process that opens it anew."""
+    dask = pytest.importorskip("dask")
+    distributed = pytest.importorskip("distributed")
+    from tdbformat.array.dask import to_dask
+    assert isinstance(s3["client_kwargs"], dict)
+    url, values = _tiled_array(server, tmp_path, sparse=False)
+    arr = tdbformat.open_array(url, storage_options=s3)
+    x = to_dask(arr)["v"]
+    assert x.name == to_dask(arr)["v"].name  # the same array, window and options: the same graph
+    assert np.array_equal(x.compute(scheduler="threads"), values)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as c, \
+            distributed.Client(c):
+        assert np.array_equal(x[30:70, 100:200].compute(), values[30:70, 100:200])
+    surl, _ = _tiled_array(server, tmp_path / "s", sparse=True)
+    df = to_dask(tdbformat.open_array(surl, storage_options=s3)).compute(scheduler="threads")
+    assert len(df) == values.size and np.array_equal(df["v"].to_numpy(), values[df["r"], df["c"]])
+    assert dask.base.tokenize(s3) == dask.base.tokenize(dict(s3))
