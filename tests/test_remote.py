@@ -556,3 +556,15 @@ def test_an_array_tdbformat_writes_to_s3_opens_in_tiledb_py(s3, server, tmp_path
     with tiledb.open(str(tmp_path / "copy")) as a:
         got = a[:]
     assert np.array_equal(got["v"], values) and got["s"].tolist() == strings.tolist()
+
+
+def test_default_storage_options_reach_urls_only_and_only_inside_the_block():
+    from tdbformat.storage import default_storage_options
+    with default_storage_options({"skip_instance_cache": True}):
+        assert storage_for("memory://a/b")[0].storage_options == {"skip_instance_cache": True}
+        assert storage_for("memory://a/b", {})[0].storage_options == {}  # the caller's own options win
+        assert isinstance(storage_for("/tmp/x")[0], LocalStorage)  # a local path ignores them
+    assert storage_for("memory://a/b")[0].storage_options == {}
+    with pytest.raises(TypeError, match="storage_options"):
+        with default_storage_options('{"anon": true}'):
+            pass
