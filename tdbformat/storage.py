@@ -32,7 +32,42 @@ __all__ += ["FsspecStorage", "FileView", "URL_SCHEMES", "coalesce"]
 __all__ += ["default_storage_options"]
 
 
-class Storage:
+class _Listings:
+    """How a storage lists folders: fresh each time, or once per folder inside :meth:`snapshot`."""
+
+    #: inside :meth:`snapshot`: ``{folder: names}``
+    _listings = None
+
+    def list(self, folder) -> list[str]:
+        """The names in ``folder``, sorted (TileDB lists by name); empty if there is no such folder."""
+        if self._listings is None:
+            return self._list(folder)
+        if folder not in self._listings:
+            self._listings[folder] = self._list(folder)
+        return self._listings[folder]
+
+    def _list(self, folder) -> list[str]:
+        raise NotImplementedError
+
+    def _list_many(self, folders) -> list[list[str]]:
+        return [self._list(f) for f in folders]
+
+    @contextmanager
+    def snapshot(self, prefetch=()):
+        """Within the block, each folder is listed once and that listing kept: one consistent view of an
+        array's folders (on an object store, a request saved per folder listed twice). ``prefetch``: folders
+        to list now, at once (concurrently on an object store)."""
+        if self._listings is not None:  # already inside one
+            yield
+            return
+        self._listings = dict(zip(prefetch, self._list_many(list(prefetch))))
+        try:
+            yield
+        finally:
+            self._listings = None
+
+
+class Storage(_Listings):
     """What the rest of the package asks of a place where arrays live. Paths are what :meth:`join` makes."""
 
     def join(self, folder, *names):
@@ -52,10 +87,6 @@ class Storage:
         raise NotImplementedError
 
     def is_dir(self, path) -> bool:
-        raise NotImplementedError
-
-    def list(self, folder) -> list[str]:
-        """The names in ``folder``, sorted (TileDB lists by name); empty if there is no such folder."""
         raise NotImplementedError
 
     def _read(self, path, start: int, length: int) -> bytes:
@@ -175,7 +206,7 @@ class LocalStorage(Storage):
     def is_dir(self, path) -> bool:
         return Path(path).is_dir()
 
-    def list(self, folder) -> list[str]:
+    def _list(self, folder) -> list[str]:
         if not Path(folder).is_dir():
             return []
         return sorted(self._os(lambda: os.listdir(folder), folder))
@@ -339,28 +370,18 @@ class FsspecStorage(Storage):
     def is_dir(self, path) -> bool:
         return bool(_call(lambda: self.fs.isdir(path), path))
 
-    def _entries(self, folder) -> list[dict]:
-        """The listing of ``folder`` (fresh: other writers add files), its file sizes remembered."""
-        self.fs.invalidate_cache(folder)
-        base = self.fs._strip_protocol(folder).rstrip("/")
-        out = [e for e in _call(lambda: self.fs.ls(folder, detail=True), folder, missing=list) if e["name"].rstrip("/") != base]
-        for e in out:
-            if e.get("type") == "file":
-                self._sizes[self.join(folder, self.name(e["name"]))] = int(e["size"])
-        return out
+    def _list(self, folder, found=None) -> list[str]:
+        return sorted(self.name(e["name"]) for e in _entries(self, folder, found))
 
-    def list(self, folder) -> list[str]:
-        return sorted(self.name(e["name"]) for e in self._entries(folder))
+    def _list_many(self, folders) -> list[list[str]]:
+        return [self._list(f, found) for f, found in zip(folders, _ls_many(self.fs, folders))]
 
     def walk(self, folder) -> list:
         base = self.fs._strip_protocol(folder).rstrip("/")
         found = _call(lambda: self.fs.find(folder, detail=True), folder)
-        out = []
         for name, info in found.items():
-            path = str(folder).rstrip("/") + name[len(base):]
-            self._sizes[path] = int(info["size"])
-            out.append(path)
-        return sorted(out, key=lambda p: p.split("/"))
+            self._sizes[str(folder).rstrip("/") + name[len(base):]] = int(info["size"])
+        return sorted((str(folder).rstrip("/") + n[len(base):] for n in found), key=lambda p: p.split("/"))
 
     def _read(self, path, start: int, length: int) -> bytes:
         data = _call(lambda: self.fs.cat_file(path, start=start, end=start + length), path)
@@ -435,6 +456,44 @@ class _Sink:
     def writelines(self, parts) -> None:
         for part in parts:
             self.write(part)
+
+
+def _entries(storage, folder, found=None) -> list[dict]:
+    """The listing of ``folder`` (``found``: as fetched; else fresh, for other writers add files), its file
+    sizes remembered by ``storage``."""
+    fs = storage.fs
+    if found is None:
+        fs.invalidate_cache(folder)
+        found = _call(lambda: fs.ls(folder, detail=True), folder, missing=list)
+    base = fs._strip_protocol(folder).rstrip("/")
+    out = [e for e in found if e["name"].rstrip("/") != base]
+    for e in out:
+        if e.get("type") == "file":
+            storage._sizes[storage.join(folder, storage.name(e["name"]))] = int(e["size"])
+    return out
+
+
+def _ls_many(fs, folders) -> list:
+    """``fs.ls(folder, detail=True)`` of each folder, fresh, at once where the filesystem is asynchronous (a
+    missing folder lists empty)."""
+    for folder in folders:
+        fs.invalidate_cache(folder)
+    if not folders or not getattr(fs, "async_impl", False):
+        return [_call(lambda f=f: fs.ls(f, detail=True), f, missing=list) for f in folders]
+    import asyncio
+
+    from fsspec.asyn import sync
+
+    async def gather():
+        return await asyncio.gather(*(fs._ls(f, detail=True) for f in folders), return_exceptions=True)
+    got = _call(lambda: sync(fs.loop, gather), folders[0])
+    return [[] if isinstance(g, FileNotFoundError) else _check_listed(g, f) for f, g in zip(folders, got)]
+
+
+def _check_listed(found, folder):
+    if isinstance(found, BaseException):
+        raise _error(found, folder)
+    return found
 
 
 def _call(call, path, missing=None):

@@ -375,12 +375,14 @@ class Gets:
     below fsspec and tdbformat."""
 
     def __init__(self, monkeypatch):
-        self.gets = []
+        self.gets, self.lists = [], []
         real = s3fs.S3FileSystem._call_s3
 
         async def _call_s3(fs, method, *args, **kwargs):
             if method == "get_object":
                 self.gets.append((kwargs["Key"], kwargs.get("Range")))
+            elif method == "list_objects_v2":
+                self.lists.append(kwargs.get("Prefix"))
             return await real(fs, method, *args, **kwargs)
         monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", _call_s3)
 
@@ -557,3 +559,15 @@ def test_default_storage_options_reach_urls_only_and_only_inside_the_block():
     with pytest.raises(TypeError, match="storage_options"):
         with default_storage_options('{"anon": true}'):
             pass
+
+
+def test_opening_lists_each_folder_once(s3, server, tmp_path, monkeypatch):
+    """The array's folders are listed once each while its fragments are found (a snapshot, the root,
+    __commits, __fragments and __fragment_meta fetched at once), not once per question asked of them."""
+    url, values = _tiled_array(server, tmp_path, sparse=False)
+    gets = Gets(monkeypatch)
+    arr = tdbformat.open_array(url, storage_options=s3)
+    folders = [f"{url.removeprefix(f's3://{BUCKET}/')}/{d}" for d in ("", "__commits/", "__fragments/",
+                                                                     "__fragment_meta/", "__schema/")]
+    assert [gets.lists.count(f) for f in folders] == [1] * len(folders), gets.lists
+    assert np.array_equal(arr.read()["v"], values)
