@@ -530,7 +530,8 @@ def cmd_write(args) -> int:
 def cmd_convert(args) -> int:
     from .array.convert import convert
 
-    written = convert(args.src, args.dst, args.version, merge=args.merge, key=args.key)
+    written = convert(args.src, args.dst, args.version, merge=args.merge, key=args.key,
+                      max_chunk_size=args.max_chunk_size)
     if args.json:
         _print_json(_doc("convert", args.dst, source=args.src, format_version=args.version,
                          fragments=[str(w) for w in written]))
@@ -699,6 +700,8 @@ def _writing_parsers(sub, key_help: str) -> None:
     s.add_argument("dst", help="must not exist; after a failure, delete what was written there")
     s.add_argument("--version", type=int, choices=KNOWN_VERSIONS, required=True)
     s.add_argument("--merge", action="store_true", help="all cells visible now as one fragment (deletes applied)")
+    s.add_argument("--max-chunk-size", type=int, default=65536, metavar="BYTES",
+                   help="the writer's chunk bound from v5 (TileDB's 64 KiB; 192 as the tiledb-py 0.19-0.25 wheels)")
     s.add_argument("--key", help=key_help)
     s.add_argument("--json", action="store_true", help="print what was written as JSON (docs/json-schema/convert.v1.json)")
     s.set_defaults(func=cmd_convert)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 
@@ -38,3 +40,12 @@ def canonical(cells: dict) -> dict:
                       return_inverse=True)[1].reshape(-1) for _, v in sorted(cells.items())]  # by name
     perm = np.lexsort(keys[::-1])
     return {k: v[perm] for k, v in cells.items()}
+
+
+@functools.lru_cache(maxsize=None)
+def tiledb_ctx(key=None):
+    """TileDB-Py's context for arrays encrypted with ``key`` (None: plain), one per key for the whole run:
+    TileDB-Py objects built with a context that is dropped before them corrupt the heap (the suite died in
+    malloc now and then when every Dim and Attr had a fresh Ctx)."""
+    import tiledb
+    return tiledb.Ctx({"sm.encryption_type": "AES_256_GCM", "sm.encryption_key": key} if key else {})

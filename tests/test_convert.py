@@ -98,11 +98,10 @@ def test_convert_to_its_own_version_parses_equal(tmp_path, case):
     assert [_strip(s) for _, s in ours.schemas] == [_strip(s) for _, s in theirs.schemas]
     if v >= 10:
         assert [n for n, _ in ours.schemas] == [n for n, _ in theirs.schemas]
-    # fragments: same names (a consolidated fragment's t1 aside: written at its t2), domains, tile and cell counts
+    # fragments: same names (a consolidated fragment's range too), domains, tile and cell counts
     assert len(ours.fragments) == len(theirs.fragments)
     for f, g in zip(theirs.fragments, ours.fragments):
-        a, b = parse_timestamped_name(f.name), parse_timestamped_name(g.name)
-        assert (a.t2, a.uuid, a.version) == (b.t2, b.uuid, b.version)
+        assert g.name == f.name
         assert [list(map(str, d)) for d in g.non_empty_domain] == [list(map(str, d)) for d in f.non_empty_domain]
         assert (g.metadata.tile_num, g.cell_num, g.dense) == (f.metadata.tile_num, f.cell_num, f.dense)
         if v >= 10:
@@ -257,3 +256,115 @@ def test_an_array_before_format_version_1_becomes_one_fragment(tmp_path):
         tdbformat.convert(src, tmp_path / "k", 22, key="0123456789abcdeF0123456789abcdeF")
     assert len(tdbformat.convert(src, tmp_path / "a", 22)) == 1
     assert len(tdbformat.open_array(tmp_path / "a").fragments) == 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Consolidated fragments: their cell timestamps and delete metadata go along where the target holds them
+
+
+def _consolidated_with_deletes(path) -> None:
+    """Three writes by TileDB-Py with a delete between the second and third (it removes the second write's
+    x=5, which hides the first's), consolidated with timestamps (TileDB keeps the deleted cell and its delete
+    metadata) and vacuumed."""
+    dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 99), tile=10, dtype=np.int64))
+    tiledb.Array.create(str(path), tiledb.ArraySchema(domain=dom, sparse=True, capacity=4, attrs=[
+        tiledb.Attr("a", dtype=np.int32), tiledb.Attr("s", dtype=str, var=True),
+        tiledb.Attr("n", dtype=np.float64, nullable=True)]))
+    for k, xs in enumerate([[1, 5, 9, 20], [5, 6, 7, 50], [1, 60, 61, 99]]):
+        t = int(parse_timestamped_name(tdbformat.open_array(path).schemas[-1][0]).t1) + 10 * (k + 1)
+        with tiledb.open(str(path), "w", timestamp=t) as A:
+            A[np.array(xs)] = {"a": np.array(xs, np.int32) * (k + 1), "s": np.array([f"v{x}_{k}" for x in xs], object),
+                               "n": np.ma.masked_array(np.array(xs, float) / (k + 1), mask=[False, True, False, False])}
+        if k == 1:
+            with tiledb.open(str(path), "d", timestamp=t + 5) as A:
+                A.query(cond="a == 10").submit()
+    tiledb.consolidate(str(path), config=tiledb.Config({"sm.consolidation.with_timestamps": "true",
+                                                        "sm.consolidation.mode": "fragments"}))
+    tiledb.vacuum(str(path), config=tiledb.Config({"sm.vacuum.mode": "fragments"}))
+
+
+_CONSOLIDATED = [c for c in cases() if c.name.startswith("consolidated_sparse_with_timestamps")]
+
+
+def _chunk(case) -> int:
+    """The chunk bound the corpus writer's TileDB had (README: 192 bytes in the tiledb-py 0.19-0.25 wheels)."""
+    return 192 if re.search(r"tiledb-py-0\.(19|2[0-5])\.", case.parent.name) else 65536
+
+
+def _files(folder) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=f"{c.parent.name.split('_')[0]}-{c.parent.name.split('_')[1]}-"
+                                                   f"{c.name.split('_')[-1]}") for c in _CONSOLIDATED])
+def test_a_consolidated_fragment_converts_to_its_own_version_byte_for_byte(tmp_path, case):
+    src, v = root(case), _version(case)
+    tdbformat.convert(src, tmp_path / "a", v, max_chunk_size=_chunk(case))
+    frag = next(f for f in tdbformat.open_array(src).fragments if f.has_timestamps)
+    theirs = next(p for p in src.rglob(frag.name) if p.is_dir())
+    ours = next(p for p in (tmp_path / "a").rglob(frag.name) if p.is_dir())
+    assert _files(ours) == _files(theirs)
+    assert tdbformat.open_array(tmp_path / "a").fragments[0].has_timestamps
+
+
+def test_an_array_consolidated_across_a_delete_converts_to_its_own_version_byte_for_byte(tmp_path):
+    _consolidated_with_deletes(tmp_path / "src")
+    frag = tdbformat.open_array(tmp_path / "src").fragments[0]
+    assert frag.has_delete_meta and len(frag.processed_conditions) == 1  # what TileDB made
+    tdbformat.convert(tmp_path / "src", tmp_path / "a", 22)
+    theirs, ours = _files(tmp_path / "src"), _files(tmp_path / "a")
+    assert sorted(ours) == sorted(theirs)  # schema, fragment, commit and delete commit, under their names
+    for name in theirs:
+        assert ours[name] == theirs[name], name
+
+
+@pytest.mark.parametrize("target, times", [
+    (16, "all"), (19, "all"), (21, "all"),
+    (15, "from the delete"),  # cell timestamps kept, the deleted cells dropped: before the delete they are missing
+    (14, "now"),  # TileDB reads a v14 fragment only in windows holding its whole range
+    (12, "now"), (7, "now")])  # no cell timestamps: a read inside the range sees every cell
+def test_an_array_consolidated_across_a_delete_reads_equal_at_other_versions(tmp_path, target, times):
+    src = tmp_path / "src"
+    _consolidated_with_deletes(src)
+    array = tdbformat.open_array(src)
+    frag = array.fragments[0]
+    t1, t2 = frag.timestamp_range
+    deleted = array.deletes[0].timestamp
+    when = {"all": [None, t1, t1 + 10, deleted, t2], "from the delete": [None, deleted, t2], "now": [None]}[times]
+    tdbformat.convert(src, tmp_path / "a", target)
+    converted = tdbformat.open_array(tmp_path / "a")
+    assert converted.fragments[0].has_timestamps == (target >= 14)
+    assert converted.fragments[0].has_delete_meta == (target >= 16)
+    assert len(converted.deletes) == (1 if target >= 16 else 0)
+    for t in when:
+        assert_same(_tiledb_cells(tmp_path / "a", None, t), _tiledb_cells(src, None, t))
+    if times != "all":  # what the target loses: the cells of some earlier window
+        assert any(str(_tiledb_cells(tmp_path / "a", None, t)) != str(_tiledb_cells(src, None, t))
+                   for t in (t1, t1 + 10))
+
+
+@pytest.mark.parametrize("target", [16, 22])
+def test_a_corpus_fragment_consolidated_with_timestamps_reads_equal_at_every_timestamp(tmp_path, target):
+    case = next(c for c in _CONSOLIDATED if c.parent.name.startswith("v22_tiledb-py-0.36.1"))
+    src = root(case)
+    frag = next(f for f in tdbformat.open_array(src).fragments if f.has_timestamps)
+    tdbformat.convert(src, tmp_path / "a", target)
+    t1, t2 = frag.timestamp_range
+    for t in (None, t1, (t1 + t2) // 2, t2):
+        assert_same(_tiledb_cells(tmp_path / "a", None, t), _tiledb_cells(src, None, t))
+
+
+def test_the_command_line_takes_the_chunk_bound(tmp_path):
+    from tdbformat.cli import main
+
+    case = next(c for c in _CONSOLIDATED if c.parent.name.startswith("v21_tiledb-py-0.25.1"))
+    src = root(case)
+    frag = next(f for f in tdbformat.open_array(src).fragments if f.has_timestamps)
+    for bound, same in ((65536, False), (192, True)):
+        assert main(["convert", str(src), str(tmp_path / str(bound)), "--version", "21",
+                     "--max-chunk-size", str(bound)]) == 0
+        theirs = next(p for p in src.rglob(frag.name) if p.is_dir())
+        ours = next(p for p in (tmp_path / str(bound)).rglob(frag.name) if p.is_dir())
+        assert (_files(ours) == _files(theirs)) == same
+    assert main(["convert", str(src), str(tmp_path / "x"), "--version", "21", "--max-chunk-size", "0"]) == 2
+    assert not (tmp_path / "x").exists()

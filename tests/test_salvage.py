@@ -16,6 +16,7 @@ import corpus
 from tdbformat import parse_file, salvage
 from tdbformat.structs.array_schema import ArraySchema
 from test_validate import V22, _cli, _copy, _data_file, _rewrite_metadata, _sparse, _tile_offsets
+from oracle import tiledb_ctx
 
 tiledb = pytest.importorskip("tiledb")
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,12 +29,8 @@ def _digest(root: Path) -> str:
     return h.hexdigest()
 
 
-def _ctx(key):
-    return tiledb.Ctx({"sm.encryption_type": "AES_256_GCM", "sm.encryption_key": key} if key else {})
-
-
 def _read(uri, key=None):
-    with tiledb.open(str(uri), ctx=_ctx(key)) as A:
+    with tiledb.open(str(uri), ctx=tiledb_ctx(key)) as A:
         return A[:], A.schema
 
 
@@ -88,8 +85,8 @@ def test_a_clean_array_is_copied_whole(tmp_path, case):
     key = corpus.key(case)
     report = _salvage(corpus.root(case), tmp_path / "out", key=key)
     assert report.complete and report.lost == [] and report.findings == [], str(report)
-    with tiledb.open(str(corpus.root(case)), ctx=_ctx(key)) as A, \
-            tiledb.open(str(tmp_path / "out"), ctx=_ctx(key)) as B:
+    with tiledb.open(str(corpus.root(case)), ctx=tiledb_ctx(key)) as A, \
+            tiledb.open(str(tmp_path / "out"), ctx=tiledb_ctx(key)) as B:
         original, got = A[:], B[:]
         assert set(got) == set(original)
         for name in original:

@@ -15,6 +15,7 @@ from tdbformat.enums import CombinationOp, QueryConditionOp as Op
 from tdbformat.structs.commits import DeleteCommit, combination, comparison
 
 from corpus import CORPUS
+from oracle import tiledb_ctx
 
 tiledb = pytest.importorskip("tiledb")
 
@@ -43,18 +44,14 @@ CASES = {
 }
 
 
-def _ctx(key=None):
-    return tiledb.Ctx({"sm.encryption_type": "AES_256_GCM", "sm.encryption_key": key} if key else {})
-
-
 def _make(path, key=None, sparse=True):
-    dom = tiledb.Domain(tiledb.Dim(name="d", domain=(0, 99), tile=10, dtype=np.int32), ctx=_ctx(key))
-    attrs = [tiledb.Attr(name="a", dtype=np.int64, ctx=_ctx(key)),
-             tiledb.Attr(name="f", dtype=np.float64, ctx=_ctx(key)),
-             tiledb.Attr(name="s", dtype=str, var=True, ctx=_ctx(key))]
-    tiledb.Array.create(str(path), tiledb.ArraySchema(domain=dom, attrs=attrs, sparse=sparse, ctx=_ctx(key)),
-                        ctx=_ctx(key))
-    with tiledb.open(str(path), "w", timestamp=1, ctx=_ctx(key)) as A:
+    dom = tiledb.Domain(tiledb.Dim(name="d", domain=(0, 99), tile=10, dtype=np.int32), ctx=tiledb_ctx(key))
+    attrs = [tiledb.Attr(name="a", dtype=np.int64, ctx=tiledb_ctx(key)),
+             tiledb.Attr(name="f", dtype=np.float64, ctx=tiledb_ctx(key)),
+             tiledb.Attr(name="s", dtype=str, var=True, ctx=tiledb_ctx(key))]
+    tiledb.Array.create(str(path), tiledb.ArraySchema(domain=dom, attrs=attrs, sparse=sparse, ctx=tiledb_ctx(key)),
+                        ctx=tiledb_ctx(key))
+    with tiledb.open(str(path), "w", timestamp=1, ctx=tiledb_ctx(key)) as A:
         data = {"a": np.arange(10), "f": np.arange(10) / 2, "s": np.array([str(i) for i in range(10)], dtype=object)}
         if sparse:
             A[np.arange(10)] = data
@@ -64,7 +61,7 @@ def _make(path, key=None, sparse=True):
 
 
 def _cells(path, key=None):
-    with tiledb.open(str(path), ctx=_ctx(key)) as A:
+    with tiledb.open(str(path), ctx=tiledb_ctx(key)) as A:
         got = A[:]
     return {k: v.tolist() for k, v in got.items()}
 

@@ -13,6 +13,7 @@ import tdbformat
 from tdbformat.structs.metadata import ArrayMetadata
 
 from corpus import CORPUS
+from oracle import tiledb_ctx
 
 tiledb = pytest.importorskip("tiledb")
 
@@ -25,15 +26,11 @@ VALUES = {
 }
 
 
-def _ctx(key=None):
-    return tiledb.Ctx({"sm.encryption_type": "AES_256_GCM", "sm.encryption_key": key} if key else {})
-
-
 def _make(path, key=None):
     dim = tiledb.Dim(name="d", domain=(0, 9), tile=10, dtype=np.int32)
     schema = tiledb.ArraySchema(domain=tiledb.Domain(dim), attrs=[tiledb.Attr(name="a", dtype=np.int64)],
-                                ctx=_ctx(key))
-    tiledb.Array.create(str(path), schema, ctx=_ctx(key))
+                                ctx=tiledb_ctx(key))
+    tiledb.Array.create(str(path), schema, ctx=tiledb_ctx(key))
     return path
 
 
@@ -42,7 +39,7 @@ def _meta_files(path):
 
 
 def _py_meta(path, key=None, timestamp=None):
-    with tiledb.open(str(path), ctx=_ctx(key), timestamp=timestamp) as A:
+    with tiledb.open(str(path), ctx=tiledb_ctx(key), timestamp=timestamp) as A:
         # copies: TileDB-Py's arrays are views of buffers that closing the array frees
         return {k: A.meta[k].copy() if isinstance(A.meta[k], np.ndarray) else A.meta[k] for k in A.meta}
 

@@ -3,8 +3,10 @@
 The destination gets, in timestamp order, what a reader of the source sees: the schema history (from v10 each
 schema at its own timestamp; before v10 one schema, the latest, through which every fragment is then read),
 every live fragment (its cells alone, rewritten at its timestamp with its uuid), the array metadata files
-(their entries and names kept) and the delete commits (v16+). ``merge=True`` writes instead every cell a read
-sees now as one fragment, deletes applied. A feature the target cannot hold is a ValueError naming it and the
+(their entries and names kept) and the delete commits (v16+, under their uuids). A fragment consolidated with
+timestamps keeps its cell timestamps (v14+) and delete metadata (v16+); a target without them gets what they
+select, the cells a read sees now. ``merge=True`` writes instead every cell a read sees now as one fragment,
+deletes applied. A feature the target cannot hold is a ValueError naming it and the
 first version that has it, raised before anything is written.
 
 The source is only read. The destination must not exist; a failure part-way leaves it half-written, for the
@@ -21,6 +23,7 @@ from construct import Container
 
 from .. import directory
 from ..enums import ArrayType, Datatype, Layout
+from ..filters.pipeline import MAX_CHUNK
 from ..storage import storage_for
 from ..structs.array_schema import ArraySchema, attributes
 from ..structs.commits import negate
@@ -28,13 +31,14 @@ from ..structs.enumeration import Enumeration
 from ..structs.metadata import ArrayMetadata
 from ..structs.names import parse_timestamped_name, timestamped_name
 from . import Array, check_ranges, open_array
-from .cells import nonempty_bound
+from .cells import filled, from_ordinal, nonempty_bound
 from .create import check_version, create, new_uuid, schema_at
 from .deletes import DELETES_SINCE, delete_cells
 from .dense import read_dense
 from .metadata import METADATA_SINCE
 from .sparse import read_sparse
-from .writer import open_writer, write
+from .writer import CELL_META_SINCE, open_writer, write
+from .writer import _chunk_bound as checked_chunk_bound
 
 __all__ = ["convert"]
 
@@ -42,11 +46,13 @@ __all__ = ["convert"]
 _SCHEMA, _FRAGMENT, _METADATA, _DELETE = range(4)
 
 
-def convert(src, dst, version: int, merge: bool = False, key=None) -> list[str]:
+def convert(src, dst, version: int, merge: bool = False, key=None, max_chunk_size: int = MAX_CHUNK) -> list[str]:
     """Rewrite the array at ``src`` as a new array at ``dst`` in format ``version`` (see the module doc);
-    ``key`` decrypts the source and encrypts the destination. Returns the names of the fragments written (not
-    counting those of dimension labels' arrays)."""
+    ``key`` decrypts the source and encrypts the destination; ``max_chunk_size`` is the writer's chunk bound
+    (v5+; TileDB's default 64 KiB, 192 bytes in the tiledb-py 0.19-0.25 wheels). Returns the names of the
+    fragments written (not counting those of dimension labels' arrays)."""
     version = check_version(version)
+    max_chunk_size = checked_chunk_bound(max_chunk_size)
     if not isinstance(merge, bool):
         raise TypeError(f"merge: expected a bool, not {type(merge).__name__}")
     storage, root = storage_for(dst)
@@ -60,12 +66,12 @@ def convert(src, dst, version: int, merge: bool = False, key=None) -> list[str]:
         if kind == _SCHEMA:
             _write_schema(array, dst, item, t, version, key)
         elif kind == _FRAGMENT:
-            written.append(_write_fragment(array, dst, item, t, version, key))
+            written.append(_write_fragment(array, dst, item, t, version, key, max_chunk_size))
         elif kind == _METADATA:
             _write_metadata(array, dst, item, version, key)
-        else:
-            delete_cells(dst, negate(item.condition), timestamp=t, key=key)
-    _convert_labels(array, dst, version, merge, key)
+        else:  # under the source's uuid: the processed conditions of consolidated fragments name it
+            delete_cells(dst, negate(item.condition), timestamp=t, key=key, uuid=_uuid(item.marker))
+    _convert_labels(array, dst, version, merge, key, max_chunk_size)
     return written
 
 
@@ -112,7 +118,7 @@ def _convert_legacy(array, dst, version: int, key) -> str:
     return write(dst, data, subarray=[(int(lo), int(hi)) for lo, hi in ned])
 
 
-def _convert_labels(array, dst, version: int, merge: bool, key) -> None:
+def _convert_labels(array, dst, version: int, merge: bool, key, max_chunk_size: int) -> None:
     """Each dimension label's array (v18+, kept inside the array under ``__labels/``) converted likewise."""
     storage, root = storage_for(dst)
     for label in array.schema.get("labels") or []:
@@ -120,7 +126,8 @@ def _convert_labels(array, dst, version: int, merge: bool, key) -> None:
             raise ValueError(f"dimension label {label.name!r}: its array lies outside the array ({label.uri}); "
                              "convert it on its own")
         src = array.storage.join(array.path, *label.uri.split("/"))
-        convert(src, storage.join(root, *label.uri.split("/")), version, merge=merge, key=key)
+        convert(src, storage.join(root, *label.uri.split("/")), version, merge=merge, key=key,
+                max_chunk_size=max_chunk_size)
 
 
 def _name_time(name: str) -> int:
@@ -130,8 +137,11 @@ def _name_time(name: str) -> int:
 def _plan(array, version: int, merge: bool) -> list:
     """(timestamp, kind, order, item) of every write, after checking that ``version`` holds all of them."""
     frags, meta, deletes = array.fragments, _metadata_files(array), array.deletes
+    if version < DELETES_SINCE:  # a delete every fragment it reaches has applied (their delete metadata) goes
+        deletes = [d for d in deletes if not _absorbed(d, frags)]
     cell_times = [f.timestamp_range[1] for f in frags] + [d.timestamp for d in deletes]
-    times = cell_times + [_name_time(array.storage.name(p)) for p in meta]
+    # a consolidated fragment's cells go back to its t1
+    times = [f.timestamp_range[0] for f in frags] + cell_times + [_name_time(array.storage.name(p)) for p in meta]
     schemas = array.schemas if version >= 10 and not merge else array.schemas[-1:]
     for _, s in schemas:
         schema_at(s, version)  # a ValueError naming a schema feature the version lacks
@@ -152,6 +162,12 @@ def _plan(array, version: int, merge: bool) -> list:
         plan += [(d.timestamp, _DELETE, i, d) for i, d in enumerate(deletes)]
     plan += [(_name_time(array.storage.name(p)), _METADATA, i, p) for i, p in enumerate(meta)]
     return plan
+
+
+def _absorbed(delete, frags) -> bool:
+    """Whether every fragment ``delete`` reaches (from its t1 on) was consolidated across it: their delete
+    metadata say which cells it removed, so the converted fragments can leave those out."""
+    return all(delete.marker in f.processed_conditions for f in frags if f.timestamp_range[0] <= delete.timestamp)
 
 
 def _metadata_files(array) -> list:
@@ -195,13 +211,67 @@ def _cells(array, frag, schema) -> dict:
         return read_sparse(array, schema, [frag], wanted, {}, Layout.UNORDERED, frag.timestamp_range, [], pool)
 
 
+def _consolidated_cells(array, frag, schema, version: int) -> tuple[list, dict, dict]:
+    """(coordinates, attributes, cell timestamps and delete metadata) of a fragment consolidated with
+    timestamps, every cell as stored (the versions of a cell, and the cells deleted since, too). Delete
+    metadata goes along from v16 (the version of delete commits); below, the cells it marks deleted are
+    dropped, as a read at any time after their delete leaves them out."""
+    tiles = list(range(frag.tile_num()))
+    with ThreadPoolExecutor(os.cpu_count()) as pool:
+        def column(name):
+            return array.tiles.field(frag, frag.index(name), tiles, pool)
+
+        coords = [from_ordinal(c, d) for c, d in zip(array.tiles.coords(frag, array.dims, tiles, pool), array.dims)]
+        n = len(coords[0])
+        data = {}
+        for info in attributes(schema):
+            if frag.index(info.name) is None:  # added by a later schema: its fill value (sparse.py does the same)
+                stored = next(a for a in schema.attributes if a.name == info.name)
+                values, valid = filled(info, stored, (n,)), np.full(n, bool(stored.get("fill_value_validity")))
+            else:
+                values, valid = column(info.name)
+            data[info.name] = values if not info.nullable else np.ma.masked_array(values, ~valid)
+        meta = {"cell_timestamps": column("__timestamps")[0]}
+        if frag.has_delete_meta:
+            deleted_at, condition = column("__delete_timestamps")[0], column("__delete_condition_index")[0]
+    if frag.has_delete_meta and version >= DELETES_SINCE:
+        meta.update(delete_timestamps=deleted_at, delete_conditions=condition,
+                    processed_conditions=[_marker(m, version) for m in frag.processed_conditions])
+    elif frag.has_delete_meta:
+        alive = _alive(coords, deleted_at == np.uint64(2**64 - 1), array.schema.get("allows_dups"))
+        coords = [c[alive] for c in coords]
+        data = {k: v[alive] for k, v in data.items()}
+        meta["cell_timestamps"] = meta["cell_timestamps"][alive]
+    return coords, data, meta
+
+
+def _alive(coords, kept, allows_dups) -> np.ndarray:
+    """The cells a read sees once the deleted ones (``~kept``) go: without duplicates, a deleted version of a
+    cell also hides its older versions (equal coordinates lie together, newest first)."""
+    if allows_dups or kept.all():
+        return kept
+    first = np.ones(len(kept), bool)
+    first[1:] = np.any([c[1:] != c[:-1] for c in coords], axis=0)
+    starts = np.flatnonzero(first)
+    dead = np.cumsum(~kept)
+    before = (dead - ~kept)[starts][np.cumsum(first) - 1]  # deleted cells before each cell's group
+    return dead == before
+
+
+def _marker(marker: str, version: int) -> str:
+    """A processed condition's delete commit (``__commits/<name>.del``) as convert names it at ``version``."""
+    ts = parse_timestamped_name(marker.rsplit("/", 1)[-1].removesuffix(".del"))
+    return f"{directory.COMMITS_DIR}/{timestamped_name(ts.t1, ts.t2, ts.uuid, version)}.del"
+
+
 def _uuid(name: str) -> str | None:
-    """A fragment's uuid when it is one the writer can name a fragment with (32 lowercase hex digits)."""
-    u = parse_timestamped_name(name).uuid
+    """A fragment's (or delete commit's) uuid when it is one the writer can name a fragment with (32 lowercase
+    hex digits)."""
+    u = parse_timestamped_name(name.rsplit("/", 1)[-1].removesuffix(".del")).uuid
     return u if len(u) == 32 and all(c in "0123456789abcdef" for c in u) else None
 
 
-def _write_fragment(array, dst, frag, t: int, version: int, key) -> str:
+def _write_fragment(array, dst, frag, t: int, version: int, key, max_chunk: int) -> str:
     """``frag`` (None: every cell a read sees now) rewritten into ``dst`` at ``t``."""
     dims = array.dims
     if frag is None:
@@ -212,11 +282,16 @@ def _write_fragment(array, dst, frag, t: int, version: int, key) -> str:
     else:
         schema = frag.schema if version >= 10 else array.schema
         ned, dense, uuid = frag.non_empty_domain, frag.dense, _uuid(frag.name)
+        if frag.has_timestamps and not dense and version >= CELL_META_SINCE["cell_timestamps"]:
+            coords, data, meta = _consolidated_cells(array, frag, schema, version)
+            writer = open_writer(dst, timestamp=tuple(frag.timestamp_range), key=key, max_chunk_size=max_chunk)
+            return writer.write(data, coords=coords, uuid=uuid, **meta)
         cells = _cells(array, frag, schema)
     names = {d.name for d in dims}
     data = {k: v for k, v in cells.items() if k not in names}
     # a consolidated fragment keeps its range, so reads inside it see it as in the source
-    writer = open_writer(dst, timestamp=t if frag is None else tuple(frag.timestamp_range), key=key)
+    writer = open_writer(dst, timestamp=t if frag is None else tuple(frag.timestamp_range), key=key,
+                         max_chunk_size=max_chunk)
     if dense:
         return writer.write(data, subarray=[(int(lo), int(hi)) for lo, hi in ned], uuid=uuid)
     return writer.write(data, coords=[cells[d.name] for d in dims], uuid=uuid)

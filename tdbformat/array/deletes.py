@@ -18,8 +18,9 @@ from ..enums import ArrayType, CombinationOp, Datatype, NodeType, QueryCondition
 from ..storage import storage_for
 from ..structs.array_schema import attributes, dimensions
 from ..structs.commits import DeleteCommit, combination, negate
-from ..structs.names import parse_timestamped_name
+from ..structs.names import parse_timestamped_name, timestamped_name
 from ..versions import FEATURES
+from .writer import _uuid as fragment_uuid
 
 __all__ = ["delete_cells", "DELETES_SINCE", "tiledb_tree"]
 
@@ -102,11 +103,12 @@ def _check_not_inside_consolidated(listing, timestamp: int) -> None:
                              f"timestamps (TileDB refuses such a delete)")
 
 
-def delete_cells(path, condition, timestamp=None, key=None) -> str:
+def delete_cells(path, condition, timestamp=None, key=None, uuid: str | None = None) -> str:
     """Delete the cells of the sparse array at ``path`` that match ``condition`` (a ``ConditionNode``
     Container made with :func:`tdbformat.structs.commits.comparison` / ``combination``) and were written at
     or before ``timestamp`` (ms; None: now). Writes one ``.del`` commit whole, then renames it into place;
-    returns its path."""
+    returns its path. ``uuid`` (32 lowercase hex digits) names the commit, as a converted array keeps the
+    names its fragments' processed conditions refer to."""
     if not isinstance(condition, dict) or "node_type" not in condition:
         raise TypeError(f"condition: expected a ConditionNode Container, not {type(condition).__name__}")
     storage, root = storage_for(path)
@@ -122,6 +124,7 @@ def delete_cells(path, condition, timestamp=None, key=None) -> str:
     timestamp = directory.checked_timestamp(timestamp)
     _check_not_inside_consolidated(directory.Listing.of(storage, root, key), timestamp)
     data = DeleteCommit.build(Container(condition=negate(plain)), version=version, key=key)
-    target = directory.delete_commit_path(storage, root, directory.new_name(timestamp, version))
+    name = timestamped_name(timestamp, timestamp, fragment_uuid(uuid), version)
+    target = directory.delete_commit_path(storage, root, name)
     storage.commit(target, data)
     return str(target)

@@ -17,14 +17,14 @@ from construct import Container, ListContainer
 
 from ..directory import COMMITS_DIR, FRAGMENT_METADATA, FRAGMENTS_DIR
 from ..enums import Datatype, FilterType, OptionalSectionId
-from ..filters import filter_tile, skips_offsets
+from ..filters import chunk_sizes, filter_tile, skips_offsets, uses_chunking
 from ..filters.encryption import normalize_key
 from ..filters.pipeline import MAX_CHUNK
 from ..structs.array_schema import FieldInfo, attributes, dimensions, value_dtype
 from ..structs.fragment import FragmentMetadata, ProcessedConditionsTile, data_file_stem, index_fields
 from ..structs.names import timestamped_name
 from ..structs.tile import Tile, tile_parts
-from ..versions import FEATURES
+from ..versions import FEATURES, Feature
 from .rtree import FANOUT, build_levels
 from .tiling import var_bytes
 
@@ -32,6 +32,17 @@ __all__ = ["FragmentWrite", "write_fragment", "fragment_name"]
 
 _COMPRESSORS = {FilterType.GZIP, FilterType.ZSTD, FilterType.LZ4, FilterType.RLE, FilterType.BZIP2,
                 FilterType.DOUBLE_DELTA}
+#: TileDB 2.0-2.4 made a var tile's chunk size once, from the buffer it first allocated for the tile
+#: (Tile::init_unfiltered, compute_chunk_size), and kept it as the buffer grew; TileDB 2.5 (v10 too) chunks by
+#: the tile's final size, as before (the pipeline's bound, v1-4) and after (get_var_chunk_sizes, v11+). Not in
+#: FEATURES, whose rules are the format's: TileDB 2.4 and 2.5 both write v10, one each way.
+_BUFFER_VAR_CHUNKS = Feature("buffer_var_chunks", "var data chunked by the tile buffer first allocated", 5, 10)
+#: TileDB 2.3+ lays a dense write's tiles out with DenseTiler, which allocates each var tile for the whole
+#: write's var buffer.
+_DENSE_TILER = Feature("dense_tiler", "a dense write's var tiles allocated for the write's var buffer", 9)
+#: TileDB 2.12 (v16) computes a dense tile's statistics over the cell slabs the write copied in
+#: (DenseTiler::compute_tile_metadata); 2.7-2.11 over the whole tile, the zeroed padding included.
+_WRITTEN_CELL_STATS = Feature("written_cell_stats", "dense tile statistics of the cells written only", 16)
 _EMPTY_TILE = Tile.build(Container(num_chunks=0, chunks=ListContainer()))
 
 
@@ -51,6 +62,11 @@ class FragmentWrite:
     last_tile_cell_num: int = 0
     global_bounds: dict | None = None  # v23 sparse: dimension -> (first cells, last cells) of each tile
     written: list | None = None  # dense: per tile, which cells the subarray wrote (None: all of them)
+    # sparse, as consolidation makes them: tiles of __timestamps (v14+), of __delete_timestamps and
+    # __delete_condition_index (v15+), and the delete commits those indexes name (v16+)
+    has_timestamps: bool = False
+    has_delete_meta: bool = False
+    processed_conditions: list = field(default_factory=list)
 
 
 @dataclass
@@ -80,16 +96,35 @@ class _Encoder:
         self.storage, self.folder = storage, folder
         self.key = normalize_key(key)
 
-    def stored(self, data, pipeline, datatype, cell_size, offsets=None, dim_num=1) -> list:
-        """The stored tile, as pieces of bytes."""
+    def stored(self, data, pipeline, datatype, cell_size, offsets=None, dim_num=1, var_bound=None) -> list:
+        """The stored tile, as pieces of bytes (``var_bound``: the chunk bound of v5-10 var data)."""
+        sizes = None
+        if var_bound is not None and uses_chunking(pipeline, datatype, self.version, True):
+            sizes = chunk_sizes(len(data), cell_size, min(self.max_chunk, var_bound))
         tile = filter_tile(data, pipeline, datatype=datatype, version=self.version, cell_size=cell_size, key=self.key,
                            encrypted=self.key is not None, offsets=offsets, var=offsets is not None,
-                           dim_num=dim_num, max_chunk=self.max_chunk)
+                           dim_num=dim_num, max_chunk=self.max_chunk, sizes=sizes)
         return tile_parts(tile)
 
-    def field(self, info: FieldInfo, tiles, validity, stem, stats: bool, is_dim: bool, written=None) -> _Out:
+    def var_bound(self, info: FieldInfo, tiles, dense: bool, written) -> int | None:
+        """The chunk bound of a field's var data where TileDB chunked it by the buffer it allocated for the
+        tile (``_BUFFER_VAR_CHUNKS``): 8 bytes per cell of a tile, as for the offsets (Writer::init_tile),
+        but a dense write's whole var buffer (every cell the subarray wrote) in ``_DENSE_TILER``. None: the
+        tile's own size bounds its chunks."""
+        if not info.var or not _BUFFER_VAR_CHUNKS(self.version):
+            return None
+        if not dense:
+            return 8 * int(self.schema.capacity)
+        if not _DENSE_TILER(self.version):
+            return 8 * len(tiles[0])
+        sels = written or [slice(None)] * len(tiles)
+        return sum(len(b) for cells, sel in zip(tiles, sels) for b in var_bytes(cells[sel], info.datatype.numpy_dtype))
+
+    def field(self, info: FieldInfo, tiles, validity, stem, stats: bool, is_dim: bool, written=None,
+              dense: bool = False) -> _Out:
         """Store a field's tiles, file by file as they are made (a data file is never held whole)."""
         out = _Out()
+        var_bound = self.var_bound(info, tiles, dense, written) if tiles else None
         with ExitStack() as files:
             def sink(suffix):
                 return _Sink(files.enter_context(self.storage.writer(self.storage.join(self.folder,
@@ -105,7 +140,8 @@ class _Encoder:
                     out.var_sizes.append(len(data))
                     fixed.put([_EMPTY_TILE] if skips_offsets(info.filters, info.datatype, self.version) else
                               self.stored(offsets, self.schema.cell_var_offsets_filters, Datatype.UINT64, 8))
-                    var.put(self.stored(data, info.filters, info.datatype, info.datatype.size, offsets=offsets))
+                    var.put(self.stored(data, info.filters, info.datatype, info.datatype.size, offsets=offsets,
+                                        var_bound=var_bound))
                 else:
                     fixed.put(self.stored(_raw(cells), info.filters, info.datatype,
                                           info.datatype.size * info.cell_val_num))
@@ -115,8 +151,8 @@ class _Encoder:
                     out.validity_offsets.append(valid.size)
                     valid.put(self.stored(_raw(mask.astype(np.uint8)), self.schema.cell_validity_filters,
                                           Datatype.UINT8, 1))
-                if stats:  # of the cells written, as TileDB's dense writer counts them
-                    sel = slice(None) if written is None else written[t]
+                if stats:  # of the whole tile, padding too, until TileDB 2.12 counted only the cells written
+                    sel = slice(None) if written is None or not _WRITTEN_CELL_STATS(self.version) else written[t]
                     out.stats.append(_tile_stats(info, cells[sel], None if mask is None else mask[sel], is_dim))
                 else:
                     out.stats.append(None)
@@ -212,18 +248,44 @@ def _tile_stats(info, cells, mask, is_dim):
     if _has_sum(info):
         values = np.asarray(cells).view(value_dtype(info.datatype))
         values = values if mask is None else values[mask]
-        acc = _sum_dtype(values.dtype.kind)
-        total = np.cumsum(values, dtype=acc)[-1] if len(values) else np.zeros((), acc)[()]
+        total = _saturating_sum(values, _sum_dtype(values.dtype.kind))
     return lo, hi, total, nulls
 
 
+def _saturating_sum(values, acc: str):
+    """``values`` added one after the other as TileDB's metadata generator adds them (Sum<T>::sum,
+    compute_fragment_sum): an integer sum that would leave its type stops at the type's max (or min); floats
+    add in order."""
+    if not len(values):
+        return np.zeros((), acc)[()]
+    if acc == "<f8":
+        return np.cumsum(values, dtype=acc)[-1]
+    if acc == "<u8":  # adding less than 2**64 wraps to below the previous sum exactly when it overflows
+        sums = np.cumsum(values, dtype=acc)
+        return np.uint64(2**64 - 1) if (sums[1:] < sums[:-1]).any() else sums[-1]
+    v = np.asarray(values).astype(np.int64)
+    # the exact running sum, floored to units of 2**32 (the low halves' carries added): it leaves int64 where
+    # this leaves [-2**31, 2**31)
+    units = np.cumsum(v >> 32) + (np.cumsum(v & 0xFFFFFFFF) >> 32)
+    out = np.flatnonzero((units >= 2**31) | (units < -2**31))
+    if len(out):
+        return np.int64(2**63 - 1) if units[out[0]] >= 0 else np.int64(-2**63)
+    return np.cumsum(v)[-1]
+
+
+def _fields(fw: FragmentWrite, version: int) -> list:
+    return index_fields(fw.schema, version, fw.has_timestamps, fw.has_delete_meta)
+
+
 def _index_data(fw: FragmentWrite, version: int) -> list:
-    """(index, field, is dimension) of each index-space field that has data files in this fragment."""
-    fields = index_fields(fw.schema, version)
+    """(index, field, is dimension) of each index-space field that has data files in this fragment (the cell
+    timestamps and delete metadata after the dimensions count as attributes: TileDB keeps their statistics)."""
+    fields = _fields(fw, version)
     attrs = attributes(fw.schema)
     out = [(i, f, False) for i, f in enumerate(fields[:len(attrs)])]
     if not fw.dense and FEATURES["coordinates_per_dimension"](version):
-        out += [(len(attrs) + 1 + j, d, True) for j, d in enumerate(dimensions(fw.schema))]
+        ndim = len(dimensions(fw.schema))
+        out += [(len(attrs) + 1 + j, f, j < ndim) for j, f in enumerate(fields[len(attrs) + 1:])]
     return out
 
 
@@ -237,12 +299,13 @@ def write_fragment(storage, root, fw: FragmentWrite, *, timestamp: int, uuid: st
         storage.join(root, name)
     storage.makedirs(folder)
     enc = _Encoder(schema, version, key, max_chunk, storage, folder)
-    fields = index_fields(schema, version)
+    fields = _fields(fw, version)
     stats = version >= 11
     outs = {}
     for i, info, is_dim in _index_data(fw, version):
         stem = data_file_stem(version, i, fields, len(attributes(schema)))
-        outs[i] = enc.field(info, fw.tiles[info.name], fw.validity.get(info.name), stem, stats, is_dim, fw.written)
+        outs[i] = enc.field(info, fw.tiles[info.name], fw.validity.get(info.name), stem, stats, is_dim, fw.written,
+                            fw.dense)
     if not fw.dense and not FEATURES["coordinates_per_dimension"](version):
         outs[len(attributes(schema))] = enc.coords(fw.tiles, dimensions(schema))
     tile_num = len(next(iter(fw.tiles.values())))
@@ -280,7 +343,8 @@ def _metadata(fw, version, key, fields, outs, tile_num, max_chunk) -> bytes:
         version=version, array_schema_name=fw.schema_name if version >= 10 else None, dense=fw.dense,
         null_non_empty_domain=False, non_empty_domain=ListContainer(fw.non_empty_domain),
         sparse_tile_num=0 if fw.dense else tile_num, last_tile_cell_num=fw.last_tile_cell_num,
-        has_timestamps=False if version >= 14 else None, has_delete_meta=False if version >= 15 else None,
+        has_timestamps=fw.has_timestamps if version >= 14 else None,
+        has_delete_meta=fw.has_delete_meta if version >= 15 else None,
         file_sizes=sizes[0], file_var_sizes=sizes[1][:n_var], file_validity_sizes=sizes[2] if version >= 7 else None,
         rtree_offset=0, tile_offsets_offsets=zeros, tile_var_offsets_offsets=zeros[:n_var],
         tile_var_sizes_offsets=zeros[:n_var])
@@ -293,10 +357,11 @@ def _metadata(fw, version, key, fields, outs, tile_num, max_chunk) -> bytes:
         footer.tile_validity_offsets_offsets = zeros
         sections["tile_validity_offsets"] = _per_field(outs, n, tile_num, "validity_offsets")
     if version >= 11:
-        _stat_sections(footer, sections, fields, outs, version, zeros, tile_num, len(attributes(fw.schema)))
+        _stat_sections(footer, sections, fields, outs, version, zeros, tile_num, len(attributes(fw.schema)),
+                       len(dimensions(fw.schema)))
     if version >= 16:
         footer.processed_conditions_offset = 0
-        sections["processed_conditions"] = []
+        sections["processed_conditions"] = list(fw.processed_conditions)
     unreferenced = b""
     if version == 15:  # TileDB 2.11 writes an empty processed-conditions tile no v15 footer points to
         unreferenced = ProcessedConditionsTile.build(Container(conditions=ListContainer()), version=version, key=key)
@@ -341,7 +406,7 @@ def _coords_stats(info, tile_num):
             Container(min=one, max=one, sum=0, null_count=0))
 
 
-def _stat_sections(footer, sections, fields, outs, version, zeros, tile_num, attribute_num):
+def _stat_sections(footer, sections, fields, outs, version, zeros, tile_num, attribute_num, ndim):
     """Tile mins, maxes, sums and null counts (v11+) and the fragment summary (v12+)."""
     mins, maxes, sums, nulls, summary = [], [], [], [], []
     for i, info in enumerate(fields):
@@ -351,7 +416,7 @@ def _stat_sections(footer, sections, fields, outs, version, zeros, tile_num, att
             summary.append(entry)
             continue
         st = outs[i].stats if i in outs else []
-        has_mm = bool(st) and _has_min_max(info, i > attribute_num)
+        has_mm = bool(st) and _has_min_max(info, attribute_num < i <= attribute_num + ndim)
         acc = _sum_dtype(value_dtype(info.datatype).kind)
         tile_sums = np.array([s[2] for s in st], acc) if st and _has_sum(info) else np.zeros(0, acc)
         tile_nulls = np.array([s[3] for s in st], "<u8") if info.nullable and st else np.zeros(0, "<u8")
@@ -359,7 +424,7 @@ def _stat_sections(footer, sections, fields, outs, version, zeros, tile_num, att
         maxes.append(_min_max(info, [s[1] for s in st], has_mm))
         sums.append(tile_sums)
         nulls.append(tile_nulls)
-        total = np.cumsum(tile_sums, dtype=acc)[-1].item() if len(tile_sums) else 0
+        total = _saturating_sum(tile_sums, acc).item() if len(tile_sums) else 0
         summary.append(Container(min=_summary_bound(info, [s[0] for s in st], min) if has_mm else b"",
                                  max=_summary_bound(info, [s[1] for s in st], max) if has_mm else b"",
                                  sum=total, null_count=int(tile_nulls.sum())))

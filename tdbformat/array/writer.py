@@ -135,7 +135,8 @@ def _check_domain(coords, dims, schema):
             raise ValueError(f"coords[{name!r}]: coordinates outside the domain [{lo}, {hi}]")
 
 
-def _sparse_fragment(schema, schema_name, coords, data, validity) -> FragmentWrite:
+def _sparse_fragment(schema, schema_name, coords, data, validity, meta=None) -> FragmentWrite:
+    """``meta``: the cell timestamps and delete metadata of a consolidated fragment (:func:`_cell_meta`)."""
     dims, attrs = dimensions(schema), attributes(schema)
     if len(coords) != len(dims):
         raise ValueError(f"coords: the array has {len(dims)} dimensions, {len(coords)} coordinate arrays given")
@@ -147,12 +148,18 @@ def _sparse_fragment(schema, schema_name, coords, data, validity) -> FragmentWri
         raise ValueError("coords: every dimension needs one coordinate per cell")
     if not n:
         raise ValueError("coords: a write needs at least one cell")
+    stamps = (meta or {}).get("__timestamps")
+    # equal coordinates newest first, as consolidation with timestamps writes them (the sort is stable)
+    pre = None if stamps is None else np.argsort(-stamps.astype(np.int64), kind="stable")
+    if pre is not None:
+        keys = {k: v[pre] for k, v in keys.items()}
     perm = sparse_order([keys[d.name] for d in dims], schema.domain.dimensions, Layout(schema.tile_order),
                         Layout(schema.cell_order))
+    perm = perm if pre is None else pre[perm]
     del keys
     columns = {name: c[perm] for name, c in columns.items()}  # in global order from here on
     sorted_keys = {d.name: _ordinal(columns[d.name], d) for d in dims}
-    if not schema.get("allows_dups") and n > 1:
+    if not schema.get("allows_dups") and stamps is None and n > 1:
         same = np.ones(n - 1, bool)
         for k in sorted_keys.values():
             same &= k[1:] == k[:-1]
@@ -175,10 +182,54 @@ def _sparse_fragment(schema, schema_name, coords, data, validity) -> FragmentWri
         mask = _validity(values, (validity or {}).get(info.name), info, info.name, (n,))
         if mask is not None:
             valid[info.name] = split(mask)
+    for name, values in (meta or {}).items():
+        if name != "processed_conditions":
+            if values.shape != (n,):
+                raise ValueError(f"{_META_ARGS[name]}: {len(values)} values for {n} cells")
+            tiles[name] = split(values)
     mbrs, ned, global_bounds = _sparse_bounds(dims, sorted_keys, columns, starts, bounds)
     last = int(bounds[-1] - bounds[-2]) if n else 0
     return FragmentWrite(schema, schema_name, False, ned, tiles, valid, mbrs=mbrs, last_tile_cell_num=last,
-                         global_bounds=global_bounds)
+                         global_bounds=global_bounds, has_timestamps=stamps is not None,
+                         has_delete_meta="__delete_timestamps" in (meta or {}),
+                         processed_conditions=(meta or {}).get("processed_conditions", []))
+
+
+_META_ARGS = {"__timestamps": "cell_timestamps", "__delete_timestamps": "delete_timestamps",
+              "__delete_condition_index": "delete_conditions"}
+#: the first format version that stores each (REFERENCE §11: t v14, dt and dci v15, processed conditions v16)
+CELL_META_SINCE = {"cell_timestamps": 14, "delete_timestamps": 15, "delete_conditions": 15, "processed_conditions": 16}
+
+
+def _cell_meta(version: int, dense: bool, cell_timestamps, delete_timestamps, delete_conditions,
+               processed_conditions) -> dict | None:
+    """The per-cell fields a consolidated sparse fragment carries, checked: None when none is given."""
+    given = {"cell_timestamps": cell_timestamps, "delete_timestamps": delete_timestamps,
+             "delete_conditions": delete_conditions, "processed_conditions": processed_conditions}
+    given = {k: v for k, v in given.items() if v is not None}
+    if not given:
+        return None
+    if dense:
+        raise ValueError(f"{next(iter(given))}: only sparse fragments carry cell timestamps or delete metadata")
+    for name in given:
+        if version < CELL_META_SINCE[name]:
+            raise ValueError(f"{name}: needs format version {CELL_META_SINCE[name]} or later, not {version}")
+    if (delete_timestamps is None) != (delete_conditions is None) or (
+            delete_timestamps is not None and cell_timestamps is None):
+        raise ValueError("delete_timestamps: goes with delete_conditions and cell_timestamps (TileDB writes "
+                         "delete metadata only in fragments consolidated with timestamps)")
+    out = {}
+    for arg, values in given.items():
+        if arg == "processed_conditions":
+            if isinstance(values, (str, bytes)) or not all(isinstance(m, str) for m in values):
+                raise TypeError("processed_conditions: expected a list of delete commit names (str)")
+            out[arg] = list(values)
+            continue
+        column = np.asarray(values)
+        if column.ndim != 1 or column.dtype.kind not in "iu" or (len(column) and column.min() < 0):
+            raise ValueError(f"{arg}: expected one non-negative integer per cell")
+        out[next(k for k, a in _META_ARGS.items() if a == arg)] = column.astype(np.uint64)
+    return out
 
 
 def _sparse_bounds(dims, keys, columns, starts, bounds):
@@ -245,11 +296,21 @@ class ArrayWriter:
         self.write(value, **({"subarray": _subarray(self.schema, index)} if self.dense else
                              {"coords": index if isinstance(index, tuple) else (index,)}))
 
-    def write(self, data, *, subarray=None, coords=None, validity=None, uuid: str | None = None) -> str:
+    def write(self, data, *, subarray=None, coords=None, validity=None, uuid: str | None = None,
+              cell_timestamps=None, delete_timestamps=None, delete_conditions=None,
+              processed_conditions=None) -> str:
         """Write one fragment: ``data`` (an array, or a dict by attribute) at ``subarray`` (dense; default the
         whole domain) or ``coords`` (sparse: one array per dimension). ``uuid`` (32 hex digits) names the
-        fragment, to reproduce a given one. Returns the fragment's name."""
+        fragment, to reproduce a given one. Returns the fragment's name.
+
+        A sparse fragment can hold what consolidation keeps of its cells: ``cell_timestamps`` (ms, one per
+        cell, v14+; equal coordinates may then repeat, newest first), ``delete_timestamps`` and
+        ``delete_conditions`` (v15+: when a delete removed each cell and the index of its commit in
+        ``processed_conditions``, the delete commits' names ``__commits/<name>.del``, v16+; 2**64 - 1 for a
+        cell no delete removed)."""
         data = _by_attribute(self.schema, data)
+        meta = _cell_meta(self.version, self.dense, cell_timestamps, delete_timestamps, delete_conditions,
+                          processed_conditions)
         if self.dense:
             if coords is not None:
                 raise ValueError("coords: a dense array is written by subarray")
@@ -259,7 +320,7 @@ class ArrayWriter:
         else:
             if coords is None:
                 raise ValueError("coords: a sparse array is written with the coordinates of its cells")
-            fw = _sparse_fragment(self.schema, self.schema_name, list(coords), data, validity)
+            fw = _sparse_fragment(self.schema, self.schema_name, list(coords), data, validity, meta)
         t = now_ms() if self.timestamp is None else self.timestamp
         name = write_fragment(self.storage, self.root, fw, timestamp=t, uuid=_uuid(uuid), key=self.key,
                               max_chunk=self.max_chunk_size)
@@ -359,7 +420,10 @@ def open_writer(path, timestamp=None, key=None, max_chunk_size: int = MAX_CHUNK)
 
 
 def write(path, data, *, subarray=None, coords=None, validity=None, timestamp=None, key=None,
-          max_chunk_size: int = MAX_CHUNK, uuid: str | None = None) -> str:
+          max_chunk_size: int = MAX_CHUNK, uuid: str | None = None, cell_timestamps=None, delete_timestamps=None,
+          delete_conditions=None, processed_conditions=None) -> str:
     """Write one fragment to the array at ``path`` (see :meth:`ArrayWriter.write`); returns its name."""
-    return open_writer(path, timestamp, key, max_chunk_size).write(data, subarray=subarray, coords=coords,
-                                                                   validity=validity, uuid=uuid)
+    return open_writer(path, timestamp, key, max_chunk_size).write(
+        data, subarray=subarray, coords=coords, validity=validity, uuid=uuid, cell_timestamps=cell_timestamps,
+        delete_timestamps=delete_timestamps, delete_conditions=delete_conditions,
+        processed_conditions=processed_conditions)

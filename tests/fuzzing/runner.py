@@ -24,7 +24,7 @@ from pathlib import Path
 from .mutate import BEHAVIOURS, CORPUS
 from .targets import run_case
 
-__all__ = ["Options", "campaign", "run_one", "report", "BAD"]
+__all__ = ["Options", "Tally", "campaign", "run_one", "report", "BAD"]
 
 #: outcomes that fail a campaign
 BAD = ("escape", "hang", "memory", "modified_input", "harness_error")
@@ -39,6 +39,8 @@ class Options:
     timeout: float = 10.0
     memory_mib: int = 512
     cli_fraction: float = 0.03
+    validate_fraction: float = 0.25
+    start: int = 0   # the first case number: a long campaign runs as shards of consecutive numbers
     tmp: Path = field(default_factory=lambda: Path("/dev/shm") if os.access("/dev/shm", os.W_OK)
                       else Path(tempfile.gettempdir()))
 
@@ -64,7 +66,8 @@ def _case_in(workdir: Path, opts: Options, number: int, verbose: bool = False, n
     where = workdir / str(number)
     where.mkdir()
     try:
-        return run_case(opts.seed, number, where, opts.cli_fraction, opts.timeout, verbose, notify)
+        return run_case(opts.seed, number, where, opts.cli_fraction, opts.timeout, verbose, notify,
+                        opts.validate_fraction)
     except MemoryError:
         return dict(case=number, outcome="memory", op="harness")
     except Exception as e:  # a bug of the harness itself, reported apart from escapes
@@ -155,16 +158,35 @@ def _collect(slots, results: list, opts: Options):
             _dead(s, results, "hang", f"killed after {opts.timeout:g} s")
 
 
-def campaign(opts: Options, progress=None) -> dict:
-    """Run cases 0, 1, 2... until ``opts.cases`` or ``opts.seconds``; the report as a dict."""
+class Tally:
+    """The outcomes of a campaign, kept as counts: a million cases must not be a million dicts."""
+
+    def __init__(self):
+        self.outcomes, self.places, self.other_bad = Counter(), {}, []
+
+    def add(self, r: dict):
+        self.outcomes[r["outcome"]] += 1
+        if r["outcome"] == "escape":
+            p = self.places.setdefault((r["exc"], r["place"]), dict(exc=r["exc"], place=r["place"], count=0,
+                                                                    case=r["case"], op=r["op"], what=r["what"],
+                                                                    message=r["message"]))
+            p["count"] += 1
+            p["case"] = min(p["case"], r["case"])
+        elif r["outcome"] in BAD:
+            self.other_bad.append(r)
+
+
+def campaign(opts: Options) -> dict:
+    """Run cases ``opts.start``, ``opts.start + 1``... until ``opts.cases`` of them ran or ``opts.seconds``
+    passed; the report as a dict."""
     before = corpus_hash()
     top = Path(tempfile.mkdtemp(prefix="tdbfuzz-", dir=opts.tmp))
     ctx = mp.get_context("spawn")
     slots = [_Slot(ctx, opts, top, i) for i in range(opts.workers)]
-    results, number, started = [], 0, time.monotonic()
+    results, tally, number, started = [], Tally(), opts.start, time.monotonic()
 
     def more():
-        if opts.cases is not None and number >= opts.cases:
+        if opts.cases is not None and number >= opts.start + opts.cases:
             return False
         return opts.seconds is None or time.monotonic() - started < opts.seconds
 
@@ -177,32 +199,28 @@ def campaign(opts: Options, progress=None) -> dict:
             if all(s.case is None for s in slots):
                 break
             _collect(slots, results, opts)
-            if progress:
-                progress(results)
+            for r in results:
+                tally.add(r)
+            results.clear()
     finally:
         for s in slots:
             s.stop()
         shutil.rmtree(top, ignore_errors=True)
     elapsed = time.monotonic() - started
     if corpus_hash() != before:
-        results.append(dict(case=None, outcome="modified_input", op="the original corpus changed"))
-    return report(opts, sorted(results, key=lambda r: (r["case"] is None, r["case"] or 0)), elapsed)
+        tally.add(dict(case=None, outcome="modified_input", op="the original corpus changed"))
+    return report(opts, tally, elapsed, number)
 
 
-def report(opts: Options, results: list, elapsed: float) -> dict:
+def report(opts: Options, tally: Tally, elapsed: float, end: int) -> dict:
     """Outcome counts, and each distinct escape place with its count and first reproducing case."""
-    places = {}
-    for r in results:
-        if r["outcome"] == "escape":
-            p = places.setdefault((r["exc"], r["place"]), dict(exc=r["exc"], place=r["place"], count=0,
-                                                                case=r["case"], op=r["op"], what=r["what"],
-                                                                message=r["message"]))
-            p["count"] += 1
-    return dict(seed=opts.seed, cases=len(results), seconds=round(elapsed, 1),
-                cases_per_second=round(len(results) / elapsed, 2) if elapsed else None,
-                outcomes=dict(Counter(r["outcome"] for r in results)),
-                escapes=sorted(places.values(), key=lambda p: -p["count"]),
-                other_bad=[r for r in results if r["outcome"] in BAD and r["outcome"] != "escape"])
+    cases = end - opts.start  # every case handed out has been collected by now
+    return dict(seed=opts.seed, first_case=opts.start, end_case=end, cases=cases, seconds=round(elapsed, 1),
+                cases_per_second=round(cases / elapsed, 2) if elapsed else None,
+                validate_fraction=opts.validate_fraction, cli_fraction=opts.cli_fraction,
+                outcomes=dict(tally.outcomes),
+                escapes=sorted(tally.places.values(), key=lambda p: -p["count"]),
+                other_bad=tally.other_bad)
 
 
 def run_one(opts: Options, number: int) -> dict:
