@@ -33,6 +33,7 @@ from .structs.prev1_1x import ArraySchema1x, FragmentMetadata1x, GenericTile1x
 from .validate import RULES, Finding, validate  # noqa: E402 (the function shadows its package's name, on purpose)
 from .array.dask import to_dask
 from .storage import storage_for
+from .storage import default_storage_options
 from .salvage import Loss, SalvageReport, salvage  # noqa: E402 (the function shadows its module's name)
 from .filters import FilterPlan
 
@@ -60,3 +61,4 @@ __all__ = [
 ]
 __all__ += ["to_dask", "storage_for"]
 __all__ += ["FilterPlan"]
+__all__ += ["default_storage_options"]

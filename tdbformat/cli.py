@@ -561,21 +561,32 @@ def _progress():
 
 
 def cmd_validate(args) -> int:
-    from .validate import RULES, validate
+    from .validate import validate, validate_many
 
     rules = None if not args.rules else [r.strip() for x in args.rules for r in x.split(",") if r.strip()]
+    if len(args.path) > 1 or args.scheduler:  # several arrays, or a dask cluster: one report per PATH, in order
+        found = validate_many(args.path, key=args.key, rules=rules, scheduler=args.scheduler,
+                              storage_options=args.storage_options)
+        return max(_validate_report(args, path, rules, findings) for path, findings in zip(args.path, found))
     bar, advance = _progress()
     if bar is not None:
         with bar:
-            findings = validate(args.path, key=args.key, rules=rules, progress=advance)
+            findings = validate(args.path[0], key=args.key, rules=rules, progress=advance)
     else:
-        findings = validate(args.path, key=args.key, rules=rules)
+        findings = validate(args.path[0], key=args.key, rules=rules)
+    return _validate_report(args, args.path[0], rules, findings)
+
+
+def _validate_report(args, path, rules, findings) -> int:
+    """Print one PATH's findings (--json: one document, a line of its own); 1 if any is an error."""
+    from .validate import RULES
+
     errors = sum(f.severity == "error" for f in findings)
     if args.json:
-        _print_json(_doc("validate", args.path, rules=rules or list(RULES), errors=errors,
+        _print_json(_doc("validate", path, rules=rules or list(RULES), errors=errors,
                          warnings=len(findings) - errors, findings=[f.to_json() for f in findings]))
     elif not findings:
-        _console().print(f"{args.path}: no findings ({len(rules or RULES)} rules)")
+        _console().print(f"{path}: no findings ({len(rules or RULES)} rules)")
     else:
         for f in findings:
             print(f)
@@ -779,9 +790,12 @@ def parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("validate", help="check an array, a group (recursively) or a file against the format's "
                        "rules; exit 1 if errors are found")
-    s.add_argument("path")
+    s.add_argument("path", nargs="+", help="arrays, groups or files (several: one report each, in this order)")
     s.add_argument("--key", help=key_help)
-    s.add_argument("--json", action="store_true", help=json_help % "validate")
+    s.add_argument("--json", action="store_true", help=json_help % "validate" + " (several PATHs: one document "
+                   "per line)")
+    s.add_argument("--scheduler", metavar="ADDRESS", help="validate on this dask.distributed cluster "
+                   "(tcp://host:port), one task per PATH (needs tdbformat[dask])")
     s.add_argument("--rules", action="append", metavar="ID[,ID...]",
                    help="run only these rules (repeatable): " + ", ".join(RULES))
     s.set_defaults(func=cmd_validate)
@@ -804,18 +818,45 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help=json_help % "salvage")
     s.set_defaults(func=cmd_salvage)
     # --- end salvage ---
+    # --- remote: --storage-options on every command that takes a path or a URL ---
+    for s in sub.choices.values():
+        if {a.dest for a in s._actions} & _PATH_ARGS:
+            s.add_argument("--storage-options", type=_storage_options, metavar="JSON",
+                           help='options of the URLs\' fsspec filesystem, a JSON object (as pandas and dask take '
+                           'storage_options), e.g. \'{"anon": true}\'; local paths ignore them')
+    # --- end remote ---
     return p
+
+
+#: the positional arguments that name a path or a URL
+_PATH_ARGS = {"path", "src", "dst", "file_a", "file_b"}
+
+
+def _storage_options(text: str) -> dict:
+    """``--storage-options``: a JSON object, else a usage error (argparse names the option, exit 2)."""
+    import json
+
+    try:
+        options = json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not JSON: {e}") from None
+    if not isinstance(options, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, not {type(options).__name__}")
+    return options
 
 
 def main(argv=None) -> int:
     """Exit codes: 0 success, 1 findings (validation), 2 usage or format error (argparse exits 2 too)."""
+    from .storage import default_storage_options
+
     args = parser().parse_args(argv)
     # a cell that is not valid UTF-8, or a terminal that is not UTF-8, must never end the output
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     try:
-        return args.func(args)
+        with default_storage_options(getattr(args, "storage_options", None) or {}):  # reaches every URL opened
+            return args.func(args)
     except BrokenPipeError:  # `tdbformat inspect ... | head`
         return 0
     except FormatError as e:

@@ -171,7 +171,9 @@ class Listing:
     @classmethod
     def of(cls, storage: Storage, root, key=None) -> "Listing":
         out = cls(storage, root, key)
-        out._load()
+        folders = [root] + [storage.join(root, d) for d in (COMMITS_DIR, FRAGMENTS_DIR, FRAGMENT_META_DIR)]
+        with storage.snapshot(prefetch=folders):  # one view of the folders (one request each, at once, remote)
+            out._load()
         return out
 
     def _files(self, folder):

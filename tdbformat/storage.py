@@ -18,6 +18,7 @@ the slices asked of it.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import stat
 import uuid
@@ -28,9 +29,45 @@ from .errors import FormatError, UnsupportedError
 
 __all__ = ["Storage", "LocalStorage", "storage_for"]
 __all__ += ["FsspecStorage", "FileView", "URL_SCHEMES", "coalesce"]
+__all__ += ["default_storage_options"]
 
 
-class Storage:
+class _Listings:
+    """How a storage lists folders: fresh each time, or once per folder inside :meth:`snapshot`."""
+
+    #: inside :meth:`snapshot`: ``{folder: names}``
+    _listings = None
+
+    def list(self, folder) -> list[str]:
+        """The names in ``folder``, sorted (TileDB lists by name); empty if there is no such folder."""
+        if self._listings is None:
+            return self._list(folder)
+        if folder not in self._listings:
+            self._listings[folder] = self._list(folder)
+        return self._listings[folder]
+
+    def _list(self, folder) -> list[str]:
+        raise NotImplementedError
+
+    def _list_many(self, folders) -> list[list[str]]:
+        return [self._list(f) for f in folders]
+
+    @contextmanager
+    def snapshot(self, prefetch=()):
+        """Within the block, each folder is listed once and that listing kept: one consistent view of an
+        array's folders (on an object store, a request saved per folder listed twice). ``prefetch``: folders
+        to list now, at once (concurrently on an object store)."""
+        if self._listings is not None:  # already inside one
+            yield
+            return
+        self._listings = dict(zip(prefetch, self._list_many(list(prefetch))))
+        try:
+            yield
+        finally:
+            self._listings = None
+
+
+class Storage(_Listings):
     """What the rest of the package asks of a place where arrays live. Paths are what :meth:`join` makes."""
 
     def join(self, folder, *names):
@@ -50,10 +87,6 @@ class Storage:
         raise NotImplementedError
 
     def is_dir(self, path) -> bool:
-        raise NotImplementedError
-
-    def list(self, folder) -> list[str]:
-        """The names in ``folder``, sorted (TileDB lists by name); empty if there is no such folder."""
         raise NotImplementedError
 
     def _read(self, path, start: int, length: int) -> bytes:
@@ -100,10 +133,26 @@ class Storage:
         start = max(0, size - length)
         return start, self.read(path, start, size, what)
 
-    def read_many(self, ranges, what: str = "file") -> list[bytes]:
+    #: ranges fewer bytes apart than this are fetched as one block by :meth:`read_many` (a local read
+    #: merges only ranges that touch: seeking is free, reading a gap is not)
+    MAX_GAP = 0
+
+    def read_many(self, ranges, what: str = "file") -> list:
         """The bytes of each ``(path, start, end)`` in ``ranges``, in order, each checked as :meth:`read`
-        checks one. Object stores override it to coalesce and fetch concurrently."""
-        return [self.read(path, start, end, what) for path, start, end in ranges]
+        checks one. Ranges of a file less than :attr:`MAX_GAP` apart are fetched as one block
+        (:func:`coalesce`); a range that is not a whole block comes back as a memoryview into it (no copy)."""
+        ranges = [(path, int(start), self.checked(path, int(start), int(end), what)) for path, start, end in ranges]
+        blocks, owner = coalesce(ranges, self.MAX_GAP)
+        got = self._read_blocks(blocks, what)
+        out = []
+        for (path, start, end), i in zip(ranges, owner):
+            data, at = got[i], blocks[i][1]
+            out.append(data if (start, end) == (at, at + len(data)) else memoryview(data)[start - at:end - at])
+        return out
+
+    def _read_blocks(self, blocks, what: str) -> list[bytes]:
+        """The bytes of each checked ``[path, start, end]`` block (object stores fetch them concurrently)."""
+        return [self._read(path, start, end - start) if end > start else b"" for path, start, end in blocks]
 
     def view(self, path, what: str = "file", preload: int = 0) -> "FileView":
         """The file as a lazy bytes-like :class:`FileView` (its last ``preload`` bytes fetched now)."""
@@ -157,7 +206,7 @@ class LocalStorage(Storage):
     def is_dir(self, path) -> bool:
         return Path(path).is_dir()
 
-    def list(self, folder) -> list[str]:
+    def _list(self, folder) -> list[str]:
         if not Path(folder).is_dir():
             return []
         return sorted(self._os(lambda: os.listdir(folder), folder))
@@ -281,7 +330,7 @@ class FsspecStorage(Storage):
     request, not a size lookup and a read.
     """
 
-    #: ranges fewer bytes apart than this are fetched in one request by :meth:`read_many`
+    #: ranges fewer bytes apart are one request in :meth:`read_many` (64 KiB more cost less than a round trip)
     MAX_GAP = 64 << 10
     _RENAMES = ("file", "memory")
 
@@ -321,44 +370,28 @@ class FsspecStorage(Storage):
     def is_dir(self, path) -> bool:
         return bool(_call(lambda: self.fs.isdir(path), path))
 
-    def _entries(self, folder) -> list[dict]:
-        """The listing of ``folder`` (fresh: other writers add files), its file sizes remembered."""
-        self.fs.invalidate_cache(folder)
-        base = self.fs._strip_protocol(folder).rstrip("/")
-        out = [e for e in _call(lambda: self.fs.ls(folder, detail=True), folder, missing=list) if e["name"].rstrip("/") != base]
-        for e in out:
-            if e.get("type") == "file":
-                self._sizes[self.join(folder, self.name(e["name"]))] = int(e["size"])
-        return out
+    def _list(self, folder, found=None) -> list[str]:
+        return sorted(self.name(e["name"]) for e in _entries(self, folder, found))
 
-    def list(self, folder) -> list[str]:
-        return sorted(self.name(e["name"]) for e in self._entries(folder))
+    def _list_many(self, folders) -> list[list[str]]:
+        return [self._list(f, found) for f, found in zip(folders, _ls_many(self.fs, folders))]
 
     def walk(self, folder) -> list:
         base = self.fs._strip_protocol(folder).rstrip("/")
         found = _call(lambda: self.fs.find(folder, detail=True), folder)
-        out = []
         for name, info in found.items():
-            path = str(folder).rstrip("/") + name[len(base):]
-            self._sizes[path] = int(info["size"])
-            out.append(path)
-        return sorted(out, key=lambda p: p.split("/"))
+            self._sizes[str(folder).rstrip("/") + name[len(base):]] = int(info["size"])
+        return sorted((str(folder).rstrip("/") + n[len(base):] for n in found), key=lambda p: p.split("/"))
 
     def _read(self, path, start: int, length: int) -> bytes:
         data = _call(lambda: self.fs.cat_file(path, start=start, end=start + length), path)
         return _check_fetched(data, path, start, start + length)
 
-    def read_many(self, ranges, what: str = "file") -> list[bytes]:
-        """Each ``(path, start, end)`` of ``ranges``, in order: neighbouring ranges of a file (less than
-        :attr:`MAX_GAP` apart) merge into one request, and the requests run concurrently."""
-        ranges = [(path, int(start), self.checked(path, int(start), int(end), what)) for path, start, end in ranges]
-        blocks, owner = coalesce(ranges, self.MAX_GAP)
-        got = _call(lambda: self.fs.cat_ranges(*map(list, zip(*blocks)), on_error="return"),
-                         blocks[0][0]) if blocks else []
-        for (path, start, end), data in zip(blocks, got):
-            _check_fetched(data, path, start, end)
-        return [got[owner[i]][start - blocks[owner[i]][1]:end - blocks[owner[i]][1]]
-                for i, (path, start, end) in enumerate(ranges)]
+    def _read_blocks(self, blocks, what: str) -> list[bytes]:  # one concurrent cat_ranges call
+        if not blocks:
+            return []
+        got = _call(lambda: self.fs.cat_ranges(*map(list, zip(*blocks)), on_error="return"), blocks[0][0])
+        return [_check_fetched(data, path, start, end) for (path, start, end), data in zip(blocks, got)]
 
     def write(self, path, data: bytes) -> None:
         def write():
@@ -385,6 +418,82 @@ class FsspecStorage(Storage):
     def delete(self, path) -> None:
         _call(lambda: self.fs.rm_file(path), path)
         self._sizes.pop(path, None)
+
+    def makedirs(self, path) -> None:
+        # an object store has no folders: a folder is there once an object below it is (as for TileDB)
+        if self.protocol in self._RENAMES:
+            _call(lambda: self.fs.makedirs(path, exist_ok=True), path)
+
+    def writer(self, path):
+        """An object appears whole when the block ends (a multipart upload completes on close), or not at all."""
+        self._sizes.pop(path, None)
+        if self.protocol in self._RENAMES:
+            self.makedirs(self.parent(path))
+        return _fs_writer(self.fs, path)
+
+
+@contextmanager
+def _fs_writer(fs, path):
+    f = _call(lambda: fs.open(path, "wb"), path)
+    try:
+        yield _Sink(f, path)
+    except BaseException:
+        with contextlib.suppress(Exception):  # abandon the upload; never mask the error
+            f.discard() if hasattr(f, "discard") else f.close()
+        raise
+    _call(f.close, path)
+
+
+class _Sink:
+    """A file being written whose errors are ours, naming it."""
+
+    def __init__(self, f, path):
+        self.f, self.path = f, path
+
+    def write(self, data) -> int:
+        return _call(lambda: self.f.write(data), self.path)
+
+    def writelines(self, parts) -> None:
+        for part in parts:
+            self.write(part)
+
+
+def _entries(storage, folder, found=None) -> list[dict]:
+    """The listing of ``folder`` (``found``: as fetched; else fresh, for other writers add files), its file
+    sizes remembered by ``storage``."""
+    fs = storage.fs
+    if found is None:
+        fs.invalidate_cache(folder)
+        found = _call(lambda: fs.ls(folder, detail=True), folder, missing=list)
+    base = fs._strip_protocol(folder).rstrip("/")
+    out = [e for e in found if e["name"].rstrip("/") != base]
+    for e in out:
+        if e.get("type") == "file":
+            storage._sizes[storage.join(folder, storage.name(e["name"]))] = int(e["size"])
+    return out
+
+
+def _ls_many(fs, folders) -> list:
+    """``fs.ls(folder, detail=True)`` of each folder, fresh, at once where the filesystem is asynchronous (a
+    missing folder lists empty)."""
+    for folder in folders:
+        fs.invalidate_cache(folder)
+    if not folders or not getattr(fs, "async_impl", False):
+        return [_call(lambda f=f: fs.ls(f, detail=True), f, missing=list) for f in folders]
+    import asyncio
+
+    from fsspec.asyn import sync
+
+    async def gather():
+        return await asyncio.gather(*(fs._ls(f, detail=True) for f in folders), return_exceptions=True)
+    got = _call(lambda: sync(fs.loop, gather), folders[0])
+    return [[] if isinstance(g, FileNotFoundError) else _check_listed(g, f) for f, g in zip(folders, got)]
+
+
+def _check_listed(found, folder):
+    if isinstance(found, BaseException):
+        raise _error(found, folder)
+    return found
 
 
 def _call(call, path, missing=None):
@@ -446,7 +555,25 @@ def storage_for(path, storage_options=None) -> tuple[Storage, object]:
         if scheme not in URL_SCHEMES:
             raise ValueError(f"path: unsupported URL scheme {scheme}:// (supported: "
                              f"{', '.join(s + '://' for s in URL_SCHEMES)})")
-        return FsspecStorage(scheme, storage_options), path.rstrip("/")
+        options = _DEFAULT_OPTIONS.get() if storage_options is None else storage_options
+        return FsspecStorage(scheme, options), path.rstrip("/")
     if storage_options:
         raise ValueError("storage_options: only URLs take storage options, not a local path")
     return LocalStorage(), Path(path)
+
+
+#: what :func:`default_storage_options` set for the URLs of this thread or task
+_DEFAULT_OPTIONS = contextvars.ContextVar("tdbformat_storage_options", default=None)
+
+
+@contextmanager
+def default_storage_options(options):
+    """Within the block, every URL opened without ``storage_options=`` of its own takes ``options`` (local
+    paths ignore them): how the CLI's ``--storage-options`` reaches every function a command calls."""
+    if not isinstance(options, dict):
+        raise TypeError(f"storage_options: expected a dict, not {type(options).__name__}")
+    token = _DEFAULT_OPTIONS.set(dict(options))
+    try:
+        yield
+    finally:
+        _DEFAULT_OPTIONS.reset(token)

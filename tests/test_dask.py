@@ -141,3 +141,46 @@ def test_a_dense_array_on_a_two_worker_cluster_stays_within_four_tiles(tmp_path)
         grown = client.run(_growth)
     print("worker peak RSS growth (MiB):", {w: round(g / 2**20) for w, g in grown.items()})
     assert all(0 < g < 4 * tile_bytes for g in grown.values()), {w: g / 2**20 for w, g in grown.items()}
+
+
+def _corrupted(tmp_path):
+    """A copy of a corpus array with SHA-256 checksums, one byte of a data tile flipped."""
+    import shutil
+    src = corpus.CORPUS / "v22_tiledb-py-0.36.1_core-2.30.0" / "filter_checksum_sha256" / "array"
+    dst = tmp_path / "corrupted"
+    shutil.copytree(src, dst)
+    data = sorted(p for p in dst.rglob("*.tdb") if "__fragments" in p.parts and p.name != "__fragment_metadata.tdb")
+    raw = bytearray(data[0].read_bytes())
+    raw[-3] ^= 0xFF
+    data[0].write_bytes(bytes(raw))
+    return dst
+
+
+def test_validate_on_a_cluster_finds_what_a_local_run_finds(tmp_path, capsys):
+    """``tdbformat validate --scheduler ADDRESS PATH...``: several corpus arrays and a corrupted one, each a
+    task on a two-process LocalCluster; the JSON reports come in PATH order and equal the local run's."""
+    import json
+    distributed = pytest.importorskip("distributed")
+    from tdbformat.cli import main
+    v22 = corpus.CORPUS / "v22_tiledb-py-0.36.1_core-2.30.0"
+    paths = [str(v22 / name / "array") for name in ("dense_2d_multiattr", "sparse_var_string_dim",
+                                                    "consolidated_dense", "fragment_meta_consolidated")]
+    paths.insert(2, str(_corrupted(tmp_path)))
+    assert main(["validate", "--json", *paths]) == 1
+    local = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        assert main(["validate", "--json", "--scheduler", cluster.scheduler_address, *paths]) == 1
+    remote = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [d["path"] for d in local] == paths and remote == local
+    assert [d["errors"] > 0 for d in local] == [False, False, True, False, False]
+    assert any(f["rule"] == "checksums" for f in local[2]["findings"])
+
+
+def test_validate_scheduler_without_distributed_says_what_to_install(monkeypatch, capsys):
+    import builtins
+    from tdbformat.cli import main
+    real = builtins.__import__
+    monkeypatch.setattr(builtins, "__import__", lambda name, *a, **k: (_ for _ in ()).throw(ImportError(name))
+                        if name == "distributed" else real(name, *a, **k))
+    assert main(["validate", "--scheduler", "tcp://127.0.0.1:1", str(corpus.CORPUS)]) == 2
+    assert "needs dask.distributed: pip install 'tdbformat[dask]'" in capsys.readouterr().err

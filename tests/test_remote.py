@@ -23,7 +23,8 @@ import corpus
 
 fsspec = pytest.importorskip("fsspec")
 s3fs = pytest.importorskip("s3fs")
-moto_server = pytest.importorskip("moto.server")
+pytest.importorskip("moto.server")
+from s3server import MotoProcess  # noqa: E402 (after the skips: it needs moto)
 
 ARRAY_CASES = [c for c in corpus.cases() if corpus.truth(c).get("kind", "array") == "array"]
 #: uploading the whole corpus to the S3 server takes ~10 minutes: by default one array of each kind per
@@ -38,13 +39,12 @@ SMALL_TAIL = 1024
 
 
 class S3Server:
-    """A moto S3 server on a free loopback port: ``options`` are the fsspec storage_options that reach it."""
+    """moto's S3 server on loopback (in a process of its own: tests/s3server.py says why) holding the bucket
+    the tests upload to: ``options`` are the fsspec storage_options that reach it."""
 
     def __init__(self):
-        self.server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        self.server.start()
-        host, port = self.server.get_host_and_port()
-        self.options = {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": f"http://{host}:{port}"}}
+        self.server = MotoProcess()
+        self.options = self.server.options
         self.fs = s3fs.S3FileSystem(**self.options, skip_instance_cache=True)
         self.fs.mkdir(BUCKET)
         self.uploaded = set()
@@ -196,12 +196,9 @@ def test_a_footer_tail_holds_the_footer(s3, server, monkeypatch):
     assert ranged > 20
 
 
-def test_tiledb_py_writes_to_s3_and_tdbformat_reads_it(s3, remote):
+def test_tiledb_py_writes_to_s3_and_tdbformat_reads_it(s3, remote, server):
     tiledb = pytest.importorskip("tiledb")
-    endpoint = s3["client_kwargs"]["endpoint_url"].removeprefix("http://")
-    ctx = tiledb.Ctx({"vfs.s3.endpoint_override": endpoint, "vfs.s3.scheme": "http", "vfs.s3.region": "us-east-1",
-                      "vfs.s3.use_virtual_addressing": "false", "vfs.s3.aws_access_key_id": "testing",
-                      "vfs.s3.aws_secret_access_key": "testing"})
+    ctx = tiledb.Ctx(server.server.tiledb_config())
     uri = f"s3://{BUCKET}/written-by-tiledb-py-{uuid.uuid4().hex}"
     dom = tiledb.Domain(tiledb.Dim("x", (0, 99), tile=10, dtype=np.int32), tiledb.Dim("y", (0, 9), tile=5, dtype=np.int32))
     schema = tiledb.ArraySchema(domain=dom, attrs=[tiledb.Attr("v", np.float64, filters=[tiledb.ZstdFilter()]),
@@ -368,3 +365,209 @@ def test_every_footer_from_a_tail_equals_the_whole_files(tail, monkeypatch):
             assert meta.footer_offset == whole.footer_offset and meta._data.fetched() < len(meta._data)
             ranged += 1
     assert ranged > 500
+
+
+# -- tile reads: one batch of coalesced, concurrent ranged GETs per fragment and field -------------------
+
+
+class Gets:
+    """Every GET the S3 client sends (``(key, Range header)``): the requests the server serves, counted
+    below fsspec and tdbformat."""
+
+    def __init__(self, monkeypatch):
+        self.gets, self.lists = [], []
+        real = s3fs.S3FileSystem._call_s3
+
+        async def _call_s3(fs, method, *args, **kwargs):
+            if method == "get_object":
+                self.gets.append((kwargs["Key"], kwargs.get("Range")))
+            elif method == "list_objects_v2":
+                self.lists.append(kwargs.get("Prefix"))
+            return await real(fs, method, *args, **kwargs)
+        monkeypatch.setattr(s3fs.S3FileSystem, "_call_s3", _call_s3)
+
+    def of_data(self) -> list:
+        return [g for g in self.gets if _data_file("/" + g[0])]
+
+
+def _tiled_array(server, tmp_path, sparse: bool):
+    """TileDB-Py writes a 64-tile int32 array (256 x 256 cells in 32 x 32 tiles, no filters: every tile the
+    same size), uploaded to the S3 server; its values an independent function of the cell."""
+    tiledb = pytest.importorskip("tiledb")
+    path = tmp_path / ("sparse" if sparse else "dense")
+    dom = tiledb.Domain(*(tiledb.Dim(n, (0, 255), tile=32, dtype=np.int64) for n in ("r", "c")))
+    tiledb.Array.create(str(path), tiledb.ArraySchema(domain=dom, sparse=sparse, capacity=1024,
+                                                      attrs=[tiledb.Attr("v", np.int32)]))
+    values = (np.arange(256 * 256) % 9973).astype(np.int32).reshape(256, 256)
+    with tiledb.open(str(path), "w") as a:
+        if sparse:
+            r, c = np.indices(values.shape)
+            a[r.ravel(), c.ravel()] = values.ravel()
+        else:
+            a[:] = values
+    url = f"s3://{BUCKET}/tiled-{uuid.uuid4().hex}"
+    server.fs.put(str(path), url.removeprefix("s3://"), recursive=True)
+    return url, values
+
+
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_a_full_read_fetches_each_data_file_in_one_request(sparse, s3, server, tmp_path, monkeypatch):
+    url, values = _tiled_array(server, tmp_path, sparse)
+    arr = tdbformat.open_array(url, storage_options=s3)
+    gets = Gets(monkeypatch)
+    got = arr.read()
+    if sparse:
+        assert np.array_equal(got["v"], values[got["r"], got["c"]]) and len(got["v"]) == values.size
+    else:
+        assert np.array_equal(got["v"], values)
+    data = gets.of_data()
+    files = {k for k, _ in data}
+    # 64 tiles per field, yet one GET per data file (v, and the coordinates of a sparse array)
+    assert len(files) == (3 if sparse else 1) and len(data) == len(files), data
+
+
+def test_a_one_tile_slice_fetches_that_tiles_range_only(s3, server, tmp_path, monkeypatch):
+    url, values = _tiled_array(server, tmp_path, sparse=False)
+    arr = tdbformat.open_array(url, storage_options=s3)
+    gets = Gets(monkeypatch)
+    got = arr.read(ranges={"r": (64, 95), "c": (160, 191)})  # tile (2, 5) of the 8 x 8 tile grid
+    assert np.array_equal(got["v"], values[64:96, 160:192])
+    [(key, rng)] = gets.of_data()
+    # unfiltered tiles of one size: tile k (row-major tile order) is the k-th 64th of the file
+    size = server.fs.size(f"{BUCKET}/{key}")
+    k, per_tile = 2 * 8 + 5, size // 64
+    assert size % 64 == 0 and rng == f"bytes={k * per_tile}-{(k + 1) * per_tile - 1}"
+
+
+def test_local_read_many_merges_touching_ranges_only(tmp_path, monkeypatch):
+    path = tmp_path / "f"
+    data = bytes(range(256)) * 64
+    path.write_bytes(data)
+    storage, reads = LocalStorage(), []
+    real = LocalStorage._read
+    monkeypatch.setattr(LocalStorage, "_read", lambda s, p, start, n: reads.append((start, n)) or real(s, p, start, n))
+    asked = [(path, 100, 200), (path, 0, 100), (path, 300, 310), (path, 200, 250)]
+    got = storage.read_many(asked)
+    assert [bytes(g) for g in got] == [data[s:e] for _, s, e in asked]
+    assert sorted(reads) == [(0, 250), (300, 10)]  # the gap before 300 is not read
+    with pytest.raises(FormatError, match="outside") as e:
+        storage.read_many([(path, 0, 10), (path, 16000, 16400)], what="data file")
+    assert e.value.file == str(path)
+
+
+# -- the command line: --storage-options on every command that takes a path or a URL ----------------------
+
+
+def _cli(capsys, *argv, code=0) -> str:
+    from tdbformat.cli import main
+    assert main([str(a) for a in argv]) == code, capsys.readouterr()
+    return capsys.readouterr().out
+
+
+def test_cli_commands_take_storage_options(s3, server, tmp_path, capsys):
+    """create, write, cat, schema, validate, stats, inspect, convert and salvage on URLs of the S3 server,
+    reached through --storage-options alone: the array made from a corpus array's schema JSON and cells
+    shows the same schema and cells as the original."""
+    import json
+    opts = ["--storage-options", json.dumps(s3)]
+    src = corpus.CORPUS / "v22_tiledb-py-0.36.1_core-2.30.0" / "dense_2d_multiattr" / "array"
+    (tmp_path / "s.json").write_text(_cli(capsys, "schema", "--json", src))
+    cells = _cli(capsys, "cat", "--csv", src)
+    (tmp_path / "in.csv").write_text(cells)
+    url = f"s3://{BUCKET}/cli-{uuid.uuid4().hex}"
+    _cli(capsys, "create", url, "--schema", tmp_path / "s.json", "--version", 22, *opts)
+    _cli(capsys, "write", url, tmp_path / "in.csv", "--timestamp", 7, *opts)
+    assert _cli(capsys, "cat", "--csv", url, *opts) == cells
+
+    def schema(path, *more):
+        doc = json.loads(_cli(capsys, "schema", "--json", path, *more))["schemas"][-1]
+        doc.pop("name")
+        return doc
+    assert schema(url, *opts) == schema(src)
+    assert "no findings" in _cli(capsys, "validate", url, *opts)
+    stats = json.loads(_cli(capsys, "stats", "--json", url, *opts))
+    assert sum(f["cell_num"] for f in stats["fragments"]) == len(cells.splitlines()) - 1
+    assert any(f["kind"] == "fragment_metadata" for f in json.loads(_cli(capsys, "inspect", "--json", url, *opts))
+               ["files"])
+    _cli(capsys, "convert", url, url + "-v20", "--version", 20, *opts)
+    assert _cli(capsys, "cat", "--csv", url + "-v20", *opts) == cells
+    _cli(capsys, "salvage", url, tmp_path / "copy", *opts)  # a URL source, a local destination
+    assert _cli(capsys, "cat", "--csv", tmp_path / "copy") == cells
+
+
+@pytest.mark.parametrize("bad, says", [("{not json", "not JSON"), ("[1, 2]", "expected a JSON object, not list")])
+def test_a_bad_storage_options_is_a_usage_error_naming_the_option(bad, says, capsys):
+    from tdbformat.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(["cat", "s3://b/a", "--storage-options", bad])
+    assert e.value.code == 2
+    assert f"argument --storage-options: {says}" in capsys.readouterr().err
+
+
+# -- dask over S3: storage options nested as fsspec takes them ------------------------------------------
+
+
+def test_to_dask_with_nested_storage_options(s3, server, tmp_path):
+    """``{"client_kwargs": {"endpoint_url": ...}}`` tokenizes, names the graph the same way twice, and reaches
+    the array from dask's threads and from a worker process that opens it anew."""
+    dask = pytest.importorskip("dask")
+    distributed = pytest.importorskip("distributed")
+    from tdbformat.array.dask import to_dask
+    assert isinstance(s3["client_kwargs"], dict)
+    url, values = _tiled_array(server, tmp_path, sparse=False)
+    arr = tdbformat.open_array(url, storage_options=s3)
+    x = to_dask(arr)["v"]
+    assert x.name == to_dask(arr)["v"].name  # the same array, window and options: the same graph
+    assert np.array_equal(x.compute(scheduler="threads"), values)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as c, \
+            distributed.Client(c):
+        assert np.array_equal(x[30:70, 100:200].compute(), values[30:70, 100:200])
+    surl, _ = _tiled_array(server, tmp_path / "s", sparse=True)
+    df = to_dask(tdbformat.open_array(surl, storage_options=s3)).compute(scheduler="threads")
+    assert len(df) == values.size and np.array_equal(df["v"].to_numpy(), values[df["r"], df["c"]])
+    assert dask.base.tokenize(s3) == dask.base.tokenize(dict(s3))
+
+
+def test_an_array_tdbformat_writes_to_s3_reads_equal_in_tiledb_py(s3, server, tmp_path):
+    """tdbformat creates an array on the S3 server and writes two fragments there (no folder objects, each
+    commit marker last); TileDB-Py, pointed at the same server, opens it and reads it back equal."""
+    tiledb = pytest.importorskip("tiledb")
+    dom = tiledb.Domain(tiledb.Dim("x", (0, 99), tile=10, dtype=np.int32), tiledb.Dim("y", (0, 9), tile=5, dtype=np.int32))
+    tiledb.Array.create(str(tmp_path / "schema"), tiledb.ArraySchema(domain=dom, attrs=[
+        tiledb.Attr("v", np.float64, filters=[tiledb.ZstdFilter()]), tiledb.Attr("s", str, var=True)]))
+    values = np.random.default_rng(11).random((100, 10))
+    strings = np.array([f"cell{i}" * (i % 4) for i in range(1000)], dtype=object).reshape(100, 10)
+    url = f"s3://{BUCKET}/written-by-tdbformat-{uuid.uuid4().hex}"
+    with tdbformat.default_storage_options(s3):
+        tdbformat.create(url, tdbformat.open_array(tmp_path / "schema").schema, version=22)
+        tdbformat.write(url, {"v": values[:50], "s": strings[:50]}, subarray=[(0, 49), (0, 9)])
+        tdbformat.write(url, {"v": values[50:], "s": strings[50:]}, subarray=[(50, 99), (0, 9)])
+    with tiledb.open(url, ctx=tiledb.Ctx(server.server.tiledb_config())) as a:
+        assert a.schema == tiledb.ArraySchema.load(str(tmp_path / "schema"))
+        assert a.nonempty_domain() == ((0, 99), (0, 9))
+        got = a[:]
+    assert np.array_equal(got["v"], values) and got["s"].tolist() == strings.tolist()
+
+
+def test_default_storage_options_reach_urls_only_and_only_inside_the_block():
+    from tdbformat.storage import default_storage_options
+    with default_storage_options({"skip_instance_cache": True}):
+        assert storage_for("memory://a/b")[0].storage_options == {"skip_instance_cache": True}
+        assert storage_for("memory://a/b", {})[0].storage_options == {}  # the caller's own options win
+        assert isinstance(storage_for("/tmp/x")[0], LocalStorage)  # a local path ignores them
+    assert storage_for("memory://a/b")[0].storage_options == {}
+    with pytest.raises(TypeError, match="storage_options"):
+        with default_storage_options('{"anon": true}'):
+            pass
+
+
+def test_opening_lists_each_folder_once(s3, server, tmp_path, monkeypatch):
+    """The array's folders are listed once each while its fragments are found (a snapshot, the root,
+    __commits, __fragments and __fragment_meta fetched at once), not once per question asked of them."""
+    url, values = _tiled_array(server, tmp_path, sparse=False)
+    gets = Gets(monkeypatch)
+    arr = tdbformat.open_array(url, storage_options=s3)
+    folders = [f"{url.removeprefix(f's3://{BUCKET}/')}/{d}" for d in ("", "__commits/", "__fragments/",
+                                                                     "__fragment_meta/", "__schema/")]
+    assert [gets.lists.count(f) for f in folders] == [1] * len(folders), gets.lists
+    assert np.array_equal(arr.read()["v"], values)

@@ -34,17 +34,20 @@ def _dask(part: str):
 
 
 def _spec(arr) -> tuple:
+    """What a task opens the array by: path, key, window and storage options (nested dicts and all, as
+    fsspec takes them: dask tokenizes them, and :data:`_OPENED` is keyed by that token)."""
     options = arr.storage.storage_options if isinstance(arr.storage, FsspecStorage) else {}
-    return str(arr.path), arr.key, tuple(arr.window), tuple(sorted(options.items()))
+    return str(arr.path), arr.key, tuple(arr.window), options
 
 
 def _opened(spec):
-    if spec not in _OPENED:
+    token = _dask("base").tokenize(spec)
+    if token not in _OPENED:
         from . import open_array
         path, key, window, options = spec
-        extra = {"storage_options": dict(options)} if options else {}
-        _OPENED[spec] = open_array(path, key=key, timestamp=window, **extra)
-    return _OPENED[spec]
+        extra = {"storage_options": options} if options else {}
+        _OPENED[token] = open_array(path, key=key, timestamp=window, **extra)
+    return _OPENED[token]
 
 
 def to_dask(arr, attrs=None):
@@ -55,7 +58,7 @@ def to_dask(arr, attrs=None):
     from . import _wanted
     wanted = _wanted(arr.schema, attrs)
     spec = _spec(arr)
-    _OPENED.setdefault(spec, arr)
+    _OPENED.setdefault(_dask("base").tokenize(spec), arr)
     if arr.schema.array_type == ArrayType.DENSE:
         return {a.name: _dense(arr, spec, a) for a in wanted}
     return _sparse(arr, spec, [a.name for a in wanted])

@@ -106,12 +106,11 @@ class Tiles:
         idx = frag.index("__coords")
         zipped = coords_zipped(frag.version, frag.schema.coords_filters)
         dtype = dims[0].datatype.numpy_dtype
-
-        threads = chunk_threads(pool, len(tiles))
+        spans, threads = self.spans(frag, idx, tiles), chunk_threads(pool, len(tiles))
 
         def one(k):
-            return self._located(frag, idx, k, lambda: unzip_coords(self.raw(frag, idx, "", k, threads=threads),
-                                                                      dtype, len(dims), zipped))
+            return self._located(frag, idx, k, lambda: unzip_coords(
+                self.raw(frag, idx, "", k, spans=spans, threads=threads), dtype, len(dims), zipped))
         parts = list(pool.map(one, tiles))
         return [ordinal(np.concatenate([p[j] for p in parts]) if parts else np.empty(0, dtype))
                 for j in range(len(dims))]
@@ -136,30 +135,33 @@ class Tiles:
 
 
 class _Spans:
-    """The bytes of a run of consecutive tiles of one field, read once per file (one read instead of one per
-    tile: opening, sizing and seeking a file per tile cost a quarter of a sparse read) on first use."""
+    """The bytes of a set of tiles of one field, fetched per file in one :meth:`Storage.read_many` batch on
+    first use: neighbouring tiles coalesce into one read, and an object store fetches the rest concurrently
+    (one request per run of tiles instead of one per tile; opening, sizing and seeking a local file per tile
+    cost a quarter of a one-fragment sparse read)."""
 
     def __init__(self, storage, frag, idx: int, tiles):
-        self.storage, self.frag, self.idx = storage, frag, idx
-        consecutive = list(tiles) == list(range(tiles[0], tiles[0] + len(tiles)))
-        self.first, self.last = (tiles[0], tiles[-1]) if consecutive else (None, None)
+        self.storage, self.frag, self.idx, self.tiles = storage, frag, idx, tiles
         self.lock, self.read = threading.Lock(), {}
 
     def get(self, kind: str, path, start: int, end: int):
-        """Tile bytes ``[start, end)`` of ``kind``'s file, or None where the run does not hold them (the caller
-        reads them itself, and reports any error against its own tile)."""
-        if self.first is None:
-            return None
+        """Tile bytes ``[start, end)`` of ``kind``'s file, or None where the batch does not hold them (a span
+        outside the file: the caller reads the tile itself, and reports the error against its own tile)."""
         with self.lock:
             if kind not in self.read:
-                lo, hi = self.frag.tile_span(kind, self.idx, self.first)[1], \
-                    self.frag.tile_span(kind, self.idx, self.last)[2]
-                ok = 0 <= lo <= hi <= self.storage.size_of(path, "data file")
-                self.read[kind] = (lo, self.storage.read(path, lo, hi, what="data file")) if ok else None
-        got = self.read[kind]
-        if got is None or not got[0] <= start <= end <= got[0] + len(got[1]):
+                self.read[kind] = self._fetch(kind, path)
+        return self.read[kind].get((start, end))
+
+    def _fetch(self, kind: str, path) -> dict:
+        size = self.storage.size_of(path, "data file")
+        spans = sorted({s for s in map(lambda k: self._span(kind, k), self.tiles) if s and 0 <= s[0] <= s[1] <= size})
+        return dict(zip(spans, self.storage.read_many([(path, s, e) for s, e in spans], "data file")))
+
+    def _span(self, kind: str, k: int):
+        try:
+            return self.frag.tile_span(kind, self.idx, k)[1:]
+        except FormatError:  # left to the tile's own read, which reports it against that tile
             return None
-        return memoryview(got[1])[start - got[0]:end - got[0]]
 
 
 def chunk_threads(pool, tiles: int) -> int:

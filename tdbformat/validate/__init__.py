@@ -14,10 +14,11 @@ at its location, and checks what a reader takes on trust (offsets, counts, stati
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import partial
 
-from ..errors import ChecksumError, EncryptionError, FormatError
+from ..errors import ChecksumError, EncryptionError, FormatError, UnsupportedError
 
-__all__ = ["Finding", "RULES", "Report", "validate"]
+__all__ = ["Finding", "RULES", "Report", "validate", "validate_many"]
 
 #: rule id -> (severity, what it checks); ids are stable: scripts and --rules name them
 RULES = {
@@ -115,10 +116,10 @@ def _check_rules(rules):
     return list(rules)
 
 
-def validate(path, key=None, rules=None, progress=None) -> list[Finding]:
+def validate(path, key=None, rules=None, progress=None, storage_options=None) -> list[Finding]:
     """Run the rules (``rules``: ids of :data:`RULES`, default all) over the array, group or file at ``path``
-    (``key``: of an encrypted array); the findings, in the order found. ``progress(done, total)`` is called
-    with increments as tiles are found and checked."""
+    (``key``: of an encrypted array; ``storage_options``: of a URL's fsspec filesystem); the findings, in the
+    order found. ``progress(done, total)`` is called with increments as tiles are found and checked."""
     from ..directory import LEGACY_SCHEMA, SCHEMA_DIR, is_group
     from ..filters.encryption import normalize_key
     from ..storage import storage_for
@@ -126,7 +127,7 @@ def validate(path, key=None, rules=None, progress=None) -> list[Finding]:
 
     report = Report(_check_rules(rules), progress)
     key = normalize_key(key)  # a key of the wrong shape: EncryptionError, a ValueError naming the key
-    storage, root = storage_for(path)
+    storage, root = storage_for(path, storage_options)
     if storage.is_file(root):
         validate_file(storage, root, key, report)
     elif is_group(storage, root):
@@ -138,3 +139,37 @@ def validate(path, key=None, rules=None, progress=None) -> list[Finding]:
     else:
         raise FormatError("no file or folder here", file=str(root))
     return report.findings
+
+
+def validate_many(paths, key=None, rules=None, scheduler=None, storage_options=None) -> list[list[Finding]]:
+    """:func:`validate` of each of ``paths``, the findings of each in the order of ``paths``: one after
+    another here, or with ``scheduler`` (a ``dask.distributed`` scheduler's address) one task per path spread
+    over that cluster's workers. ``storage_options`` apply to the URLs among ``paths``; a path that is no
+    array, group or file raises its FormatError, as :func:`validate` does."""
+    if isinstance(paths, (str, bytes)) or not paths:
+        raise TypeError(f"paths: expected a non-empty list of paths, not {paths!r}")
+    rules = _check_rules(rules)
+    if storage_options is not None and not isinstance(storage_options, dict):
+        raise TypeError(f"storage_options: expected a dict, not {type(storage_options).__name__}")
+    if scheduler is None:
+        return [_validate_one(p, key, rules, storage_options) for p in paths]
+    try:
+        from distributed import Client
+    except ImportError:
+        raise UnsupportedError("validating on a dask cluster (--scheduler) needs dask.distributed: pip install "
+                               "'tdbformat[dask]'") from None
+    with Client(scheduler) as client:
+        # bound by partial: client.map takes key= as the task's name; pure=False: never a cached result
+        one = partial(_validate_one, key=key, rules=rules, storage_options=storage_options)
+        futures = client.map(one, [str(p) for p in paths], pure=False)
+        return client.gather(futures)
+
+
+def _validate_one(path, key, rules, storage_options) -> list[Finding]:
+    """One path's validation, its URLs under ``storage_options`` (a local path ignores them), in a task."""
+    from contextlib import nullcontext
+
+    from ..storage import default_storage_options
+
+    with default_storage_options(storage_options) if storage_options is not None else nullcontext():
+        return validate(path, key=key, rules=rules)
