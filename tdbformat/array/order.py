@@ -52,7 +52,14 @@ def tiles_in_order(first, last, tile_order: Layout) -> np.ndarray:
 def tile_position(tile, first, counts, tile_order: Layout) -> int:
     """The position of grid tile ``tile`` among the tiles ``first..first+counts-1`` in tile order."""
     rel = [int(t) - int(f) for t, f in zip(tile, first)]
-    return int(np.ravel_multi_index(rel, [int(c) for c in counts], order="F" if tile_order == Layout.COL_MAJOR else "C"))
+    counts = [int(c) for c in counts]
+    if not all(0 <= r < c for r, c in zip(rel, counts)):
+        raise ValueError(f"tile {list(tile)} is outside the {counts} tiles from {list(first)}")
+    pairs = list(zip(rel, counts))
+    position = 0
+    for r, c in pairs[::-1] if tile_order == Layout.COL_MAJOR else pairs:  # plain ints: called once per tile
+        position = position * c + r
+    return position
 
 
 def tile_box(dom_lo, extents, tile):
@@ -64,8 +71,8 @@ def tile_box(dom_lo, extents, tile):
 def as_tile(cells: np.ndarray, extents, cell_order: Layout) -> np.ndarray:
     """A dense tile's cells (in cell order) as an N-D array indexed by coordinates (row-major axes)."""
     shape = tuple(int(e) for e in extents)
-    if cells.size != int(np.prod(shape)):
-        raise FormatError(f"a dense tile holds {cells.size} cells, not the {int(np.prod(shape))} of its extents")
+    if cells.size != math.prod(shape):
+        raise FormatError(f"a dense tile holds {cells.size} cells, not the {math.prod(shape)} of its extents")
     return cells.reshape(shape, order="F" if cell_order == Layout.COL_MAJOR else "C")
 
 
