@@ -15,6 +15,8 @@ from construct import Container, ListContainer
 from oracle import assert_same
 from tdbformat import open_array
 from tdbformat.array import cells as cells_mod
+from tdbformat.enums import Datatype
+from tdbformat.structs.array_schema import VAR_NUM, FieldInfo
 from tdbformat.structs.footer import index_fields
 
 WORDS = np.array(["", "a", "é-ü", "w3-é" * 3, "long " * 20], object)
@@ -55,15 +57,28 @@ def test_repeated_ascii_strings_equal_tiledb_py(tmp_path):
     assert got["s"].tolist() == values.tolist()
 
 
-def test_repeated_cells_share_one_object_per_value():
-    """The shared path is taken where a tile repeats, and its objects are the distinct values."""
-    pa = pytest.importorskip("pyarrow")
-    data = pa.array(["ab", "c", "ab", "é"] * 500, pa.large_string())
-    out = cells_mod._objects(data)
-    assert out.dtype == object and out.tolist() == data.to_pylist()
-    assert len({id(v) for v in out}) == 3
-    unique = pa.array([f"v{i}" for i in range(2000)], pa.large_string())
-    assert cells_mod._objects(unique).tolist() == unique.to_pylist()
+def _var_tile(cells):
+    data = b"".join(cells)
+    offsets = np.cumsum([0] + [len(c) for c in cells[:-1]]).astype(np.uint64)
+    return data, offsets
+
+
+EXPECTED = {Datatype.STRING_UTF8: lambda c: c.decode("utf-8", "surrogateescape"),
+            Datatype.STRING_ASCII: lambda c: c.rstrip(b"\0"), Datatype.CHAR: lambda c: c}
+
+
+@pytest.mark.parametrize("datatype", list(EXPECTED))
+@pytest.mark.parametrize("repeat", [True, False])
+def test_var_cells_shared_or_not_are_the_loops_values(datatype, repeat):
+    """Repeated cells (shared objects, one per distinct value) and distinct ones give what slicing and
+    converting cell by cell gives, bad UTF-8 and ASCII ending in NUL included."""
+    pytest.importorskip("pyarrow")
+    words = [b"ab", b"", b"\xc3\xa9-\xff", b"x\0\0", b"\xe2\x82"]
+    cells = [words[i % 5] for i in range(3000)] if repeat else [b"%d\xc3\xa9" % i for i in range(3000)]
+    info = FieldInfo("s", datatype, VAR_NUM, True, False, None)
+    got = cells_mod.split_var(*_var_tile(cells), info)
+    assert got.dtype == object and got.tolist() == [EXPECTED[datatype](c) for c in cells]
+    assert (len({id(v) for v in got}) <= 5) == repeat
 
 
 def _sparse(uri, frags):
