@@ -147,14 +147,18 @@ def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, poo
         sel = _and(sel, _newest(keys, stamp, _fragment_of(counts)))
     cat = {k: _take(_joined(v, np.empty(0, result_dtype(f))), sel) for f, (k, v) in zip(fields, columns.items())}
     valid = {k: _take(_joined(v, np.empty(0, bool)), sel) for k, v in validity.items()}
-    coords = [cat[x] for x in names]
+    columns.clear(), validity.clear()  # the parts: each column is permuted below while nothing else holds it
     if layout != Layout.UNORDERED and not (one and layout == Layout.GLOBAL_ORDER):
-        # TileDB's global-order merge gives equal coordinates newest fragment first
-        first = (np.argsort(-_take(_fragment_of(counts), sel), kind="stable") if layout == Layout.GLOBAL_ORDER
-                 else np.arange(len(coords[0])))
-        perm = first[_sort(arr, [c[first] for c in coords], layout)]
-        cat = {k: v[perm] for k, v in cat.items()}
-        valid = {k: v[perm] for k, v in valid.items()}
+        coords = [cat[x] for x in names]
+        if layout == Layout.GLOBAL_ORDER:  # TileDB's global-order merge gives equal coordinates newest fragment first
+            first = np.argsort(-_take(_fragment_of(counts), sel), kind="stable")
+            perm = first[_sort(arr, [c[first] for c in coords], layout)]
+        else:
+            perm = _sort(arr, coords, layout)
+        del coords
+        for got in (cat, valid):
+            for k in list(got):
+                got[k] = got[k][perm]
     return _output(arr, fields, wanted, cat, valid)
 
 
@@ -181,33 +185,44 @@ def _merge(arr, frags, columns, counts, sel, layout):
     if len(frags) < 2 or any(f.has_timestamps for f in frags) or (
             schema.allows_dups and layout != Layout.GLOBAL_ORDER):
         return None
-    coords = [_joined(columns[d.name], None) for d in arr.dims]
-    key = order.global_keys(coords, schema.domain.dimensions, schema.tile_order, schema.cell_order)
-    if key is None:
-        return None
+    keys = []  # fragment by fragment, newest first: no concatenated coordinates, and small temporaries
+    for i in reversed(range(len(frags))):
+        key = order.global_keys([columns[d.name][i] for d in arr.dims], schema.domain.dimensions,
+                                schema.tile_order, schema.cell_order)
+        if key is None:
+            return None
+        keys.append(key)
+    key = _joined(keys, None)
+    del keys
+    by_key = np.argsort(key, kind="stable")
     starts = np.cumsum([0] + counts)
-    newest_first = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in reversed(range(len(frags)))])
-    perm = newest_first[np.argsort(key[newest_first], kind="stable")]
+    perm = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in reversed(range(len(frags)))])[by_key]
     if not schema.allows_dups:
-        sorted_key = key[perm]
+        key = key[by_key]
         first = np.ones(len(perm), bool)
-        first[1:] = sorted_key[1:] != sorted_key[:-1]
+        first[1:] = key[1:] != key[:-1]
         perm = perm[first]
+    del key, by_key
     if sel is not None:  # deletes apply after deduplication
         perm = perm[sel[perm]]
     if layout in (Layout.ROW_MAJOR, Layout.COL_MAJOR):
-        perm = perm[_sort(arr, [c[perm] for c in coords], layout)]
+        perm = perm[_sort(arr, [_joined(columns[d.name], None)[perm] for d in arr.dims], layout)]
     return perm
 
 
 def _result(arr, fields, wanted, columns, validity, perm) -> dict:
-    cat = {k: _joined(v, None)[perm] for k, v in columns.items()}
-    valid = {k: _joined(v, None)[perm] for k, v in validity.items()}
+    """The merged cells: each column joined and permuted in turn, its fragments' parts let go as it is."""
+    cat = {k: _joined(columns.pop(k), None)[perm] for k in list(columns)}
+    valid = {k: _joined(validity.pop(k), None)[perm] for k in list(validity)}
     return _output(arr, fields, wanted, cat, valid)
 
 
 def _sort(arr, coords, layout):
     dom = arr.schema.domain.dimensions
+    if layout in (Layout.ROW_MAJOR, Layout.COL_MAJOR):
+        key = order.linear_keys(coords, dom, layout)
+        if key is not None:
+            return np.argsort(key, kind="stable")
     hilbert = (order.hilbert_values(coords, [d.domain or None for d in dom])
                if layout == Layout.GLOBAL_ORDER and arr.schema.cell_order == Layout.HILBERT else None)
     dom_lo, extents = order.tile_grid(dom)
