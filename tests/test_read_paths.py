@@ -15,7 +15,8 @@ from construct import Container, ListContainer
 from oracle import assert_same
 from tdbformat import open_array
 from tdbformat.array import cells as cells_mod
-from tdbformat.enums import Datatype
+from tdbformat.array import order as order_mod
+from tdbformat.enums import Datatype, Layout
 from tdbformat.structs.array_schema import VAR_NUM, FieldInfo
 from tdbformat.structs.footer import index_fields
 
@@ -169,3 +170,21 @@ def test_opening_reads_no_fragment_metadata(tmp_path, monkeypatch):
     arr = open_array(uri)
     with pytest.raises(FormatError):
         arr[:]
+
+
+@pytest.mark.parametrize("layout", [Layout.ROW_MAJOR, Layout.COL_MAJOR])
+@pytest.mark.parametrize("dtype", [np.int32, np.uint64, np.int64])
+def test_linear_keys_sort_as_lexsort_does(layout, dtype):
+    """A stable sort of the one-number keys is numpy's lexsort of the coordinates, duplicates kept in their
+    incoming order; coordinates outside the domain, or a float dimension, give no key."""
+    rng = np.random.default_rng(4)
+    lows = [3, 0] if dtype is np.uint64 else [-5, 2]
+    dims = [Container(domain=[lo, lo + 40], tile_extent=7) for lo in lows]
+    coords = [(rng.integers(0, 41, 5000) + lo).astype(dtype) for lo in lows]
+    key = order_mod.linear_keys(coords, dims, layout)
+    want = np.lexsort(coords[::-1] if layout == Layout.ROW_MAJOR else coords)
+    np.testing.assert_array_equal(np.argsort(key, kind="stable"), want)
+    outside = [c.copy() for c in coords]
+    outside[1][7] = lows[1] + 41
+    assert order_mod.linear_keys(outside, dims, layout) is None
+    assert order_mod.linear_keys([coords[0], coords[1].astype(np.float64)], dims, layout) is None
