@@ -39,8 +39,8 @@ class Fragment:
         int(meta.cell_num)
         return meta
 
-    @property
-    def version(self) -> int:
+    @functools.cached_property
+    def version(self) -> int:  # asked for every tile a read decodes
         return self.metadata.version
 
     @functools.cached_property
