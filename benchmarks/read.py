@@ -3,10 +3,15 @@
 Every read runs ``ROUNDS`` times with each reader, alternating in one process; the table shows median times,
 their ratio tdbformat / TileDB-Py (goal: <= 1.0) and the peak memory each read added (VmHWM after a reset
 through /proc/self/clear_refs, Linux; "-" elsewhere). Run: ``python benchmarks/read.py``.
+
+The peaks are only real if memory a read frees leaves the process: glibc's malloc raises its mmap threshold
+after a large free, so later reads would reuse resident heap pages and show no peak at all. The threshold is
+fixed here (and pyarrow, which keeps freed memory in its own pool, uses the system allocator) for both readers.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import statistics
 import tempfile
@@ -15,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import tiledb
 from rich.console import Console
 from rich.table import Table
@@ -132,7 +138,18 @@ def cases(tmp: Path):
            lambda: with_open(dense, lambda A: A[:]))
 
 
+def _release_freed_memory():
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD: fixed, so large blocks are unmapped when freed
+    libc.mallopt(-1, 128 * 1024)  # M_TRIM_THRESHOLD: the heap's free top goes back to the system
+    pa.set_memory_pool(pa.system_memory_pool())
+
+
 def main():
+    _release_freed_memory()
     table = Table(title=f"tdbformat vs TileDB-Py, median of {ROUNDS}, alternating in one run")
     for col in ("read", "tdbformat ms", "TileDB-Py ms", "ratio", "tdbformat peak MiB", "TileDB-Py peak MiB"):
         table.add_column(col, justify="left" if col == "read" else "right")
