@@ -188,3 +188,24 @@ def test_linear_keys_sort_as_lexsort_does(layout, dtype):
     outside[1][7] = lows[1] + 41
     assert order_mod.linear_keys(outside, dims, layout) is None
     assert order_mod.linear_keys([coords[0], coords[1].astype(np.float64)], dims, layout) is None
+
+
+def test_reads_on_one_thread_run_side_by_side(tmp_path):
+    """threads=1 decodes in the caller's thread: reads from several threads (as dask's tasks make them)
+    each decode in their own thread, not one after another in a shared worker."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    uri = str(tmp_path / "sp")
+    _sparse(uri, 3)
+    arr = open_array(uri)
+    want = arr.read(threads=1)["a"].tolist()
+    seen, decode = set(), arr.tiles.cells
+
+    def cells(*a, **k):
+        seen.add(threading.get_ident())
+        return decode(*a, **k)
+    arr.tiles.cells = cells
+    with ThreadPoolExecutor(3) as callers:
+        got = list(callers.map(lambda _: (threading.get_ident(), arr.read(threads=1)["a"].tolist()), range(3)))
+    assert all(values == want for _, values in got)
+    assert seen == {ident for ident, _ in got}

@@ -203,8 +203,22 @@ def _pool(threads) -> ThreadPoolExecutor:
     n = threads or os.cpu_count() or 1
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"threads: expected a number of threads (an int >= 1), not {threads!r}")
+    if n == 1:
+        return _INLINE
     pool = _POOLS.get(n)
     return pool if pool is not None else _POOLS.setdefault(n, ThreadPoolExecutor(n, "tdbformat-read"))
+
+
+class _Inline:
+    """``threads=1``: tiles decode in the calling thread, so callers that run reads side by side (dask's
+    tasks do) each keep a thread of their own rather than queue for one shared worker."""
+
+    @staticmethod
+    def map(fn, *iterables):
+        return map(fn, *iterables)
+
+
+_INLINE = _Inline()
 
 
 def _load_enumerations(storage, path, schema, key) -> dict:
