@@ -167,6 +167,7 @@ class Listing:
     deletes: list = field(default_factory=list)  # Delete, by timestamp
     consolidated_metadata: list = field(default_factory=list)  # .meta files, oldest first
     ignored: set = field(default_factory=set)  # names of commit files listed in .ign files
+    _listed: dict = field(default_factory=dict, repr=False, compare=False)  # folder -> _files of it
 
     @classmethod
     def of(cls, storage: Storage, root, key=None) -> "Listing":
@@ -177,7 +178,11 @@ class Listing:
         return out
 
     def _files(self, folder):
-        return [(n, self.storage.join(folder, n)) for n in self.storage.list(folder)]
+        # loading asks for the root and the commits folder more than once: each is listed and joined once
+        key = str(folder)
+        if key not in self._listed:
+            self._listed[key] = [(n, self.storage.join(folder, n)) for n in self.storage.list(folder)]
+        return self._listed[key]
 
     def _parse(self, struct, path, what, **kw):
         return struct.parse(self.storage.read(path, what=what), filename=str(path), **kw)

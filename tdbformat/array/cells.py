@@ -55,46 +55,74 @@ def split_var(data: bytes, offsets: np.ndarray, info) -> np.ndarray:
     if fast is not None:
         return fast
     ends = np.append(offsets[1:], np.uint64(len(data))).tolist()
-    cells = [data[a:b] for a, b in zip(offsets.tolist(), ends)]
-    out = np.empty(len(cells), object)
-    if info.datatype == Datatype.STRING_UTF8:
-        out[:] = [c.decode("utf-8", "surrogateescape") for c in cells]
-    elif info.datatype == Datatype.STRING_ASCII:  # TileDB-Py reads ASCII through numpy "S": no trailing NULs
-        out[:] = [c.rstrip(b"\0") for c in cells]
-    elif info.datatype in (Datatype.CHAR, Datatype.BLOB, Datatype.ANY):
-        out[:] = cells
-    else:
-        size = info.datatype.size
-        if any(len(c) % size for c in cells):
-            raise FormatError(f"a var cell is not whole {info.datatype.name} values")
-        out[:] = [np.frombuffer(c, info.datatype.numpy_dtype) for c in cells]
+    out = np.empty(n, object)
+    out[:] = _values([data[a:b] for a, b in zip(offsets.tolist(), ends)], info)
     return out
 
 
+def _values(cells: list, info) -> list:
+    """Each var cell's bytes as the value a read gives: str for UTF-8 (bad bytes kept as surrogates), bytes
+    for other strings, a numpy array of the datatype otherwise."""
+    if info.datatype == Datatype.STRING_UTF8:
+        return [c.decode("utf-8", "surrogateescape") for c in cells]
+    if info.datatype == Datatype.STRING_ASCII:  # TileDB-Py reads ASCII through numpy "S": no trailing NULs
+        return [c.rstrip(b"\0") for c in cells]
+    if info.datatype in (Datatype.CHAR, Datatype.BLOB, Datatype.ANY):
+        return cells
+    size = info.datatype.size
+    if any(len(c) % size for c in cells):
+        raise FormatError(f"a var cell is not whole {info.datatype.name} values")
+    return [np.frombuffer(c, info.datatype.numpy_dtype) for c in cells]
+
+
 def _arrow_strings(data: bytes, offsets: np.ndarray, info):
-    """Var string cells as an object array built by pyarrow from the offsets and bytes in one C loop (about 4x
-    faster than slicing and decoding cell by cell; benchmarks/read.py), or None where its result would differ
-    from the loop's: UTF-8 that does not validate (the loop keeps bad bytes as surrogates), ASCII cells
-    ending in NUL (the loop strips them, as numpy "S" does for TileDB-Py). Only once pyarrow is imported
-    (``import tiledb`` does it, as do ``.df`` and ``to_arrow``): importing it maps some 230 MiB of address
-    space, which a process under a memory limit, like the fuzzer's workers, cannot spare."""
+    """Var string cells as an object array built by pyarrow from the offsets and bytes in C loops (about 4x
+    faster than slicing and decoding cell by cell; benchmarks/read.py), or None where the cell-by-cell loop
+    must run: UTF-8 that does not validate (the loop keeps bad bytes as surrogates), ASCII cells ending in NUL
+    (the loop strips them, as numpy "S" does for TileDB-Py). Only once pyarrow is imported (``import tiledb``
+    does it, as do ``.df`` and ``to_arrow``): importing it maps some 230 MiB of address space, which a
+    process under a memory limit, like the fuzzer's workers, cannot spare."""
     pa = sys.modules.get("pyarrow")
     if pa is None or len(offsets) < 64:  # too few cells to pay for the round trip
         return None
-    bounds = np.append(offsets, np.uint64(len(data))).astype(np.int64)
+    bounds = np.empty(len(offsets) + 1, np.int64)
+    bounds[:-1], bounds[-1] = offsets, len(data)
+    cells = pa.Array.from_buffers(pa.large_binary(), len(offsets), [None, pa.py_buffer(bounds), pa.py_buffer(data)])
+    shared = _shared(cells, info)
+    if shared is not None:
+        return shared
     if info.datatype == Datatype.STRING_ASCII:
         last = bounds[1:] - 1
         if np.any(np.frombuffer(data, np.uint8)[last[bounds[1:] > bounds[:-1]]] == 0):
             return None
-    kind = pa.large_string() if info.datatype == Datatype.STRING_UTF8 else pa.large_binary()
-    cells = pa.Array.from_buffers(kind, len(offsets), [None, pa.py_buffer(bounds), pa.py_buffer(data)])
-    try:
-        cells.validate(full=True)
-    except pa.ArrowInvalid:
-        return None
+    if info.datatype == Datatype.STRING_UTF8:
+        cells = cells.view(pa.large_string())
+        try:
+            cells.validate(full=True)
+        except pa.ArrowInvalid:
+            return None
     out = np.empty(len(cells), object)
     out[:] = cells.to_pylist()  # (to_numpy would import pandas, 0.4 s, for the same objects)
     return out
+
+
+def _shared(cells, info):
+    """Where a sample shows a tile's cells repeat, its cells as a numpy object array holding one value per
+    distinct byte string, shared by its cells (as pandas' ``to_pandas`` does by default): a hash pass in C,
+    the loop's conversion of each distinct value, then a gather (1M cells of 1,000 words: a quarter of the
+    time, and a fraction of the memory). None where they do not repeat enough to pay for it."""
+    sample = cells.take(np.linspace(0, len(cells) - 1, min(len(cells), _SAMPLE)).astype(np.int64))
+    if len(sample.unique()) * 4 > len(sample):
+        return None
+    coded = cells.dictionary_encode()
+    values = np.empty(len(coded.dictionary), object)
+    values[:] = _values(coded.dictionary.to_pylist(), info)
+    return values[coded.indices.to_numpy()]
+
+
+#: cells sampled to decide whether a var tile's values repeat: sharing pays from about one distinct value in
+#: four cells, and a sample this size sees up to some 2,000 distinct values repeat
+_SAMPLE = 8192
 
 
 def filled(info, attribute, shape, empty: bool = False) -> np.ndarray:

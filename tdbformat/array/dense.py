@@ -108,13 +108,14 @@ def _tile_jobs(arr, frag, lo, hi):
         return
     t_first, t_last = order.tile_range(dom_lo, extents, b_lo, b_hi)
     counts = [b - a + 1 for a, b in zip(first, last)]
-    for tile in order.tiles_in_order(t_first, t_last, arr.schema.tile_order):
+    lo = [int(q) for q in lo]
+    for tile in order.tiles_in_order(t_first, t_last, arr.schema.tile_order).tolist():
         k = order.tile_position(tile, first, counts, arr.schema.tile_order)
         t_lo, t_hi = order.tile_box(dom_lo, extents, tile)
         c_lo = [max(a, b) for a, b in zip(t_lo, b_lo)]
         c_hi = [min(a, b) for a, b in zip(t_hi, b_hi)]
         src = tuple(slice(a - t, b - t + 1) for a, b, t in zip(c_lo, c_hi, t_lo))
-        dst = tuple(slice(a - int(q), b - int(q) + 1) for a, b, q in zip(c_lo, c_hi, lo))
+        dst = tuple(slice(a - q, b - q + 1) for a, b, q in zip(c_lo, c_hi, lo))
         yield k, src, dst
 
 
@@ -126,8 +127,7 @@ def read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
     # a dense fragment holds every cell of its non-empty domain: one that covers the result leaves no fill
     result = _Result(schema, wanted, shape, any(f.dense and _covers(f.non_empty_domain, lo, hi) for f in frags))
 
-    def place(frag, a, k, src, dst, spans):
-        idx = frag.index(a.name)
+    def place(frag, a, idx, k, src, dst, spans):
         if idx is None:  # an attribute added after the fragment was written: its cells read as fill
             return result.put_fill(a, dst)
         if k >= frag.tile_num():
@@ -141,11 +141,12 @@ def read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
         if frag.dense:
             tiles = list(_tile_jobs(arr, frag, lo, hi))
             ks = [k for k, _, _ in tiles if k < frag.tile_num()]
-            spans = {a.name: arr.tiles.spans(frag, frag.index(a.name), ks) if frag.index(a.name) is not None
-                     else None for a in wanted}
-            jobs = [(frag, a, k, src, dst, spans[a.name]) for k, src, dst in tiles for a in wanted]
-            # each tile is decoded and placed in a worker; tiles of one fragment never overlap
-            list(pool.map(lambda job: place(*job), jobs))
+            fields = [(a, frag.index(a.name)) for a in wanted]
+            spans = {a.name: arr.tiles.spans(frag, idx, ks) if idx is not None else None for a, idx in fields}
+            jobs = [(frag, a, idx, k, src, dst, spans[a.name]) for k, src, dst in tiles for a, idx in fields]
+            # each tile is decoded and placed in a worker (tiles of one fragment never overlap); one tile is
+            # decoded here, without the hand-over
+            list(pool.map(lambda job: place(*job), jobs) if len(jobs) > 1 else (place(*job) for job in jobs))
     _place_sparse(arr, frags, wanted, lo, hi, result, pool)
     out = result.out
     if layout == Layout.COL_MAJOR:

@@ -23,12 +23,13 @@ _KINDS = {"": ("tile_offsets", "file_sizes", 0), "_var": ("tile_var_offsets", "f
 
 
 class Fragment:
-    """One committed fragment. Opening an array reads each fragment's metadata file but parses it only when
-    a read, or one of the properties below, first needs it (TileDB too loads fragment metadata on demand)."""
+    """One committed fragment. Opening an array lists it; its metadata file is read and parsed only when a
+    read, or one of the properties below, first needs it (TileDB too loads fragment metadata on demand)."""
 
     def __init__(self, name: str, path, timestamp_range: tuple[int, int], load):
         self.name, self.path, self.timestamp_range = name, path, timestamp_range
         self._load = load
+        self._spans = {}  # (kind, field index) -> what tile_span needs of them
 
     @functools.cached_property
     def metadata(self):
@@ -38,8 +39,8 @@ class Fragment:
         int(meta.cell_num)
         return meta
 
-    @property
-    def version(self) -> int:
+    @functools.cached_property
+    def version(self) -> int:  # asked for every tile a read decodes
         return self.metadata.version
 
     @functools.cached_property
@@ -82,28 +83,45 @@ class Fragment:
     def index(self, name: str) -> int | None:
         """Index-space position (REFERENCE.md §11) of the field called ``name`` in this fragment's schema;
         None if the fragment has no such field (an attribute added after it was written)."""
+        return self._positions.get(name)
+
+    @functools.cached_property
+    def _positions(self) -> dict:
+        # the first field of a name wins, as a scan of index_fields would find it
+        out = {}
         for i, f in enumerate(self.metadata.index_fields):
-            if f.name == name:
-                return i
-        return None
+            out.setdefault(f.name, i)
+        return out
 
     def tile_num(self) -> int:
         """Data tiles per field, as the metadata counts them."""
+        return self._tile_num
+
+    @functools.cached_property
+    def _tile_num(self) -> int:
         return int(self.metadata.tile_num)
 
     def tile_span(self, kind: str, idx: int, k: int) -> tuple[str, int, int]:
         """(data file name, start, end) of tile ``k`` of index-space field ``idx``'s ``kind`` file ("", "_var",
         "_validity"); the end of the last tile is the file size the footer records."""
+        spans = self._spans.get((kind, idx))
+        if spans is None:  # a read asks once per tile: the offsets list and file name are looked up once
+            spans = self._spans[kind, idx] = self._tile_offsets(kind, idx)
+        file, offsets, sizes = spans
+        if not 0 <= k < len(offsets):
+            raise FormatError(f"tile {k} of field {idx} is past the {len(offsets)} tiles its {_KINDS[kind][0]} list")
+        end = offsets[k + 1] if k + 1 < len(offsets) else sizes[idx]
+        return file, int(offsets[k]), int(end)
+
+    def _tile_offsets(self, kind: str, idx: int) -> tuple:
+        """(data file name, tile offsets, the file sizes) of index-space field ``idx``'s ``kind`` file."""
         meta = self.metadata
         name, sizes, which = _KINDS[kind]
         per_field = meta.legacy[name] if meta.legacy is not None else getattr(meta, name)
         if per_field is None or idx >= len(per_field):
             raise FormatError(f"the fragment metadata has no {name} for field {idx}")
         offsets = per_field[idx].data if meta.legacy is not None else per_field[idx]
-        if not 0 <= k < len(offsets):
-            raise FormatError(f"tile {k} of field {idx} is past the {len(offsets)} tiles its {name} list")
-        end = offsets[k + 1] if k + 1 < len(offsets) else getattr(meta, sizes)[idx]
-        return fragment_mod.data_files(meta, idx)[which], int(offsets[k]), int(end)
+        return fragment_mod.data_files(meta, idx)[which], offsets, getattr(meta, sizes)
 
     def mbrs(self, dims) -> list[tuple]:
         """Per dimension, the (lows, highs) of every sparse tile's minimum bounding rectangle."""
@@ -168,12 +186,12 @@ def _fragment(storage, entry, schemas, key, footer, meta=None) -> Fragment:
     ts = parse_timestamped_name(entry.name)
     if meta is not None:
         return Fragment(entry.name, entry.folder, (ts.t1, ts.t2), lambda: meta)
-    if isinstance(storage, LocalStorage):
-        data = storage.read(entry.metadata_file, what="fragment metadata file")
-    else:  # sections are fetched when a read first needs them
-        data = storage.view(entry.metadata_file, what="fragment metadata file")
 
-    def load():
+    def load():  # the listing proved the file exists; it is read (locally, whole) when first needed
+        if isinstance(storage, LocalStorage):
+            data = storage.read(entry.metadata_file, what="fragment metadata file")
+        else:  # sections are fetched when a read first needs them
+            data = storage.view(entry.metadata_file, what="fragment metadata file")
         if footer is not None:
             return fragment_mod.FragmentMetadata(
                 footer, schema=fragment_mod.pick_schema(schemas, footer.get("array_schema_name")), key=key, data=data)

@@ -339,6 +339,8 @@ def _filter_sparse(arr, got, ranges, node, order) -> dict:
     row- or column-major read gives a cell once per range combination holding it (in 1-D arrays range
     after range, in the order given); other orders give it once, and a global-order read coalesces the
     ranges, refusing disjoint ones, as TileDB does."""
+    if node is None and all(not rs or len(rs) == 1 for rs in ranges):
+        return got  # the read kept the cells of its box, which is the one range of each dimension
     n = len(got[arr.dims[0].name])
     keep, times = np.ones(n, bool), None
     for d, rs in zip(arr.dims, ranges):

@@ -57,8 +57,8 @@ def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
         if f.nullable:
             validity[f.name] = v
     keep = None  # None: every cell
-    for d in arr.dims:
-        if d.name in ranges:
+    for j, d in enumerate(arr.dims):
+        if d.name in ranges and not _inside(frag.non_empty_domain[j], ranges[d.name], d):
             col, r = cols[d.name], ranges[d.name]
             keep = _and(keep, (col >= like(r[0], col)) & (col <= like(r[1], col)))
     if frag.has_timestamps:
@@ -80,6 +80,14 @@ def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
         # with cell timestamps, only cells written at or before the delete are hit
         alive = _and(alive, kept | (t > d.timestamp) if frag.has_timestamps else kept)
     return cols, validity, t, alive, keep
+
+
+def _inside(ned, r, dim) -> bool:
+    """Whether a numeric dimension's non-empty domain ``ned`` lies in the range ``r``: then no cell of the
+    fragment needs checking against it (a read of ``A[:]`` asks for the whole domain)."""
+    if dim.var or dim.datatype.numpy_dtype.kind not in "iufmM":
+        return False
+    return bool(r[0] <= ned[0] and ned[1] <= r[1])
 
 
 def _and(mask, other):
@@ -120,7 +128,7 @@ def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, poo
         for k in validity:
             validity[k].append(_take(valid[k], keep))
         counts.append(len(columns[names[0]][-1]))
-        stamps.append(_take(t, keep) if t is not None else np.full(counts[-1], frag.timestamp_range[1], np.int64))
+        stamps.append(_take(t, keep) if t is not None else frag.timestamp_range[1])  # a scalar: every cell's
         alives.append(None if alive is None else _take(alive, keep))
     # None: every cell survives
     sel = None if all(a is None for a in alives) else np.concatenate(
@@ -128,7 +136,6 @@ def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, poo
     merged = _merge(arr, frags, columns, counts, sel, layout)
     if merged is not None:
         return _result(arr, fields, wanted, columns, validity, merged)
-    order_in = np.repeat(np.arange(len(frags)), counts)
     # a fragment is written in global order without duplicates (unless consolidated with cell timestamps,
     # which keeps every version): one fragment needs neither a dedup nor a global sort
     one = len(frags) == 1
@@ -136,18 +143,28 @@ def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, poo
         # coordinates are the same cell only if their bytes are: TileDB keeps -0.0 and 0.0 apart
         keys = [c.view(f"u{c.itemsize}") if c.dtype.kind == "f" else order.ranks(c)
                 for c in (_joined(columns[x], None) for x in names)]
-        sel = _and(sel, _newest(keys, np.concatenate(stamps), order_in))
+        stamp = np.concatenate([np.full(c, t, np.int64) if np.isscalar(t) else t for t, c in zip(stamps, counts)])
+        sel = _and(sel, _newest(keys, stamp, _fragment_of(counts)))
     cat = {k: _take(_joined(v, np.empty(0, result_dtype(f))), sel) for f, (k, v) in zip(fields, columns.items())}
     valid = {k: _take(_joined(v, np.empty(0, bool)), sel) for k, v in validity.items()}
-    coords = [cat[x] for x in names]
+    columns.clear(), validity.clear()  # the parts: each column is permuted below while nothing else holds it
     if layout != Layout.UNORDERED and not (one and layout == Layout.GLOBAL_ORDER):
-        # TileDB's global-order merge gives equal coordinates newest fragment first
-        first = (np.argsort(-_take(order_in, sel), kind="stable") if layout == Layout.GLOBAL_ORDER
-                 else np.arange(len(coords[0])))
-        perm = first[_sort(arr, [c[first] for c in coords], layout)]
-        cat = {k: v[perm] for k, v in cat.items()}
-        valid = {k: v[perm] for k, v in valid.items()}
+        coords = [cat[x] for x in names]
+        if layout == Layout.GLOBAL_ORDER:  # TileDB's global-order merge gives equal coordinates newest fragment first
+            first = np.argsort(-_take(_fragment_of(counts), sel), kind="stable")
+            perm = first[_sort(arr, [c[first] for c in coords], layout)]
+        else:
+            perm = _sort(arr, coords, layout)
+        del coords
+        for got in (cat, valid):
+            for k in list(got):
+                got[k] = got[k][perm]
     return _output(arr, fields, wanted, cat, valid)
+
+
+def _fragment_of(counts) -> np.ndarray:
+    """Each cell's fragment (its position in the read's fragments, oldest first)."""
+    return np.repeat(np.arange(len(counts)), counts)
 
 
 def _output(arr, fields, wanted, cat, valid) -> dict:
@@ -168,33 +185,44 @@ def _merge(arr, frags, columns, counts, sel, layout):
     if len(frags) < 2 or any(f.has_timestamps for f in frags) or (
             schema.allows_dups and layout != Layout.GLOBAL_ORDER):
         return None
-    coords = [_joined(columns[d.name], None) for d in arr.dims]
-    key = order.global_keys(coords, schema.domain.dimensions, schema.tile_order, schema.cell_order)
-    if key is None:
-        return None
+    keys = []  # fragment by fragment, newest first: no concatenated coordinates, and small temporaries
+    for i in reversed(range(len(frags))):
+        key = order.global_keys([columns[d.name][i] for d in arr.dims], schema.domain.dimensions,
+                                schema.tile_order, schema.cell_order)
+        if key is None:
+            return None
+        keys.append(key)
+    key = _joined(keys, None)
+    del keys
+    by_key = np.argsort(key, kind="stable")
     starts = np.cumsum([0] + counts)
-    newest_first = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in reversed(range(len(frags)))])
-    perm = newest_first[np.argsort(key[newest_first], kind="stable")]
+    perm = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in reversed(range(len(frags)))])[by_key]
     if not schema.allows_dups:
-        sorted_key = key[perm]
+        key = key[by_key]
         first = np.ones(len(perm), bool)
-        first[1:] = sorted_key[1:] != sorted_key[:-1]
+        first[1:] = key[1:] != key[:-1]
         perm = perm[first]
+    del key, by_key
     if sel is not None:  # deletes apply after deduplication
         perm = perm[sel[perm]]
     if layout in (Layout.ROW_MAJOR, Layout.COL_MAJOR):
-        perm = perm[_sort(arr, [c[perm] for c in coords], layout)]
+        perm = perm[_sort(arr, [_joined(columns[d.name], None)[perm] for d in arr.dims], layout)]
     return perm
 
 
 def _result(arr, fields, wanted, columns, validity, perm) -> dict:
-    cat = {k: _joined(v, None)[perm] for k, v in columns.items()}
-    valid = {k: _joined(v, None)[perm] for k, v in validity.items()}
+    """The merged cells: each column joined and permuted in turn, its fragments' parts let go as it is."""
+    cat = {k: _joined(columns.pop(k), None)[perm] for k in list(columns)}
+    valid = {k: _joined(validity.pop(k), None)[perm] for k in list(validity)}
     return _output(arr, fields, wanted, cat, valid)
 
 
 def _sort(arr, coords, layout):
     dom = arr.schema.domain.dimensions
+    if layout in (Layout.ROW_MAJOR, Layout.COL_MAJOR):
+        key = order.linear_keys(coords, dom, layout)
+        if key is not None:
+            return np.argsort(key, kind="stable")
     hilbert = (order.hilbert_values(coords, [d.domain or None for d in dom])
                if layout == Layout.GLOBAL_ORDER and arr.schema.cell_order == Layout.HILBERT else None)
     dom_lo, extents = order.tile_grid(dom)

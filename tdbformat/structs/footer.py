@@ -60,12 +60,33 @@ def pick_schema(schema, name):
     return schema[name]
 
 
+#: field lists already built, per schema object: a footer parse asks for them a dozen times, and a read of N
+#: fragments parses N footers of one schema. An entry holds the schema and the parts the lists come from, and
+#: is used only while they are still the schema's own (a schema edited in place builds anew).
+_BUILT: dict = {}
+
+
+def _built(what: str, schema, build, *args) -> list:
+    domain = schema.get("domain")
+    parts = (schema, schema.get("attributes"), domain, None if domain is None else domain.get("dimensions"),
+             schema.get("coords_filters"))
+    key = (what, id(schema), *args)
+    hit = _BUILT.get(key)
+    if hit is None or any(a is not b for a, b in zip(hit[0], parts)):
+        if len(_BUILT) > 512:  # schemas come and go (tests, many arrays): keep the cache bounded
+            _BUILT.clear()
+        hit = _BUILT[key] = (parts, build())
+    return list(hit[1])  # a copy: callers may extend it
+
+
 def _dims(ctx) -> list[FieldInfo]:
-    return dimensions(_schema(ctx))
+    schema = _schema(ctx)
+    return _built("dimensions", schema, lambda: dimensions(schema))
 
 
 def _attrs(ctx) -> list[FieldInfo]:
-    return attributes(_schema(ctx))
+    schema = _schema(ctx)
+    return _built("attributes", schema, lambda: attributes(schema))
 
 
 def _flag(ctx, name) -> int:
@@ -81,6 +102,11 @@ def index_fields(schema, version: int, has_timestamps=False, has_delete_meta=Fal
     v5+: attributes, ``__coords``, dimensions, ``__timestamps`` (if has_timestamps), ``__delete_timestamps``
     and ``__delete_condition_index`` (if has_delete_meta). v1-4: attributes, then ``__coords``.
     """
+    return _built("index", schema, lambda: _index_fields(schema, version, has_timestamps, has_delete_meta),
+                  version, bool(has_timestamps), bool(has_delete_meta))
+
+
+def _index_fields(schema, version: int, has_timestamps, has_delete_meta) -> list[FieldInfo]:
     attrs, dims = attributes(schema), dimensions(schema)
     coords = FieldInfo("__coords", dims[0].datatype, len(dims), False, False, schema.coords_filters)
     extra = [FieldInfo(n, Datatype.UINT64, 1, False, False, schema.coords_filters)

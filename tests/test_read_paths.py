@@ -1,0 +1,211 @@
+"""The fast paths of a read give what the general ones give, and what TileDB-Py gives: var strings shared per
+distinct value, ranges that a fragment lies inside, cached footer field lists, the shared decoding pool."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tiledb
+from construct import Container, ListContainer
+
+from oracle import assert_same
+from tdbformat import open_array
+from tdbformat.array import cells as cells_mod
+from tdbformat.array import order as order_mod
+from tdbformat.enums import Datatype, Layout
+from tdbformat.structs.array_schema import VAR_NUM, FieldInfo
+from tdbformat.structs.footer import index_fields
+
+WORDS = np.array(["", "a", "é-ü", "w3-é" * 3, "long " * 20], object)
+
+
+def _strings(uri, values, dtype=str):
+    dim = tiledb.Dim("i", domain=(0, len(values) - 1), tile=max(len(values) // 4, 1), dtype=np.int64)
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(dim), attrs=[
+        tiledb.Attr("s", dtype=dtype, var=True, filters=[tiledb.ZstdFilter()])]))
+    with tiledb.open(uri, "w") as A:
+        A[:] = {"s": values}
+
+
+@pytest.mark.parametrize("kind", ["repeated", "unique"])
+def test_var_strings_equal_tiledb_py(tmp_path, kind):
+    """Tiles of a few words repeated (one object per distinct value) and of distinct strings (one per cell)."""
+    rng = np.random.default_rng(1)
+    values = (WORDS[rng.integers(0, len(WORDS), 4000)] if kind == "repeated"
+              else np.array([f"cell {i} é{i * 7}" for i in range(4000)], object))
+    uri = str(tmp_path / "s")
+    _strings(uri, values)
+    got = open_array(uri)[:]
+    with tiledb.open(uri) as A:
+        want = A[:]
+    assert_same(got, want)
+    assert got["s"].tolist() == values.tolist()
+    assert all(type(v) is str for v in got["s"])
+
+
+def test_repeated_ascii_strings_equal_tiledb_py(tmp_path):
+    rng = np.random.default_rng(2)
+    values = np.array([b"x", b"yy", b"", b"zzz" * 9], object)[rng.integers(0, 4, 3000)]
+    uri = str(tmp_path / "ascii")
+    _strings(uri, values, dtype="ascii")
+    got = open_array(uri)[:]
+    with tiledb.open(uri) as A:
+        assert_same(got, A[:])
+    assert got["s"].tolist() == values.tolist()
+
+
+def _var_tile(cells):
+    data = b"".join(cells)
+    offsets = np.cumsum([0] + [len(c) for c in cells[:-1]]).astype(np.uint64)
+    return data, offsets
+
+
+EXPECTED = {Datatype.STRING_UTF8: lambda c: c.decode("utf-8", "surrogateescape"),
+            Datatype.STRING_ASCII: lambda c: c.rstrip(b"\0"), Datatype.CHAR: lambda c: c}
+
+
+@pytest.mark.parametrize("datatype", list(EXPECTED))
+@pytest.mark.parametrize("repeat", [True, False])
+def test_var_cells_shared_or_not_are_the_loops_values(datatype, repeat):
+    """Repeated cells (shared objects, one per distinct value) and distinct ones give what slicing and
+    converting cell by cell gives, bad UTF-8 and ASCII ending in NUL included."""
+    pytest.importorskip("pyarrow")
+    words = [b"ab", b"", b"\xc3\xa9-\xff", b"x\0\0", b"\xe2\x82"]
+    cells = [words[i % 5] for i in range(3000)] if repeat else [b"%d\xc3\xa9" % i for i in range(3000)]
+    info = FieldInfo("s", datatype, VAR_NUM, True, False, None)
+    got = cells_mod.split_var(*_var_tile(cells), info)
+    assert got.dtype == object and got.tolist() == [EXPECTED[datatype](c) for c in cells]
+    assert (len({id(v) for v in got}) <= 5) == repeat
+
+
+def _sparse(uri, frags):
+    dims = [tiledb.Dim("x", domain=(0, 99), tile=10, dtype=np.int64),
+            tiledb.Dim("y", domain=(0, 99), tile=10, dtype=np.int64)]
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(*dims), sparse=True, capacity=50,
+                                                attrs=[tiledb.Attr("a", dtype=np.float64)]))
+    rng = np.random.default_rng(3)
+    for f in range(frags):
+        cells = rng.choice(10_000, 400, replace=False)
+        with tiledb.open(uri, "w", timestamp=f + 1) as A:
+            A[cells // 100, cells % 100] = rng.random(400)
+
+
+@pytest.mark.parametrize("frags", [1, 3])
+@pytest.mark.parametrize("order", ["U", "G", "C"])
+def test_ranges_around_and_inside_fragments_equal_tiledb_py(tmp_path, frags, order):
+    """A range that holds a fragment's whole non-empty domain needs no cell check; one that cuts it does."""
+    uri = str(tmp_path / "sp")
+    _sparse(uri, frags)
+    ours = open_array(uri)
+    with tiledb.open(uri) as A:
+        for sel in ((slice(None), slice(None)), (slice(0, 100), slice(0, 100)), (slice(20, 31), slice(None)),
+                    (slice(5, 6), slice(40, 90))):
+            assert_same(ours.query(order=order)[sel], A.query(order=order)[sel])
+        assert_same(ours.query(order=order).multi_index[[(0, 99)], [(10, 95)]],
+                    A.query(order=order).multi_index[[(0, 99)], [(10, 95)]])
+
+
+def test_index_fields_follow_a_schema_edited_in_place(arrays_schema):
+    """The cached field lists are rebuilt when a schema's attributes are replaced, and a caller's copy is
+    its own to change."""
+    schema = arrays_schema
+    before = [f.name for f in index_fields(schema, 22)]
+    first = index_fields(schema, 22)
+    first.append("mine")
+    assert [f.name for f in index_fields(schema, 22)] == before
+    schema.attributes = ListContainer(schema.attributes[1:])
+    after = [f.name for f in index_fields(schema, 22)]
+    assert after == before[1:]
+    assert [f.name for f in index_fields(schema, 22, has_timestamps=True)] == after + ["__timestamps"]
+
+
+@pytest.fixture
+def arrays_schema(tmp_path):
+    uri = str(tmp_path / "two")
+    dim = tiledb.Dim("d", domain=(0, 9), tile=5, dtype=np.int64)
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(dim), sparse=True, attrs=[
+        tiledb.Attr("a", dtype=np.int32), tiledb.Attr("b", dtype=np.float64)]))
+    return Container(open_array(uri).schema)
+
+
+def _child_reads(uri, queue):
+    queue.put(open_array(uri)[:]["a"].tolist())
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork")
+def test_a_forked_child_reads_with_its_own_pool(tmp_path):
+    """The decoding pool is shared between reads; a child forked after a read does not inherit its threads."""
+    uri = str(tmp_path / "sp")
+    _sparse(uri, 2)
+    want = open_array(uri)[:]["a"].tolist()  # the parent's pool now has threads
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child_reads, args=(uri, queue))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0
+    assert queue.get(timeout=5) == want
+
+
+def test_opening_reads_no_fragment_metadata(tmp_path, monkeypatch):
+    """Opening lists fragments; a fragment's metadata file is read when a read first needs it, and a broken
+    one is a FormatError then."""
+    from tdbformat import FormatError
+    from tdbformat.storage import LocalStorage
+    uri = tmp_path / "sp"
+    _sparse(str(uri), 2)
+    read, seen = LocalStorage.read, []
+    monkeypatch.setattr(LocalStorage, "read", lambda self, path, *a, **k: seen.append(Path(path).name) or
+                        read(self, path, *a, **k))
+    arr = open_array(uri)
+    assert len(arr.fragments) == 2 and "__fragment_metadata.tdb" not in seen
+    arr[:]
+    assert seen.count("__fragment_metadata.tdb") == 2
+    meta = sorted((uri / "__fragments").glob("*/__fragment_metadata.tdb"))[-1]
+    meta.write_bytes(b"\0" * 7)
+    arr = open_array(uri)
+    with pytest.raises(FormatError):
+        arr[:]
+
+
+@pytest.mark.parametrize("layout", [Layout.ROW_MAJOR, Layout.COL_MAJOR])
+@pytest.mark.parametrize("dtype", [np.int32, np.uint64, np.int64])
+def test_linear_keys_sort_as_lexsort_does(layout, dtype):
+    """A stable sort of the one-number keys is numpy's lexsort of the coordinates, duplicates kept in their
+    incoming order; coordinates outside the domain, or a float dimension, give no key."""
+    rng = np.random.default_rng(4)
+    lows = [3, 0] if dtype is np.uint64 else [-5, 2]
+    dims = [Container(domain=[lo, lo + 40], tile_extent=7) for lo in lows]
+    coords = [(rng.integers(0, 41, 5000) + lo).astype(dtype) for lo in lows]
+    key = order_mod.linear_keys(coords, dims, layout)
+    want = np.lexsort(coords[::-1] if layout == Layout.ROW_MAJOR else coords)
+    np.testing.assert_array_equal(np.argsort(key, kind="stable"), want)
+    outside = [c.copy() for c in coords]
+    outside[1][7] = lows[1] + 41
+    assert order_mod.linear_keys(outside, dims, layout) is None
+    assert order_mod.linear_keys([coords[0], coords[1].astype(np.float64)], dims, layout) is None
+
+
+def test_reads_on_one_thread_run_side_by_side(tmp_path):
+    """threads=1 decodes in the caller's thread: reads from several threads (as dask's tasks make them)
+    each decode in their own thread, not one after another in a shared worker."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    uri = str(tmp_path / "sp")
+    _sparse(uri, 3)
+    arr = open_array(uri)
+    want = arr.read(threads=1)["a"].tolist()
+    seen, decode = set(), arr.tiles.cells
+
+    def cells(*a, **k):
+        seen.add(threading.get_ident())
+        return decode(*a, **k)
+    arr.tiles.cells = cells
+    with ThreadPoolExecutor(3) as callers:
+        got = list(callers.map(lambda _: (threading.get_ident(), arr.read(threads=1)["a"].tolist()), range(3)))
+    assert all(values == want for _, values in got)
+    assert seen == {ident for ident, _ in got}
