@@ -11,6 +11,7 @@ from ..errors import FormatError
 from . import order
 from .cells import filled, masked, result_bytes
 from .sparse import sparse_tiles
+from .tiles import chunk_threads
 
 __all__ = ["read_dense", "read_box", "check_budget", "MemoryBudgetError"]
 
@@ -127,13 +128,13 @@ def read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
     # a dense fragment holds every cell of its non-empty domain: one that covers the result leaves no fill
     result = _Result(schema, wanted, shape, any(f.dense and _covers(f.non_empty_domain, lo, hi) for f in frags))
 
-    def place(frag, a, idx, k, src, dst, spans):
+    def place(frag, a, idx, k, src, dst, spans, threads=1):
         if idx is None:  # an attribute added after the fragment was written: its cells read as fill
             return result.put_fill(a, dst)
         if k >= frag.tile_num():
             raise FormatError(f"fragment {frag.name}: tile {k} is past the {frag.tile_num()} tiles of its "
                               "non-empty domain", file=str(frag.path))
-        values, validity = arr.tiles.cells(frag, idx, k, cell_num, spans=spans)
+        values, validity = arr.tiles.cells(frag, idx, k, cell_num, spans=spans, threads=threads)
         result.put(a, dst, order.as_tile(values, extents, cell_order)[src],
                    order.as_tile(validity, extents, cell_order)[src] if a.nullable else None)
 
@@ -143,7 +144,9 @@ def read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
             ks = [k for k, _, _ in tiles if k < frag.tile_num()]
             fields = [(a, frag.index(a.name)) for a in wanted]
             spans = {a.name: arr.tiles.spans(frag, idx, ks) if idx is not None else None for a, idx in fields}
-            jobs = [(frag, a, idx, k, src, dst, spans[a.name]) for k, src, dst in tiles for a, idx in fields]
+            # fewer tiles than threads: each tile's chunks share the rest
+            threads = chunk_threads(pool, len(tiles) * len(fields))
+            jobs = [(frag, a, idx, k, src, dst, spans[a.name], threads) for k, src, dst in tiles for a, idx in fields]
             # each tile is decoded and placed in a worker (tiles of one fragment never overlap); one tile is
             # decoded here, without the hand-over
             list(pool.map(lambda job: place(*job), jobs) if len(jobs) > 1 else (place(*job) for job in jobs))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import os
 import struct
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -38,7 +39,15 @@ MAX_CHUNK = 65536
 # Threads that filter and unfilter the chunks of one tile: TileDB's sm.compute_concurrency_level, which
 # defaults to the hardware's concurrency. The codecs release the GIL in their libraries and numpy passes.
 _threads = os.cpu_count() or 1
-_pool, _pool_size = None, 0
+_pool, _pool_size, _pool_lock = None, 0, threading.Lock()
+
+
+def _forget_pool():
+    global _pool, _pool_size
+    _pool, _pool_size = None, 0
+
+
+os.register_at_fork(after_in_child=_forget_pool)  # a forked child has none of the parent's threads
 
 
 def set_threads(n: int):
@@ -72,9 +81,11 @@ def _map(fn, items: list, threads: int | None) -> list:
     if threads <= 1:
         done = map(lambda r: fn(items[bounds[r]:bounds[r + 1]]), range(runs))
     else:
-        if _pool_size < threads:
-            _pool, _pool_size = ThreadPoolExecutor(threads, thread_name_prefix="tdbformat-filters"), threads
-        done = _pool.map(lambda r: fn(items[bounds[r]:bounds[r + 1]]), range(runs))
+        with _pool_lock:  # reads in several threads may ask at once; a smaller pool left behind is idle
+            if _pool_size < threads:
+                _pool, _pool_size = ThreadPoolExecutor(threads, thread_name_prefix="tdbformat-filters"), threads
+            pool = _pool
+        done = pool.map(lambda r: fn(items[bounds[r]:bounds[r + 1]]), range(runs))
     return [out for run in done for out in run]
 
 
