@@ -114,3 +114,32 @@ def test_corpus_default_order_equals_tiledb_py(case):
     except (tiledb.TileDBError, TypeError) as e:  # v23 is newer than this TileDB-Py; it cannot read var string dims
         pytest.skip(f"TileDB-Py cannot read this array: {e}")
     assert_same(open_array(corpus.root(case), key=key).read(), want)
+
+
+_WRITES = {  # name: the writes of a 1-D sparse array, each a list of coordinates (value = coordinate)
+    "one fragment": [[1, 3, 5, 7]],
+    "two fragments": [[3, 7], [1, 5]],
+    "overwritten: the live cells of one fragment": [[1, 3, 5], [1, 3, 5, 7]],
+    "the ranges' cells in one of two fragments": [[1, 3], [8, 9]],
+}
+_SELECTIONS = [[(3, 3), 1], [(5, 7), (1, 3)], [(1, 5), (3, 7)], [7, 1, 3], [(1, 3), (5, 7)]]
+
+
+@pytest.mark.parametrize("writes", list(_WRITES), ids=list(_WRITES))
+@pytest.mark.parametrize("order", ["C", "F", "U"])
+def test_one_dimension_ranges_in_tiledb_pys_order(tmp_path, writes, order):
+    """A 1-D row- or column-major read of several ranges gives them range after range when its cells come
+    from one fragment, and sorted otherwise (TileDB's legacy reader); an unordered read gives each cell once."""
+    path = str(tmp_path / "a")
+    dom = tiledb.Domain(tiledb.Dim(name="d", domain=(0, 9), tile=2, dtype=np.int64))
+    tiledb.Array.create(path, tiledb.ArraySchema(domain=dom, sparse=True, attrs=[tiledb.Attr("a", dtype=np.int64)]))
+    for t, coords in enumerate(_WRITES[writes], 1):
+        with tiledb.open(path, "w", timestamp=t) as A:
+            A[np.array(coords)] = np.array(coords) * 10 + t
+    with tiledb.open(path) as A:
+        B = open_array(path)
+        for sel in _SELECTIONS:
+            for cond in (None, "a > 20"):
+                want = A.query(order=order, cond=cond).multi_index[sel]
+                got = B.query(order=order, cond=cond).multi_index[sel]
+                assert_same(got, want), (sel, cond)

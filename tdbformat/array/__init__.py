@@ -134,7 +134,8 @@ class Array(TileDBPyReads):
             out.append(bounds if raw else tuple(nonempty_bound(d, v) for v in bounds))
         return tuple(out)
 
-    def read(self, attrs=None, timestamp=None, order=None, ranges=None, threads=None, memory_budget=None) -> dict:
+    def read(self, attrs=None, timestamp=None, order=None, ranges=None, threads=None, memory_budget=None,
+             provenance=False) -> dict:
         """The array's cells as ``{name: numpy array}`` (TileDB-Py conventions).
 
         ``attrs``: attribute names (default all). ``timestamp``: read as of this time (ms), or a
@@ -144,8 +145,8 @@ class Array(TileDBPyReads):
         order, oldest fragment first (the default of sparse reads; dense reads default to "C" N-D arrays).
         ``ranges``: ``{dim: (lo, hi)}`` inclusive subarray (datetime64 bounds for datetime dimensions).
         ``threads``: tile-decoding threads (default: one per core). ``memory_budget``: the bytes a dense
-        result may take (default :data:`MEMORY_BUDGET`); a larger one raises :class:`MemoryBudgetError`
-        before anything is allocated.
+        result may take (default :data:`MEMORY_BUDGET`), refused before allocating (:class:`MemoryBudgetError`).
+        ``provenance`` (sparse): also ``"__fragment"``, each cell's fragment's index in :meth:`live_fragments`.
 
         The attributes are those of the schema in force at the end of the timestamp range (TileDB opens
         an array with it); fragments written with another schema lack some (read as fill values).
@@ -161,7 +162,7 @@ class Array(TileDBPyReads):
             check_budget(self, schema, wanted, ranges, memory_budget)
             return read_dense(self, schema, frags, wanted, ranges, layout, pool)
         return read_sparse(self, schema, frags, wanted, ranges, layout, window,
-                           self._listing.live_deletes(window), pool)
+                           self._listing.live_deletes(window), pool, provenance)
 
     @property
     def metadata(self) -> dict:

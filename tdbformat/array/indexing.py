@@ -18,6 +18,7 @@ from ..errors import FormatError
 from .cells import empty_column, filled, result_bytes
 from .condition import parse_condition
 from .query import evaluate
+from .sparse import FRAGMENT_COLUMN
 
 __all__ = ["Query", "TileDBPyReads", "getitem_ranges", "multi_index_ranges"]
 
@@ -216,8 +217,10 @@ class Query:
         need = set(self.attrs) | _fields(self.node)
         attrs = [a.name for a in arr.attrs if a.name in need]
         box = {d.name: (min(r[0] for r in rs), max(r[1] for r in rs)) for d, rs in zip(arr.dims, ranges) if rs}
+        # 1-D, several ranges, row- or column-major: the order depends on the fragments the cells come from
+        by_range = sparse and len(arr.dims) == 1 and self.order in ("C", "F") and len(ranges[0] or ()) > 1
         got = arr.read(attrs=attrs, ranges=box, order=self.order, timestamp=self.timestamp,
-                       memory_budget=self.memory_budget)
+                       memory_budget=self.memory_budget, provenance=by_range)
         if sparse:
             got = _filter_sparse(arr, got, ranges, self.node, self.order)
         else:
@@ -337,8 +340,10 @@ def _in_ranges(column: np.ndarray, ranges) -> np.ndarray:
 def _filter_sparse(arr, got, ranges, node, order) -> dict:
     """The cells of ``got`` (read over the ranges' bounding box) in the ranges and meeting ``node``. A
     row- or column-major read gives a cell once per range combination holding it (in 1-D arrays range
-    after range, in the order given); other orders give it once, and a global-order read coalesces the
-    ranges, refusing disjoint ones, as TileDB does."""
+    after range, in the order given, if the cells in the ranges come from one fragment; else sorted:
+    TileDB's ``Reader::compute_subarray_coords``); other orders give it once, and a global-order read
+    coalesces the ranges, refusing disjoint ones, as TileDB does."""
+    fragment = got.pop(FRAGMENT_COLUMN, None)
     if node is None and all(not rs or len(rs) == 1 for rs in ranges):
         return got  # the read kept the cells of its box, which is the one range of each dimension
     n = len(got[arr.dims[0].name])
@@ -355,12 +360,15 @@ def _filter_sparse(arr, got, ranges, node, order) -> dict:
                 keep &= count > 0
             else:
                 keep &= _in_ranges(got[d.name], rs)
+    # TileDB asks whether the cells in the ranges (before the condition) are of one fragment
+    one_fragment = fragment is not None and len(np.unique(fragment[keep])) <= 1
     if node is not None:
         values, validity = _columns(got)
         keep &= evaluate(node, values, validity, n)
-    if keep.all() and (times is None or (times == 1).all()):
+    by_range = times is not None and len(arr.dims) == 1 and one_fragment
+    if keep.all() and (times is None or (times == 1).all()) and not by_range:
         return got
-    if times is not None and len(arr.dims) == 1:  # one dimension: TileDB reads range after range, as given
+    if by_range:  # range after range, as given
         column = got[arr.dims[0].name]
         index = np.concatenate([np.flatnonzero(keep & (column >= lo) & (column <= hi)) for lo, hi in ranges[0]])
     else:

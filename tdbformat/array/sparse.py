@@ -114,7 +114,11 @@ def _newest(keys, stamp, frag_of) -> np.ndarray:
     return newest
 
 
-def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, pool) -> dict:
+#: with ``read(..., provenance=True)``: each cell's fragment, its position among the read's fragments
+FRAGMENT_COLUMN = "__fragment"
+
+
+def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, pool, provenance=False) -> dict:
     names = [d.name for d in arr.dims]
     need = {c.comparison.field_name for d in deletes for c in _leaves(d.condition)}
     fields = arr.dims + [a for a in schema_mod.attributes(schema) if a in wanted or a.name in need]
@@ -135,7 +139,8 @@ def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, poo
         [np.ones(c, bool) if a is None else a for a, c in zip(alives, counts)])
     merged = _merge(arr, frags, columns, counts, sel, layout)
     if merged is not None:
-        return _result(arr, fields, wanted, columns, validity, merged)
+        out = _result(arr, fields, wanted, columns, validity, merged)
+        return dict(out, **{FRAGMENT_COLUMN: _fragment_of(counts)[merged]}) if provenance else out
     # a fragment is written in global order without duplicates (unless consolidated with cell timestamps,
     # which keeps every version): one fragment needs neither a dedup nor a global sort
     one = len(frags) == 1
@@ -147,6 +152,8 @@ def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, poo
         sel = _and(sel, _newest(keys, stamp, _fragment_of(counts)))
     cat = {k: _take(_joined(v, np.empty(0, result_dtype(f))), sel) for f, (k, v) in zip(fields, columns.items())}
     valid = {k: _take(_joined(v, np.empty(0, bool)), sel) for k, v in validity.items()}
+    if provenance:  # permuted with the validity columns, then handed out beside the fields
+        valid[FRAGMENT_COLUMN] = _take(_fragment_of(counts), sel)
     columns.clear(), validity.clear()  # the parts: each column is permuted below while nothing else holds it
     if layout != Layout.UNORDERED and not (one and layout == Layout.GLOBAL_ORDER):
         coords = [cat[x] for x in names]
@@ -172,6 +179,8 @@ def _output(arr, fields, wanted, cat, valid) -> dict:
         cat = {f.name: empty_column(f, cat[f.name]) for f in fields}
     out = {d.name: from_ordinal(cat[d.name], d) for d in arr.dims}
     out.update({a.name: masked(cat[a.name], valid.get(a.name)) for a in wanted})
+    if FRAGMENT_COLUMN in valid:
+        out[FRAGMENT_COLUMN] = valid[FRAGMENT_COLUMN]
     return out
 
 
