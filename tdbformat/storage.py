@@ -52,6 +52,10 @@ class _Listings:
     def _list_many(self, folders) -> list[list[str]]:
         return [self._list(f) for f in folders]
 
+    def _prefetch(self, folders) -> dict:
+        """``{folder: names}`` of at least ``folders``, for :meth:`snapshot`."""
+        return dict(zip(folders, self._list_many(folders)))
+
     @contextmanager
     def snapshot(self, prefetch=()):
         """Within the block, each folder is listed once and that listing kept: one consistent view of an
@@ -60,7 +64,7 @@ class _Listings:
         if self._listings is not None:  # already inside one
             yield
             return
-        self._listings = dict(zip(prefetch, self._list_many(list(prefetch))))
+        self._listings = self._prefetch(list(prefetch))
         try:
             yield
         finally:
@@ -360,17 +364,35 @@ class FsspecStorage(Storage):
         return self._file_size(path) is not None
 
     def _file_size(self, path) -> int | None:
-        if path not in self._sizes:
+        if path not in self._sizes and not self._in_tree(path):  # in the snapshot's tree, the listing is all
             info = _call(lambda: self.fs.info(path), path, missing=dict)
-            if info.get("type") != "file":
-                return None
-            self._sizes[path] = int(info["size"])
-        return self._sizes[path]
+            if info.get("type") == "file":
+                self._sizes[path] = int(info["size"])
+        return self._sizes.get(path)
 
     def is_dir(self, path) -> bool:
-        return bool(_call(lambda: self.fs.isdir(path), path))
+        if self._listings is not None and path in self._listings:
+            return True
+        return not self._in_tree(path) and bool(_call(lambda: self.fs.isdir(path), path))
+
+    #: the folder a snapshot listed recursively (:meth:`_prefetch`): below it, what the listing lacks is not there
+    _tree = None
+
+    def _in_tree(self, path) -> bool:
+        return self._listings is not None and self._tree is not None and str(path).startswith(self._tree + "/")
+
+    def _prefetch(self, folders) -> dict:
+        """An array's folders from one recursive listing of the first (the others below it): every folder's
+        names and file's size in one paginated request, not a listing per folder and a HEAD per file."""
+        root, self._tree = (str(folders[0]).rstrip("/") if folders else ""), None
+        if not folders or not all(str(f).startswith(root) for f in folders):
+            return super()._prefetch(folders)
+        listings, self._tree = _tree_listing(self, root, folders), root
+        return listings
 
     def _list(self, folder, found=None) -> list[str]:
+        if found is None and self._in_tree(folder):
+            return []  # not in the snapshot's recursive listing: no such folder
         return sorted(self.name(e["name"]) for e in _entries(self, folder, found))
 
     def _list_many(self, folders) -> list[list[str]]:
@@ -404,16 +426,8 @@ class FsspecStorage(Storage):
     def commit(self, path, data: bytes) -> None:
         if self.protocol not in self._RENAMES:
             self.write(path, data)  # one PUT: the object appears whole or not at all
-            return
-        tmp = self.join(self.parent(path), f".{self.name(path)}.{uuid.uuid4().hex}.tmp")
-        try:
-            self.write(tmp, data)
-            _call(lambda: self.fs.mv(tmp, path), path)
-        finally:  # a failed move leaves the temporary: remove it, never mask the error
-            self._sizes.pop(tmp, None)
-            with contextlib.suppress(Exception):
-                self.fs.rm_file(tmp) if self.fs.exists(tmp) else None
-        self._sizes[path] = len(data)
+        else:
+            _commit_by_rename(self, path, data)
 
     def delete(self, path) -> None:
         _call(lambda: self.fs.rm_file(path), path)
@@ -427,8 +441,7 @@ class FsspecStorage(Storage):
     def writer(self, path):
         """An object appears whole when the block ends (a multipart upload completes on close), or not at all."""
         self._sizes.pop(path, None)
-        if self.protocol in self._RENAMES:
-            self.makedirs(self.parent(path))
+        self.makedirs(self.parent(path))  # a no-op on object stores
         return _fs_writer(self.fs, path)
 
 
@@ -456,6 +469,39 @@ class _Sink:
     def writelines(self, parts) -> None:
         for part in parts:
             self.write(part)
+
+
+def _commit_by_rename(storage, path, data: bytes) -> None:
+    """Write ``data`` to a temporary name beside ``path``, then move it into place."""
+    tmp = storage.join(storage.parent(path), f".{storage.name(path)}.{uuid.uuid4().hex}.tmp")
+    try:
+        storage.write(tmp, data)
+        _call(lambda: storage.fs.mv(tmp, path), path)
+    finally:  # a failed move leaves the temporary: remove it, never mask the error
+        storage._sizes.pop(tmp, None)
+        with contextlib.suppress(Exception):
+            storage.fs.rm_file(tmp) if storage.fs.exists(tmp) else None
+    storage._sizes[path] = len(data)
+
+
+def _tree_listing(storage, root: str, folders) -> dict:
+    """``{folder: sorted names}`` of every folder below ``root`` that holds a file (and of ``folders``), from
+    one recursive listing; the files' sizes remembered by ``storage``."""
+    fs = storage.fs
+    base = fs._strip_protocol(root).rstrip("/")
+    fs.invalidate_cache(root)
+    found = _call(lambda: fs.find(root, detail=True), root, missing=dict)
+    listings = {f: set() for f in [root, *folders]}
+    for name, info in found.items():
+        path = root + name.rstrip("/")[len(base):]
+        if info.get("type") == "directory":
+            continue
+        storage._sizes[path] = int(info["size"])
+        while path != root and path.startswith(root + "/"):  # each folder up to the root lists the one below
+            up = storage.parent(path)
+            listings.setdefault(up, set()).add(storage.name(path))
+            path = up
+    return {f: sorted(names) for f, names in listings.items()}
 
 
 def _entries(storage, folder, found=None) -> list[dict]:

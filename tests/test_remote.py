@@ -562,12 +562,17 @@ def test_default_storage_options_reach_urls_only_and_only_inside_the_block():
 
 
 def test_opening_lists_each_folder_once(s3, server, tmp_path, monkeypatch):
-    """The array's folders are listed once each while its fragments are found (a snapshot, the root,
-    __commits, __fragments and __fragment_meta fetched at once), not once per question asked of them."""
+    """Opening lists the array once, recursively (every folder's names and every file's size from one
+    request: no listing per folder, no HEAD per fragment or per legacy file looked for), then fetches the
+    schema and the footers' tails, which are all it reads."""
     url, values = _tiled_array(server, tmp_path, sparse=False)
     gets = Gets(monkeypatch)
+    heads = []
+    real = s3fs.S3FileSystem._info
+    monkeypatch.setattr(s3fs.S3FileSystem, "_info", lambda fs, path, **kw: heads.append(path) or real(fs, path, **kw))
     arr = tdbformat.open_array(url, storage_options=s3)
-    folders = [f"{url.removeprefix(f's3://{BUCKET}/')}/{d}" for d in ("", "__commits/", "__fragments/",
-                                                                     "__fragment_meta/", "__schema/")]
-    assert [gets.lists.count(f) for f in folders] == [1] * len(folders), gets.lists
+    assert gets.lists == [url.removeprefix(f"s3://{BUCKET}/") + "/"], gets.lists
+    assert heads == []
+    kinds = sorted("schema" if "/__schema/" in key else key.rsplit("/", 1)[-1] for key, _ in gets.gets)
+    assert kinds == ["__fragment_metadata.tdb", "schema"], gets.gets
     assert np.array_equal(arr.read()["v"], values)

@@ -75,19 +75,17 @@ class Array(TileDBPyReads):
     """An opened array: its schemas, committed fragments, delete commits, metadata and enumerations."""
 
     def __init__(self, path, key=None, timestamp=None, storage_options=None):
-        self.storage, self.path = storage_for(path, storage_options)
+        # (storage, path): opened by open_array, whose snapshot of the folders this open reuses
+        self.storage, self.path = path if isinstance(path, tuple) else storage_for(path, storage_options)
         self.key = normalize_key(key)
         #: the (start, end) window in ms the array is opened at (reads default to it)
         self.window = read_window(timestamp)
-        self.schemas = [(n, show.Schema(s)) for n, s in directory.load_schemas(self.storage, self.path, self.key)]
+        self.schemas, self._listing, self._committed = _load(self.storage, self.path, self.key)
         self.schema = self.schemas[-1][1]
         self.encrypted = self.schema["_generic_tile"].encryption_type != EncryptionType.NO_ENCRYPTION
         self.dims = schema_mod.dimensions(self.schema)
         self.attrs = schema_mod.attributes(self.schema)
         self.tiles = Tiles(self.storage, self.key, self.encrypted)
-        self._listing = directory.Listing.of(self.storage, self.path, self.key)
-        # fragments name the schema they were written with (v10+)
-        self._committed = load_fragments(self.storage, self._listing, dict(self.schemas), self.key)
 
     @property
     def fragments(self) -> list[Fragment]:
@@ -273,6 +271,16 @@ def check_ranges(dims, ranges) -> dict:
     return out
 
 
+def _load(storage, root, key) -> tuple[list, directory.Listing, list]:
+    """An array's schemas, listing and committed fragments, from one view of its folders (on an object
+    store: one recursive listing)."""
+    with storage.snapshot(prefetch=[root]):
+        schemas = [(n, show.Schema(s)) for n, s in directory.load_schemas(storage, root, key)]
+        listing = directory.Listing.of(storage, root, key)
+        # fragments name the schema they were written with (v10+)
+        return schemas, listing, load_fragments(storage, listing, dict(schemas), key)
+
+
 def open_array(path, mode: str = "r", key=None, timestamp=None, storage_options=None) -> Array:
     """Open the array at ``path`` (a local path or an fsspec URL: s3://, gs://, az://, http(s)://, memory://,
     file://) as ``tiledb.open`` does: ``mode`` "r" to read, "w" to write (an ``open_writer``); ``key``:
@@ -285,10 +293,13 @@ def open_array(path, mode: str = "r", key=None, timestamp=None, storage_options=
         return open_writer(path, timestamp=timestamp, key=key)
     if mode != "r":
         raise ValueError(f"mode: expected 'r' (read) or 'w' (write), not {mode!r}")
-    from .legacy import open_legacy
-    legacy = open_legacy(path, storage_options)
-    if legacy is None:
-        return Array(path, key=key, timestamp=timestamp, storage_options=storage_options)
+    from .legacy import LegacyArray
+    storage, root = storage_for(path, storage_options)
+    with storage.snapshot(prefetch=[root]):  # one view of the folders for the dialect check and the open
+        found = directory.dialect(storage, root)
+        if not found:
+            return Array((storage, root), key=key, timestamp=timestamp)
+    legacy = LegacyArray((storage, root), found)
     if key is not None:
         raise FormatError(f"{path}: an array of the {legacy.version} dialect (before format version 1) is never "
                           "encrypted: open it without key=")

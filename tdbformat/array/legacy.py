@@ -32,7 +32,7 @@ from . import order
 from .cells import U64, cell_dtype, filled, split_var
 from .dense import check_budget
 
-__all__ = ["LegacyArray", "LegacyFragment", "open_legacy"]
+__all__ = ["LegacyArray", "LegacyFragment"]
 
 _ORDERS = {"C": Layout.ROW_MAJOR, "F": Layout.COL_MAJOR, "G": Layout.GLOBAL_ORDER, "U": Layout.GLOBAL_ORDER}
 
@@ -412,10 +412,3 @@ def _read_sparse(arr, wanted, ranges, layout, budget) -> dict:
         column = np.concatenate(cols[a.name]) if cols[a.name] else np.empty(0, object if a.var else cell_dtype(a))
         out[a.name] = column[sel]
     return out
-
-
-def open_legacy(path, storage_options=None) -> LegacyArray | None:
-    """The array at ``path`` opened as a pre-v1 array, or None if it is not one (v1+, or no array)."""
-    storage, p = storage_for(path, storage_options)
-    found = directory.dialect(storage, p)
-    return LegacyArray((storage, p), found) if found else None
