@@ -17,6 +17,7 @@ import corpus
 from tdbformat import open_array
 from tdbformat.cat import write_cells
 from tdbformat.show import jsonable
+from oracle import tiledb_ctx
 
 jsonschema = pytest.importorskip("jsonschema")
 referencing = pytest.importorskip("referencing")
@@ -154,7 +155,7 @@ def _tdb(case):
     if corpus.case_id(case).startswith("v23"):
         pytest.skip("TileDB-Py 0.36 (core 2.30) cannot open format v23 arrays")
     key = corpus.key(case)
-    ctx = tiledb.Ctx({"sm.encryption_type": "AES_256_GCM", "sm.encryption_key": key} if key else None)
+    ctx = tiledb_ctx(key)
     return tiledb.open(str(corpus.root(case)), ctx=ctx)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tiledb
 
-from oracle import assert_same, canonical
+from oracle import assert_same, canonical, tiledb_ctx
 from tdbformat import ConditionError, open_array
 
 D1, D2 = np.datetime64("2020-01-01", "D"), np.datetime64("2020-01-31", "D")
@@ -396,7 +396,7 @@ def _corpus_forms(A):
 def test_corpus_arrays_read_as_tiledb_py_reads_them(case):
     import corpus
     key = corpus.key(case)
-    ctx = tiledb.Ctx({"sm.encryption_type": "AES_256_GCM", "sm.encryption_key": key}) if key else None
+    ctx = tiledb_ctx(key)
     uri = str(corpus.root(case))
     try:
         A = tiledb.open(uri, ctx=ctx)

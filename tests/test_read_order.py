@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import corpus
-from oracle import assert_same
+from oracle import assert_same, tiledb_ctx
 from tdbformat.array import open_array
 
 tiledb = pytest.importorskip("tiledb")
@@ -107,7 +107,7 @@ def _sparse_cases():
 @pytest.mark.parametrize("case", list(_sparse_cases()))
 def test_corpus_default_order_equals_tiledb_py(case):
     key = corpus.key(case)
-    ctx = tiledb.Ctx({"sm.encryption_type": "AES_256_GCM", "sm.encryption_key": key}) if key else None
+    ctx = tiledb_ctx(key)
     try:
         with tiledb.open(str(corpus.root(case)), ctx=ctx) as A:
             want = A.query(order="U")[:]  # codes, as read() gives them (A[:] gives enumeration labels)

@@ -12,6 +12,7 @@ import tdbformat
 from tdbformat.structs.group import GroupDetails
 
 from corpus import CORPUS
+from oracle import tiledb_ctx
 
 tiledb = pytest.importorskip("tiledb")
 
@@ -204,7 +205,7 @@ def test_one_member_file_equals_tiledb_pys(tmp_path):
 def test_encrypted(tmp_path):
     """An encrypted group: our details file is encrypted with its key, and TileDB-Py lists both sides' members."""
     key = "0123456789abcdeF0123456789abcdeF"
-    ctx = tiledb.Ctx({"sm.encryption_type": "AES_256_GCM", "sm.encryption_key": key})
+    ctx = tiledb_ctx(key)
     root = tmp_path / "g"
     tiledb.Group.create(str(root), ctx=ctx)
     tiledb.Group.create(str(root / "sub"), ctx=ctx)

@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tiledb
-from construct import ListContainer
 
 import tdbformat
 from tdbformat.array.create import create, schema_at
