@@ -1,7 +1,8 @@
 """The campaign: long-lived worker processes under a memory limit, a watchdog for hangs, and the report.
 
 Each worker runs cases one at a time under ``RLIMIT_AS`` (its baseline plus a margin); the parent hands
-out case numbers, kills a worker that overruns the timeout (a "hang") and restarts one that dies (a
+out case numbers, kills a worker that overruns the timeout (a "hang": that much CPU time, or six times it
+in wall time, so that a worker starved by a busy machine is not one) and restarts one that dies (a
 "memory" blowup: killed by the limit). The corpus is hashed before and after the campaign.
 """
 
@@ -91,7 +92,7 @@ class _Slot:
 
     def __init__(self, ctx, opts: Options, top: Path, index: int):
         self.ctx, self.opts, self.top, self.index, self.generation = ctx, opts, top, index, 0
-        self.case = self.deadline = None
+        self.case = self.deadline = self.given = self.cpu = None
         self.start()
 
     def start(self):
@@ -107,7 +108,18 @@ class _Slot:
 
     def give(self, number: int):
         self.case, self.deadline = number, time.monotonic() + self.opts.timeout
+        self.given, self.cpu = time.monotonic(), _cpu_seconds(self.proc.pid)
         self.conn.send(number)
+
+    def starved(self) -> bool:
+        """Whether the case overran its time for want of a core (the machine busy with other work), not by
+        its own work: it has used less CPU than the timeout and not yet six times it in wall time. Then its
+        deadline moves on by the CPU time it may still use."""
+        used = _cpu_seconds(self.proc.pid) - self.cpu
+        if used >= self.opts.timeout or time.monotonic() - self.given >= 6 * self.opts.timeout:
+            return False
+        self.deadline = time.monotonic() + max(0.5, self.opts.timeout - used)
+        return True
 
     def restart(self) -> None:
         if self.proc.is_alive():
@@ -125,6 +137,16 @@ class _Slot:
         self.proc.join(5)
         if self.proc.is_alive():
             self.proc.kill()
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process ``pid`` (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _dead(slot: _Slot, results: list, outcome: str, what: str):
@@ -154,8 +176,8 @@ def _collect(slots, results: list, opts: Options):
         elif s.proc.sentinel in ready:
             s.proc.join()
             _dead(s, results, "memory", f"worker died (exit code {s.proc.exitcode})")
-        elif time.monotonic() >= s.deadline:
-            _dead(s, results, "hang", f"killed after {opts.timeout:g} s")
+        elif time.monotonic() >= s.deadline and not s.starved():
+            _dead(s, results, "hang", f"killed after {time.monotonic() - s.given:.0f} s")
 
 
 class Tally:
