@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..enums import Layout
+from ..errors import FormatError
 from ..structs import array_schema as schema_mod
 from . import order
 from .cells import empty_column, filled, from_ordinal, like, masked, result_dtype
@@ -53,7 +54,7 @@ def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
             cols[f.name] = np.repeat(filled(f, attribute, (1,)), n)
             v = np.full(n, bool(attribute.get("fill_value_validity")))
         else:
-            cols[f.name], v = arr.tiles.field(frag, idx, tiles, pool)
+            cols[f.name], v = (_counted(frag, f.name, c, n) for c in arr.tiles.field(frag, idx, tiles, pool))
         if f.nullable:
             validity[f.name] = v
     keep = None  # None: every cell
@@ -62,7 +63,8 @@ def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
             col, r = cols[d.name], ranges[d.name]
             keep = _and(keep, (col >= like(r[0], col)) & (col <= like(r[1], col)))
     if frag.has_timestamps:
-        t = arr.tiles.field(frag, frag.index("__timestamps"), tiles, pool)[0].astype(np.int64)
+        t = _counted(frag, "__timestamps", arr.tiles.field(frag, frag.index("__timestamps"), tiles, pool)[0],
+                     n).astype(np.int64)
         keep = _and(keep, (t >= window[0]) & (t <= window[1]))
     else:  # every cell has the fragment's timestamp
         t = None
@@ -72,7 +74,8 @@ def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
     alive = None
     if frag.has_delete_meta:  # consolidation kept deleted cells, stamped with their delete time
         # (UINT64_MAX: never deleted; the window ends before it, read_window)
-        alive = arr.tiles.field(frag, frag.index("__delete_timestamps"), tiles, pool)[0] > np.uint64(window[1])
+        deleted = arr.tiles.field(frag, frag.index("__delete_timestamps"), tiles, pool)[0]
+        alive = _counted(frag, "__delete_timestamps", deleted, n) > np.uint64(window[1])
     for d in deletes:  # SparseIndexReaderBase::apply_query_condition
         if d.timestamp < frag.timestamp_range[0] or d.marker in frag.processed_conditions:
             continue
@@ -80,6 +83,15 @@ def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
         # with cell timestamps, only cells written at or before the delete are hit
         alive = _and(alive, kept | (t > d.timestamp) if frag.has_timestamps else kept)
     return cols, validity, t, alive, keep
+
+
+def _counted(frag, name: str, values, n: int):
+    """``values`` (None passes), if they are one per coordinate of the fragment's tiles read."""
+    if values is not None and len(values) != n:
+        raise FormatError(f"fragment {frag.name}: field {name} holds {len(values)} cells in the tiles read, "
+                          f"where the coordinates number {n} (a datatype or tile size that does not fit)",
+                          file=str(frag.path))
+    return values
 
 
 def _inside(ned, r, dim) -> bool:

@@ -131,7 +131,10 @@ class Gzip(CompressionCodec):
     def decompress(self, ctx, packed, orig_size):
         # a longer stream than declared fails the caller's size check; a cut one raises here. Compression stays
         # zlib's: its bytes are TileDB's, zlib-ng's are not
-        return _bounded(lambda p, n: _inflate.decompress(p, bufsize=max(n, 1)), packed, orig_size, "gzip")
+        # the first buffer is the declared size, but never more than the stream can inflate to (deflate's
+        # ratio is at most 1032:1): a declared size is a claim, the compressed bytes are there
+        return _bounded(lambda p, n: _inflate.decompress(p, bufsize=max(1, min(n, 1032 * len(p) + 64))), packed,
+                        orig_size, "gzip")
 
 
 _local = threading.local()  # one zstd context per thread: creating one per chunk costs more than the chunk
