@@ -9,16 +9,20 @@ frame inside tdbformat (the "place").
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import random
 import re
-import subprocess
+import selectors
+import signal
 import sys
+import time
 import traceback
 from collections import Counter
 from pathlib import Path
 
 import tdbformat
+import tdbformat.cli
 from tdbformat import FormatError, open_array, parse_file
 from tdbformat.array import MemoryBudgetError
 from tdbformat.files import inspect_path
@@ -96,32 +100,83 @@ def _run_ops(case: dict, out: dict, verbose: bool):
                 print(f"  {name}: ok")
 
 
-# the output of a UTF-8 terminal, which (unlike the C locale's) refuses strings holding undecodable bytes
-_STRICT_UTF8 = {**os.environ, "PYTHONIOENCODING": "utf-8"}
 _FRAME = re.compile(r'File "([^"]*tdbformat/[^"]*)", line (\d+), in (\S+)')
 
 
+def _cli_child(argv: list, out_fd: int, err_fd: int):
+    """In the forked child: ``tdbformat.cli.main(argv)`` writing to a strict UTF-8 terminal (which, unlike the
+    C locale's, refuses undecodable bytes), ending as ``python3 -m tdbformat.cli`` would."""
+    code = 1
+    try:
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="strict")
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                      errors="backslashreplace")
+        code = tdbformat.cli.main(argv)
+    except SystemExit as e:  # argparse
+        code = e.code if isinstance(e.code, int) else 1
+    except BaseException:  # what the interpreter prints for an uncaught exception
+        traceback.print_exc()
+        code = 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        os._exit(code or 0)
+
+
+def _fork_cli(argv: list, timeout: float):
+    """The command line in a forked copy of this worker (tdbformat already imported: a case does not pay
+    for a new interpreter): (exit code, standard error), or None once it overran ``timeout``."""
+    (out_r, out_w), (err_r, err_w) = os.pipe(), os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(out_r), os.close(err_r)
+        _cli_child(argv, out_w, err_w)
+    os.close(out_w), os.close(err_w)
+    err, deadline, open_fds = bytearray(), time.monotonic() + timeout, {out_r, err_r}
+    with selectors.DefaultSelector() as sel:
+        for fd in open_fds:
+            sel.register(fd, selectors.EVENT_READ)
+        while open_fds and (left := deadline - time.monotonic()) > 0:
+            for key, _ in sel.select(left):
+                chunk = os.read(key.fd, 1 << 16)
+                if key.fd == err_r and len(err) < 1 << 20:
+                    err += chunk
+                if not chunk:
+                    sel.unregister(key.fd)
+                    open_fds.discard(key.fd)
+    os.close(out_r), os.close(err_r)
+    if open_fds:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        return None
+    status = os.waitpid(pid, 0)[1]
+    return os.waitstatus_to_exitcode(status), err.decode("utf-8", "replace")
+
+
 def _run_cli(case: dict, out: dict, timeout: float, verbose: bool):
-    """``python3 -m tdbformat.cli inspect|cat`` on the copy: a traceback or an odd exit code escapes."""
+    """``tdbformat inspect|cat`` on the copy, in a subprocess: a traceback or an odd exit code escapes."""
     key = case["key"]
     extra = ["--key", key] if isinstance(key, str) and "\x00" not in key else []
     for command in ("inspect", "cat"):
-        argv = [sys.executable, "-m", "tdbformat.cli", command, str(case["root"]), *extra]
-        try:
-            done = subprocess.run(argv, capture_output=True, timeout=timeout, text=True, errors="replace",
-                                  env=_STRICT_UTF8)
-        except subprocess.TimeoutExpired:
+        done = _fork_cli([command, str(case["root"]), *extra], timeout)
+        if done is None:
             out.update(outcome="hang", op=f"cli {command}")
             return
+        rc, stderr = done
         if verbose:
-            print(f"  cli {command}: rc {done.returncode}\n{done.stderr[-3000:]}")
-        if "Traceback (most recent call last)" in done.stderr or done.returncode not in (0, 1, 2):
-            frames = _FRAME.findall(done.stderr)
-            last = (done.stderr.strip().splitlines() or ["rc"])[-1]
+            print(f"  cli {command}: rc {rc}\n{stderr[-3000:]}")
+        if "Traceback (most recent call last)" in stderr or rc not in (0, 1, 2):
+            frames = _FRAME.findall(stderr)
+            last = (stderr.strip().splitlines() or ["rc"])[-1]
             place = f"{_short(frames[-1][0])}:{frames[-1][1]} ({frames[-1][2]})" if frames else "cli"
-            memory = "MemoryError" in last or done.returncode < 0
+            memory = "MemoryError" in last or rc < 0
             out.update(outcome="memory" if memory else "escape", op=f"cli {command}", exc=last.split(":")[0][:80],
-                       place=place, message=f"rc {done.returncode}: {last[:200]}")
+                       place=place, message=f"rc {rc}: {last[:200]}")
             return
 
 
