@@ -190,22 +190,53 @@ def test_linear_keys_sort_as_lexsort_does(layout, dtype):
     assert order_mod.linear_keys([coords[0], coords[1].astype(np.float64)], dims, layout) is None
 
 
-def test_reads_on_one_thread_run_side_by_side(tmp_path):
+def test_reads_on_one_thread_run_side_by_side(tmp_path, monkeypatch):
     """threads=1 decodes in the caller's thread: reads from several threads (as dask's tasks make them)
     each decode in their own thread, not one after another in a shared worker."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
+
+    from tdbformat.filters import pipeline
     uri = str(tmp_path / "sp")
     _sparse(uri, 3)
     arr = open_array(uri)
     want = arr.read(threads=1)["a"].tolist()
-    seen, decode = set(), arr.tiles.cells
+    seen, decode = set(), pipeline._reverse_run
 
-    def cells(*a, **k):
+    def chunks(*a, **k):  # where every tile's chunks are undone
         seen.add(threading.get_ident())
         return decode(*a, **k)
-    arr.tiles.cells = cells
+    monkeypatch.setattr(pipeline, "_reverse_run", chunks)
     with ThreadPoolExecutor(3) as callers:
         got = list(callers.map(lambda _: (threading.get_ident(), arr.read(threads=1)["a"].tolist()), range(3)))
     assert all(values == want for _, values in got)
     assert seen == {ident for ident, _ in got}
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_corrupt_tile_among_many_is_named(tmp_path, threads, sparse):
+    """The tiles of a field decode as one run of chunks; a tile that fails still fails by its own name."""
+    from tdbformat.errors import FormatError
+    uri = str(tmp_path / "arr")
+    dims = [tiledb.Dim("x", domain=(0, 999), tile=100, dtype=np.int64)]
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(*dims), sparse=sparse, capacity=100, attrs=[
+        tiledb.Attr("a", dtype=np.float64, filters=[tiledb.ZstdFilter()])]))
+    values = np.random.default_rng(0).random(1000)
+    with tiledb.open(uri, "w") as A:
+        if sparse:
+            A[np.arange(1000)] = values
+        else:
+            A[:] = values
+    arr = open_array(uri)
+    assert arr.read(threads=threads)["a"].tolist() == values.tolist()
+    frag = arr.fragments[0]
+    name, start, end = frag.tile_span("", frag.index("a"), 6)
+    path = Path(frag.path) / name
+    raw = bytearray(path.read_bytes())
+    at = start + 8 + 12 + 16  # the tile's chunk count, the chunk's header, the compressor's: the zstd frame
+    assert raw[at:at + 4] == b"\x28\xb5\x2f\xfd"
+    raw[at:at + 4] = b"\xff" * 4
+    path.write_bytes(bytes(raw))
+    with pytest.raises(FormatError, match=r"field a, tile 6 at byte offset"):
+        open_array(uri).read(threads=threads)

@@ -29,10 +29,8 @@ class Tiles:
     def plan(self, frag, idx: int, kind: str) -> "_Plan":
         """How tiles of index-space field ``idx``'s ``kind`` file decode, worked out once per fragment and field:
         the field, its filter plan and its cell dtype (the per-tile cost of a read of many small tiles)."""
-        key = (frag, idx, kind)
-        got = self._plans.get(key)
-        if got is None:
-            got = self._plans[key] = _Plan(frag, idx, kind, self.key, self.encrypted)
+        if (got := self._plans.get((frag, idx, kind))) is None:
+            got = self._plans[frag, idx, kind] = _Plan(frag, idx, kind, self.key, self.encrypted)
         return got
 
     def raw(self, frag, idx: int, kind: str, k: int, strings: bool = False, cells=None, spans=None, threads=1):
@@ -85,12 +83,20 @@ class Tiles:
         """Values (and validity) of index-space field ``idx`` over ``tiles`` of ``frag``, in tile order."""
         info = self.plan(frag, idx, "").info
         spans, threads = self.spans(frag, idx, tiles), chunk_threads(pool, len(tiles))
+        if (joined := self.joined(frag, idx, tiles, pool, spans)) is not None:
+            return joined[:2]
         parts = list(pool.map(lambda k: self.cells(frag, idx, k, spans=spans, threads=threads), tiles))
         if not parts:
             return np.empty(0, result_dtype(info)), (np.empty(0, bool) if info.nullable else None)
         values = np.concatenate([p[0] for p in parts])
         valid = np.concatenate([p[1] for p in parts]) if info.nullable else None
         return values, valid
+
+    def joined(self, frag, idx: int, tiles, pool, spans):
+        """(values, validity or None, cells of each tile) of fixed-size ``tiles`` back to back, decoded as one
+        run of chunks; None for var-sized fields, one tile, or an error (the tile-by-tile path names its tile)."""
+        var = self.plan(frag, idx, "").info.var
+        return None if spans is None or var else _joined(self, frag, idx, tiles, spans, pool)
 
     def spans(self, frag, idx: int, tiles):
         """What :meth:`cells` takes as ``spans=`` to read ``tiles`` of field ``idx`` a file at a time (None for
@@ -132,6 +138,39 @@ class Tiles:
         info = frag.metadata.index_fields[idx]
         return FormatError(f"fragment {frag.name}, field {info.name}, tile {k}: {reason}",
                            file=str(frag.path), version=frag.version)
+
+
+def _joined(reader: Tiles, frag, idx: int, tiles, spans, pool):
+    """:meth:`Tiles.joined`: the chunks of every tile go through the filter plan together, shared out over
+    the pool's threads (a task per tile cost more in Python than its zstd)."""
+    info, threads = reader.plan(frag, idx, "").info, getattr(pool, "_max_workers", 1)
+    try:
+        values, counts = _run(reader, frag, idx, "", tiles, spans, threads, info.datatype.size * info.cell_val_num)
+        if not info.nullable:
+            return np.frombuffer(values, cell_dtype(info)), None, counts
+        valid, valid_counts = _run(reader, frag, idx, "_validity", tiles, spans, threads, 1)
+    except FormatError:
+        return None
+    if not np.array_equal(counts, valid_counts):
+        return None
+    return np.frombuffer(values, cell_dtype(info)), np.frombuffer(valid, np.uint8) != 0, counts
+
+
+def _run(reader: Tiles, frag, idx: int, kind: str, tiles, spans, threads: int, cell: int):
+    """(the unfiltered bytes of ``tiles`` of ``kind``'s file back to back, the cells of each tile)."""
+    plan, chunks, sizes = reader.plan(frag, idx, kind), [], []
+    for k in tiles:
+        name, start, end = frag.tile_span(kind, idx, k)
+        data = spans.get(kind, plan.path(reader.storage, name), start, end)
+        if data is None:
+            raise FormatError("the tile is not in the batch")
+        tile = read_tile(data)
+        chunks += tile["chunks"]
+        sizes.append(sum(c["unfiltered_size"] for c in tile["chunks"]))
+    counts = np.array(sizes, np.int64)
+    if np.any(counts % cell):
+        raise FormatError("a tile holds no whole number of cells")
+    return plan.filters.unfilter(dict(num_chunks=len(chunks), chunks=chunks), threads=threads), counts // cell
 
 
 class _Spans:
