@@ -42,3 +42,28 @@ def test_fuzz_slice():
     assert rep["cases"] > 0
     assert not bad, (f"reproduce with: python3 scripts/fuzz.py --seed {seed} --case N\n" + "\n".join(bad))
     assert not any(rep["outcomes"].get(k) for k in BAD)
+
+
+#: every case of the 20261124 campaign (tests/fuzzing/campaigns) that failed, and what it was
+CAMPAIGN_FINDS = {
+    128517: "a worker killed by SIGSEGV (never reproduced)",
+    147166: "MemoryError: GZIP sized its first buffer by a chunk's declared size",
+    161898: "IndexError: a sparse field with fewer cells than coordinates",
+    233415: "cli cat over 10 s of wall time while tests loaded the machine",
+    242469: "ValueError: a pre-v1 dense schema whose domain runs backwards",
+}
+
+
+@pytest.mark.parametrize("case", sorted(CAMPAIGN_FINDS))
+def test_campaign_finds_rerun_clean(case):
+    """Each failure of the campaign reruns by its number (``--case``: in a process of its own, under the
+    campaign's memory limit and timeout) and now ends in a FormatError or a read."""
+    import json
+    import sys
+    script = Path(__file__).parents[1] / "scripts" / "fuzz.py"
+    done = subprocess.run([sys.executable, str(script), "--seed", "20261124", "--case", str(case)],
+                          capture_output=True, text=True, timeout=300)
+    report = json.loads(done.stdout[done.stdout.rindex("\n{\n"):])
+    assert report["case"] == case
+    assert report["outcome"] in ("ok", "format_error", "budget"), (CAMPAIGN_FINDS[case], report)
+    assert done.returncode == 0

@@ -28,6 +28,9 @@ def read_box(arr, schema, ranges) -> tuple[list, list]:
               else [dim.domain for dim in schema.domain.dimensions])
     lo, hi = [], []
     for d, r in zip(arr.dims, bounds):
+        if d.name not in ranges and not r[0] <= r[1]:  # (the caller's ranges are checked where they come in)
+            raise FormatError(f"dimension {d.name}: the schema's domain [{r[0]}, {r[1]}] has its lower bound above "
+                              "its upper", file=str(arr.path))
         r = ranges.get(d.name, r)
         lo.append(r[0])
         hi.append(r[1])

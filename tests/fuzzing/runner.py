@@ -23,7 +23,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 
 from .mutate import BEHAVIOURS, CORPUS
-from .targets import run_case
+from .targets import cpu_seconds, run_case
 
 __all__ = ["Options", "Tally", "campaign", "run_one", "report", "BAD"]
 
@@ -108,14 +108,14 @@ class _Slot:
 
     def give(self, number: int):
         self.case, self.deadline = number, time.monotonic() + self.opts.timeout
-        self.given, self.cpu = time.monotonic(), _cpu_seconds(self.proc.pid)
+        self.given, self.cpu = time.monotonic(), cpu_seconds(self.proc.pid)
         self.conn.send(number)
 
     def starved(self) -> bool:
         """Whether the case overran its time for want of a core (the machine busy with other work), not by
         its own work: it has used less CPU than the timeout and not yet six times it in wall time. Then its
         deadline moves on by the CPU time it may still use."""
-        used = _cpu_seconds(self.proc.pid) - self.cpu
+        used = cpu_seconds(self.proc.pid) - self.cpu
         if used >= self.opts.timeout or time.monotonic() - self.given >= 6 * self.opts.timeout:
             return False
         self.deadline = time.monotonic() + max(0.5, self.opts.timeout - used)
@@ -137,16 +137,6 @@ class _Slot:
         self.proc.join(5)
         if self.proc.is_alive():
             self.proc.kill()
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User and system CPU time of process ``pid`` (0 once it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _dead(slot: _Slot, results: list, outcome: str, what: str):
