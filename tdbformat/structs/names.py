@@ -12,6 +12,7 @@ An extension after the last ``.`` (``.ok``, ``.wrt``, ``.del``, ``.meta``...) an
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import NamedTuple
 
@@ -36,7 +37,11 @@ class TimestampedName(NamedTuple):
 
 def parse_timestamped_name(name: str) -> TimestampedName:
     """Parse a fragment, commit or consolidated-file name (a bare name or a path ending in one)."""
-    base = str(name).rstrip("/").rsplit("/", 1)[-1]
+    return _parse_base(str(name).rstrip("/").rsplit("/", 1)[-1])
+
+
+@functools.lru_cache(maxsize=1 << 16)  # an open asks twice for every fragment, each read again
+def _parse_base(base: str) -> TimestampedName:
     stem = base.rsplit(".", 1)[0] if "." in base else base
     if m := _V5.fullmatch(stem):
         return TimestampedName(int(m[1]), int(m[2]), m[3], int(m[4]))
