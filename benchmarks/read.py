@@ -103,10 +103,8 @@ def decode_alone(uri: str):
     frag = arr.fragments[0]
     tiles = list(range(frag.tile_num()))
     with ThreadPoolExecutor(os.cpu_count()) as pool:
-        for f in arr.dims + arr.attrs:
-            idx = frag.index(f.name)
-            spans = arr.tiles.spans(frag, idx, tiles)
-            list(pool.map(lambda k, i=idx, s=spans: arr.tiles.cells(frag, i, k, spans=s), tiles))
+        for f in arr.dims + arr.attrs:  # each field's tiles as a read decodes them (Tiles.field)
+            arr.tiles.field(frag, frag.index(f.name), tiles, pool)
 
 
 def cases(tmp: Path):

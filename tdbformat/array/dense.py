@@ -131,14 +131,13 @@ def read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
     # a dense fragment holds every cell of its non-empty domain: one that covers the result leaves no fill
     result = _Result(schema, wanted, shape, any(f.dense and _covers(f.non_empty_domain, lo, hi) for f in frags))
 
-    def place(frag, a, idx, k, src, dst, spans, threads=1, decoded=None):
+    def place(frag, a, idx, k, src, dst, spans, threads=1):
         if idx is None:  # an attribute added after the fragment was written: its cells read as fill
             return result.put_fill(a, dst)
         if k >= frag.tile_num():
             raise FormatError(f"fragment {frag.name}: tile {k} is past the {frag.tile_num()} tiles of its "
                               "non-empty domain", file=str(frag.path))
-        got = decoded.get(k) if decoded else None
-        values, validity = got or arr.tiles.cells(frag, idx, k, cell_num, spans=spans, threads=threads)
+        values, validity = arr.tiles.cells(frag, idx, k, cell_num, spans=spans, threads=threads)
         result.put(a, dst, order.as_tile(values, extents, cell_order)[src],
                    order.as_tile(validity, extents, cell_order)[src] if a.nullable else None)
 
@@ -150,9 +149,7 @@ def read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
             spans = {a.name: arr.tiles.spans(frag, idx, ks) if idx is not None else None for a, idx in fields}
             # fewer tiles than threads: each tile's chunks share the rest
             threads = chunk_threads(pool, len(tiles) * len(fields))
-            decoded = {a.name: _decoded(arr, frag, idx, ks, spans[a.name], pool, cell_num) for a, idx in fields}
-            jobs = [(frag, a, idx, k, src, dst, spans[a.name], threads, decoded[a.name]) for k, src, dst in tiles
-                    for a, idx in fields]
+            jobs = [(frag, a, idx, k, src, dst, spans[a.name], threads) for k, src, dst in tiles for a, idx in fields]
             # each tile is decoded and placed in a worker (tiles of one fragment never overlap); one tile is
             # decoded here, without the hand-over
             list(pool.map(lambda job: place(*job), jobs) if len(jobs) > 1 else (place(*job) for job in jobs))
@@ -161,17 +158,6 @@ def read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
     if layout == Layout.COL_MAJOR:
         out = {k: np.asfortranarray(v) for k, v in out.items()}
     return {k: masked(v, result.valid.get(k)) for k, v in out.items()}
-
-
-def _decoded(arr, frag, idx, ks, spans, pool, cell_num: int) -> dict:
-    """Tile -> (values, validity or None) of tiles ``ks`` of field ``idx``, decoded together
-    (:meth:`Tiles.joined`), or {} where they are not (each tile then decodes on its own)."""
-    got = None if idx is None else arr.tiles.joined(frag, idx, ks, pool, spans)
-    if got is None or np.any(got[2] != cell_num):
-        return {}
-    values, validity, _ = got
-    cut = [slice(i * cell_num, (i + 1) * cell_num) for i in range(len(ks))]
-    return {k: (values[c], None if validity is None else validity[c]) for k, c in zip(ks, cut)}
 
 
 def _place_sparse(arr, frags, wanted, lo, hi, result, pool):

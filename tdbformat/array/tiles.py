@@ -83,20 +83,14 @@ class Tiles:
         """Values (and validity) of index-space field ``idx`` over ``tiles`` of ``frag``, in tile order."""
         info = self.plan(frag, idx, "").info
         spans, threads = self.spans(frag, idx, tiles), chunk_threads(pool, len(tiles))
-        if (joined := self.joined(frag, idx, tiles, pool, spans)) is not None:
-            return joined[:2]
+        if spans is not None and not info.var and (joined := _joined(self, frag, idx, tiles, spans, pool)):
+            return joined
         parts = list(pool.map(lambda k: self.cells(frag, idx, k, spans=spans, threads=threads), tiles))
         if not parts:
             return np.empty(0, result_dtype(info)), (np.empty(0, bool) if info.nullable else None)
         values = np.concatenate([p[0] for p in parts])
         valid = np.concatenate([p[1] for p in parts]) if info.nullable else None
         return values, valid
-
-    def joined(self, frag, idx: int, tiles, pool, spans):
-        """(values, validity or None, cells of each tile) of fixed-size ``tiles`` back to back, decoded as one
-        run of chunks; None for var-sized fields, one tile, or an error (the tile-by-tile path names its tile)."""
-        var = self.plan(frag, idx, "").info.var
-        return None if spans is None or var else _joined(self, frag, idx, tiles, spans, pool)
 
     def spans(self, frag, idx: int, tiles):
         """What :meth:`cells` takes as ``spans=`` to read ``tiles`` of field ``idx`` a file at a time (None for
@@ -141,19 +135,20 @@ class Tiles:
 
 
 def _joined(reader: Tiles, frag, idx: int, tiles, spans, pool):
-    """:meth:`Tiles.joined`: the chunks of every tile go through the filter plan together, shared out over
-    the pool's threads (a task per tile cost more in Python than its zstd)."""
+    """:meth:`Tiles.field` of fixed-size tiles decoded as one run of chunks: the chunks of every tile go
+    through the filter plan together, shared out over the pool's threads (a task per tile cost more in
+    Python than its zstd). None on any error: the tile-by-tile path then names the tile."""
     info, threads = reader.plan(frag, idx, "").info, getattr(pool, "_max_workers", 1)
     try:
         values, counts = _run(reader, frag, idx, "", tiles, spans, threads, info.datatype.size * info.cell_val_num)
         if not info.nullable:
-            return np.frombuffer(values, cell_dtype(info)), None, counts
+            return np.frombuffer(values, cell_dtype(info)), None
         valid, valid_counts = _run(reader, frag, idx, "_validity", tiles, spans, threads, 1)
     except FormatError:
         return None
     if not np.array_equal(counts, valid_counts):
         return None
-    return np.frombuffer(values, cell_dtype(info)), np.frombuffer(valid, np.uint8) != 0, counts
+    return np.frombuffer(values, cell_dtype(info)), np.frombuffer(valid, np.uint8) != 0
 
 
 def _run(reader: Tiles, frag, idx: int, kind: str, tiles, spans, threads: int, cell: int):
