@@ -33,10 +33,13 @@ __all__ += ["default_storage_options"]
 
 
 class _Listings:
-    """How a storage lists folders: fresh each time, or once per folder inside :meth:`snapshot`."""
+    """How a storage lists folders: fresh each time, or once per folder inside :meth:`snapshot`, which also
+    keeps the byte ranges fetched ahead for it (:meth:`keep`)."""
 
     #: inside :meth:`snapshot`: ``{folder: names}``
     _listings = None
+    #: inside :meth:`snapshot`: ``{path: [(start, bytes)]}`` fetched ahead by :meth:`keep`
+    _kept = None
 
     def list(self, folder) -> list[str]:
         """The names in ``folder``, sorted (TileDB lists by name); empty if there is no such folder."""
@@ -64,11 +67,24 @@ class _Listings:
         if self._listings is not None:  # already inside one
             yield
             return
-        self._listings = self._prefetch(list(prefetch))
+        self._listings, self._kept = self._prefetch(list(prefetch)), {}
         try:
             yield
         finally:
-            self._listings = None
+            self._listings = self._kept = None
+
+    def keep(self, ranges, what: str = "file") -> None:
+        """Inside a :meth:`snapshot`: fetch ``(path, start, end)`` ``ranges`` now, in one batch (one concurrent
+        round on an object store), and answer reads that fall inside them from memory until it ends."""
+        if self._kept is not None:
+            for (path, start, _), data in zip(ranges, self.read_many(ranges, what)):
+                self._kept.setdefault(path, []).append((start, bytes(data)))
+
+    def _held(self, path, start: int, end: int) -> bytes | None:
+        for at, data in (self._kept or {}).get(path, ()):
+            if at <= start and end <= at + len(data):
+                return data if (start, end) == (at, at + len(data)) else data[start - at:end - at]
+        return None
 
 
 class Storage(_Listings):
@@ -100,6 +116,8 @@ class Storage(_Listings):
         """Bytes ``[start, end)`` of the file at ``path`` (``end`` None: to its end), after checking the
         range against the file's real size. ``what`` names the file's role in errors."""
         end = self.checked(path, start, end, what)
+        if (held := self._held(path, start, end)) is not None:
+            return held
         return self._read(path, start, end - start) if end > start else b""
 
     def checked(self, path, start: int, end: int | None, what: str = "file") -> int:
@@ -146,12 +164,13 @@ class Storage(_Listings):
         checks one. Ranges of a file less than :attr:`MAX_GAP` apart are fetched as one block
         (:func:`coalesce`); a range that is not a whole block comes back as a memoryview into it (no copy)."""
         ranges = [(path, int(start), self.checked(path, int(start), int(end), what)) for path, start, end in ranges]
-        blocks, owner = coalesce(ranges, self.MAX_GAP)
-        got = self._read_blocks(blocks, what)
-        out = []
-        for (path, start, end), i in zip(ranges, owner):
-            data, at = got[i], blocks[i][1]
-            out.append(data if (start, end) == (at, at + len(data)) else memoryview(data)[start - at:end - at])
+        out = [self._held(*r) for r in ranges]
+        todo = [i for i, held in enumerate(out) if held is None]
+        blocks, owner = coalesce([ranges[i] for i in todo], self.MAX_GAP)
+        got = self._read_blocks(blocks, what) if blocks else []
+        for i, b in zip(todo, owner):
+            (_, start, end), data, at = ranges[i], got[b], blocks[b][1]
+            out[i] = data if (start, end) == (at, at + len(data)) else memoryview(data)[start - at:end - at]
         return out
 
     def _read_blocks(self, blocks, what: str) -> list[bytes]:

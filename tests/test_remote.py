@@ -564,15 +564,21 @@ def test_default_storage_options_reach_urls_only_and_only_inside_the_block():
 def test_opening_lists_each_folder_once(s3, server, tmp_path, monkeypatch):
     """Opening lists the array once, recursively (every folder's names and every file's size from one
     request: no listing per folder, no HEAD per fragment or per legacy file looked for), then fetches the
-    schema and the footers' tails, which are all it reads."""
+    schema and the footers' tails, which are all it reads, in one concurrent round (one batch, no lone read)."""
+    from tdbformat.storage import FsspecStorage
     url, values = _tiled_array(server, tmp_path, sparse=False)
     gets = Gets(monkeypatch)
-    heads = []
+    heads, rounds = [], []
     real = s3fs.S3FileSystem._info
     monkeypatch.setattr(s3fs.S3FileSystem, "_info", lambda fs, path, **kw: heads.append(path) or real(fs, path, **kw))
+    batch, lone = FsspecStorage._read_blocks, FsspecStorage._read
+    monkeypatch.setattr(FsspecStorage, "_read_blocks", lambda st, blocks, what: rounds.append(len(blocks)) or
+                        batch(st, blocks, what))
+    monkeypatch.setattr(FsspecStorage, "_read", lambda st, *a: rounds.append("lone read") or lone(st, *a))
     arr = tdbformat.open_array(url, storage_options=s3)
     assert gets.lists == [url.removeprefix(f"s3://{BUCKET}/") + "/"], gets.lists
     assert heads == []
+    assert rounds == [2], rounds  # the schema and the one fragment's metadata tail
     kinds = sorted("schema" if "/__schema/" in key else key.rsplit("/", 1)[-1] for key, _ in gets.gets)
     assert kinds == ["__fragment_metadata.tdb", "schema"], gets.gets
     assert np.array_equal(arr.read()["v"], values)

@@ -31,6 +31,7 @@ from .condition import ConditionError
 from .dense import MemoryBudgetError, check_budget, read_dense
 from .fragment import Fragment, load_fragments
 from .indexing import Query, TileDBPyReads
+from .ranged import listing_and_tails
 from .sparse import read_sparse
 from .tiles import Tiles
 
@@ -275,8 +276,9 @@ def _load(storage, root, key) -> tuple[list, directory.Listing, list]:
     """An array's schemas, listing and committed fragments, from one view of its folders (on an object
     store: one recursive listing)."""
     with storage.snapshot(prefetch=[root]):
+        listing = listing_and_tails(storage, root, key)  # an object store: what the open reads, in one round
         schemas = [(n, show.Schema(s)) for n, s in directory.load_schemas(storage, root, key)]
-        listing = directory.Listing.of(storage, root, key)
+        listing = listing or directory.Listing.of(storage, root, key)
         # fragments name the schema they were written with (v10+)
         return schemas, listing, load_fragments(storage, listing, dict(schemas), key)
 
