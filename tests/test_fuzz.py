@@ -46,7 +46,7 @@ def test_fuzz_slice():
 
 #: every case of the 20261124 campaign (tests/fuzzing/campaigns) that failed, and what it was
 CAMPAIGN_FINDS = {
-    128517: "a worker killed by SIGSEGV (never reproduced)",
+    128517: "a worker killed by SIGSEGV: a blosc block start past the frame, read by the C library",
     147166: "MemoryError: GZIP sized its first buffer by a chunk's declared size",
     161898: "IndexError: a sparse field with fewer cells than coordinates",
     233415: "cli cat over 10 s of wall time while tests loaded the machine",

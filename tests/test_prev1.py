@@ -597,3 +597,24 @@ def test_inspect_json_of_these_eras_follows_its_json_schema(capsys):
     schema_file = next(f for f in doc["files"] if f["kind"] == "array_schema_1x")
     assert schema_file["value"]["payload"]["version"] == [1, 2, 2]
     assert schema_file["value"]["generic_tile"]["compressor"] == "BLOSC_ZSTD"  # byte 25 = 09
+
+
+def test_a_blosc_frame_whose_block_table_lies_is_refused_before_c_reads_it():
+    """c-blosc (1.x, as TileDB 0.5-1.3 linked it) writes the frame; a block start moved past the frame, or a
+    table longer than the frame, is a FormatError, not a read out of bounds in the C library (fuzz case
+    128517 killed a worker once)."""
+    blosc = pytest.importorskip("blosc")
+    pytest.importorskip("blosc2")
+    from tdbformat.filters.blosc import decompress_blosc
+    raw = np.arange(50_000, dtype=np.int64).tobytes()
+    frame = bytearray(blosc.compress(raw, typesize=8, cname="lz4", shuffle=blosc.SHUFFLE))
+    assert not frame[2] & 0x2  # compressed, so it has a block table
+    assert decompress_blosc(bytes(frame), len(raw), ("lz4",)) == raw
+    moved = bytearray(frame)
+    moved[16:20] = (len(frame) + 100).to_bytes(4, "little")
+    with pytest.raises(FormatError, match="a block starts outside"):
+        decompress_blosc(bytes(moved), len(raw), ("lz4",))
+    tiny = bytearray(frame)
+    tiny[8:12] = (1).to_bytes(4, "little")  # blocks of 1 byte: a table of 400,000 bytes
+    with pytest.raises(FormatError, match="table of"):
+        decompress_blosc(bytes(tiny), len(raw), ("lz4",))

@@ -7,6 +7,7 @@ optional extra ``blosc`` (the maintained ``blosc2`` package, which reads blosc1 
 
 from __future__ import annotations
 
+import numpy as np
 from construct import Int8ul, Int32ul
 
 from ..errors import FormatError, UnsupportedError
@@ -45,6 +46,7 @@ def decompress_blosc(packed, orig_size: int, inner: tuple[str, ...]) -> bytes:
         raise FormatError(f"blosc: the header says the frame is {head.cbytes} bytes, the tile holds {len(packed)}")
     if head.nbytes != orig_size:
         raise FormatError(f"blosc: the frame holds {head.nbytes} bytes, the tile {orig_size}")
+    _check_blocks(head, packed)
     try:
         import blosc2
     except ImportError:
@@ -59,3 +61,25 @@ def decompress_blosc(packed, orig_size: int, inner: tuple[str, ...]) -> bytes:
     if len(out) != orig_size:
         raise FormatError(f"blosc: the frame decompressed to {len(out)} bytes, the tile holds {orig_size}")
     return out
+
+
+def _check_blocks(head, packed: bytes) -> None:
+    """The frame's block table against its size, before C reads it: a memcpyed frame is the header and the
+    bytes; otherwise each block's start (an i32 after the header) must point past the table and into the
+    frame (the C library reads where they point: a campaign case crashed a worker in it once)."""
+    if head.flags & 0x2:
+        if head.cbytes != 16 + head.nbytes:
+            raise FormatError(f"blosc: a stored (memcpyed) frame of {head.nbytes} bytes is {head.cbytes} long")
+        return
+    if not head.nbytes:
+        return
+    if not 0 < head.blocksize <= head.nbytes:
+        raise FormatError(f"blosc: a block of {head.blocksize} bytes in a frame of {head.nbytes}")
+    blocks = -(-head.nbytes // head.blocksize)
+    table = 16 + 4 * blocks
+    if table > len(packed):
+        raise FormatError(f"blosc: the table of {blocks} block starts runs past the {len(packed)}-byte frame")
+    starts = np.frombuffer(packed, "<i4", blocks, 16)
+    if np.any(starts < table) or np.any(starts >= len(packed)):
+        raise FormatError(f"blosc: a block starts outside the frame's {len(packed)} bytes (after its table, at "
+                          f"{table})")
