@@ -51,6 +51,8 @@ CAMPAIGN_FINDS = {
     161898: "IndexError: a sparse field with fewer cells than coordinates",
     233415: "cli cat over 10 s of wall time while tests loaded the machine",
     242469: "ValueError: a pre-v1 dense schema whose domain runs backwards",
+    347686: "a worker killed by SIGSEGV: a blosc block start past the frame (as 128517)",
+    372555: "IndexError: a sparse schema with a string dimension, made dense by a flipped array type",
 }
 
 

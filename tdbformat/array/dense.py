@@ -28,7 +28,12 @@ def read_box(arr, schema, ranges) -> tuple[list, list]:
               else [dim.domain for dim in schema.domain.dimensions])
     lo, hi = [], []
     for d, r in zip(arr.dims, bounds):
-        if d.name not in ranges and not r[0] <= r[1]:  # (the caller's ranges are checked where they come in)
+        if d.name in ranges:  # (the caller's ranges are checked where they come in)
+            pass
+        elif r is None or len(r) != 2:  # a var-sized (string) dimension has none: a dense array cannot have one
+            raise FormatError(f"dimension {d.name}: a dense array's dimension needs a domain, the schema gives none",
+                              file=str(arr.path))
+        elif not r[0] <= r[1]:
             raise FormatError(f"dimension {d.name}: the schema's domain [{r[0]}, {r[1]}] has its lower bound above "
                               "its upper", file=str(arr.path))
         r = ranges.get(d.name, r)
