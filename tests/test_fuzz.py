@@ -53,6 +53,7 @@ CAMPAIGN_FINDS = {
     242469: "ValueError: a pre-v1 dense schema whose domain runs backwards",
     347686: "a worker killed by SIGSEGV: a blosc block start past the frame (as 128517)",
     372555: "IndexError: a sparse schema with a string dimension, made dense by a flipped array type",
+    700642: "ValueError: a var fill value numpy broadcast into the cells (it also made every fill a scalar)",
 }
 
 

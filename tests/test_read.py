@@ -426,3 +426,26 @@ def test_negative_zero_is_its_own_coordinate(tmp_path):
             got = open_array(uri).read(order=order)
             assert np.signbit(got["x"]).tolist() == np.signbit(want["x"]).tolist()
             assert_same(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float64])
+def test_dense_var_numeric_fill_cells_are_arrays_as_tiledb_py_gives(tmp_path, dtype):
+    """An unwritten cell of a var-sized numeric attribute reads as a one-value array of the fill value, as in
+    TileDB-Py, not the bare value (numpy broadcast the fill array into every cell; fuzz case 700642 found it
+    when the fill had no values)."""
+    import tiledb
+
+    from oracle import tiledb_ctx
+    from tdbformat import open_array
+    uri, ctx = str(tmp_path / "a"), tiledb_ctx()
+    dom = tiledb.Domain(tiledb.Dim("d", domain=(0, 5), tile=6, dtype=np.int64, ctx=ctx), ctx=ctx)
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, ctx=ctx, attrs=[
+        tiledb.Attr("a", dtype=dtype, var=True, ctx=ctx)]), ctx=ctx)
+    with tiledb.open(uri, "w", ctx=ctx) as A:
+        A[1:3] = {"a": np.array([np.array([1, 2], dtype), np.array([3], dtype)], dtype=object)}
+    with tiledb.open(uri, ctx=ctx) as A:
+        want = A[:]["a"]
+    got = open_array(uri).read()["a"]
+    assert len(got) == len(want) == 6
+    for g, w in zip(got, want):
+        assert isinstance(g, np.ndarray) and g.dtype == w.dtype and g.tobytes() == w.tobytes(), (g, w)  # NaN fill

@@ -133,7 +133,7 @@ def filled(info, attribute, shape, empty: bool = False) -> np.ndarray:
         if info.datatype.is_string and data == b"\0":  # the default string fill, which TileDB-Py shows as ""
             data = b""
         out = np.empty(shape, object)
-        out[...] = split_var(data, np.zeros(1, U64), info)[0]
+        out.fill(split_var(data, np.zeros(1, U64), info)[0])  # each cell the value: an array is not broadcast
         return out
     dtype = cell_dtype(info)
     if empty:
