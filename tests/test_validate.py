@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import corpus
-from tdbformat import parse_file
+import oracle
+from tdbformat import FormatError, open_array, parse_file
 from tdbformat.structs.array_schema import ArraySchema
 from tdbformat.validate import RULES, Finding, validate
 
@@ -272,6 +273,30 @@ def test_fragment_whose_schema_is_gone(tmp_path):
     bad = _one(found, "fragment-schema")
     assert first.name in bad.message and Path(bad.file).name == "__fragment_metadata.tdb"
     assert len([f for f in found if f.rule == "fragment-schema"]) == 1  # the newer fragment's schema is there
+
+
+def test_schema_swapped_for_another_arrays(tmp_path):
+    """An evolved array whose newest schema file holds another array's schema (fuzz case 10423 of seed
+    4012749626): its fragments' MBRs name dimensions x, y; the schema's is d. Open refuses it, naming both
+    schemas, and validate reports it, where the read raised a bare ValueError."""
+    uri, other = tmp_path / "e", tmp_path / "o"
+    _sparse(uri)
+    se = tiledb.ArraySchemaEvolution(oracle.tiledb_ctx())
+    se.add_attribute(tiledb.Attr("b", dtype=np.float64))
+    se.array_evolve(str(uri))
+    tiledb.Array.create(str(other), tiledb.ArraySchema(
+        domain=tiledb.Domain(tiledb.Dim("d", domain=(1, 9), tile=3, dtype=np.int32)),
+        attrs=[tiledb.Attr("a", dtype=np.int32)], ctx=oracle.tiledb_ctx()))
+    first, newest = sorted(p for p in (uri / "__schema").iterdir() if p.is_file())
+    assert sorted(open_array(uri).read()["a"].tolist()) == list(range(10))  # evolved, it reads
+    newest.write_bytes(next(p for p in (other / "__schema").iterdir() if p.is_file()).read_bytes())
+    with pytest.raises(FormatError) as err:
+        open_array(uri).read()
+    for words in (first.name, newest.name, "sparse array of dimensions x INT64 x1, y INT64 x1",
+                  "dense array of dimensions d INT32 x1"):
+        assert words in str(err.value)
+    bad = _one(validate(uri), "schema-evolution")
+    assert first.name in bad.message and newest.name in bad.message and Path(bad.file) == uri
 
 
 # --- the command ---

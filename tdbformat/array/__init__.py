@@ -278,6 +278,8 @@ def _load(storage, root, key) -> tuple[list, directory.Listing, list]:
     with storage.snapshot(prefetch=[root]):
         listing = listing_and_tails(storage, root, key)  # an object store: what the open reads, in one round
         schemas = [(n, show.Schema(s)) for n, s in directory.load_schemas(storage, root, key)]
+        if reason := schema_mod.evolution_mismatch(schemas):
+            raise FormatError(f"{root}: {reason}")
         listing = listing or directory.Listing.of(storage, root, key)
         # fragments name the schema they were written with (v10+)
         return schemas, listing, load_fragments(storage, listing, dict(schemas), key)

@@ -18,7 +18,8 @@ import numpy as np
 from construct import Construct, Container, Flag, If, Int32ul, Int64ul, Rebuild, evaluate, this
 
 from ..enums import (
-    ArrayTypeEnum, CurrentDomainType, CurrentDomainTypeEnum, DataOrderEnum, Datatype, DatatypeEnum, LayoutEnum,
+    ArrayType, ArrayTypeEnum, CurrentDomainType, CurrentDomainTypeEnum, DataOrderEnum, Datatype, DatatypeEnum,
+    LayoutEnum,
 )
 from ..errors import FormatError
 from ..fields import Bounded, Counted, Raw, Section, Struct, Text, Valid, rule, switch, text_field
@@ -28,7 +29,7 @@ from .generic_tile import generic_tile
 
 __all__ = [
     "ArraySchema", "ArraySchemaPayload", "Domain", "Dimension", "Attribute", "DimensionLabel", "CurrentDomain",
-    "FieldInfo", "dimensions", "attributes", "schema_version", "fill_value", "dimension_datatype",
+    "FieldInfo", "dimensions", "attributes", "evolution_mismatch", "schema_version", "fill_value", "dimension_datatype",
     "check_not_pre_v1", "VAR_NUM", "TypedValues", "TypedValue", "VersionZero", "value_dtype",
 ]
 
@@ -306,6 +307,24 @@ def dimensions(schema) -> list[FieldInfo]:
         filters = dim.filters if dim.get("filters") is not None and dim.filters.filters else schema.coords_filters
         out.append(FieldInfo(dim.name, datatype, cell_val_num, cell_val_num == VAR_NUM, False, filters))
     return out
+
+
+def _fixed_shape(schema) -> str:
+    dims = ", ".join(f"{d.name} {d.datatype.name}" + (" var" if d.var else f" x{d.cell_val_num}")
+                     for d in dimensions(schema))
+    return f"{ArrayType(schema.array_type).name.lower()} array of dimensions {dims}"
+
+
+def evolution_mismatch(schemas: list[tuple]) -> str | None:
+    """Why ``[(file name, schema)]``, an array's schemas oldest first, cannot be one array's, or None. Schema
+    evolution changes attributes only (ArraySchemaEvolution): every schema has the array type and dimensions
+    of the latest, by whose names and types the fragments' bounding rectangles are read."""
+    latest_name, latest = schemas[-1]
+    for name, schema in schemas[:-1]:
+        if _fixed_shape(schema) != _fixed_shape(latest):
+            return (f"schema {name} describes a {_fixed_shape(schema)}, but the latest schema {latest_name} a "
+                    f"{_fixed_shape(latest)}; evolution cannot change them")
+    return None
 
 
 def attributes(schema) -> list[FieldInfo]:

@@ -38,6 +38,8 @@ RULES = {
     "stray-files": ("warning", "every file is part of the format"),
     "vacuum-targets": ("warning", "vacuum lists name fragments that exist or were vacuumed consistently"),
     "fragment-schema": ("error", "the schema each fragment names exists"),
+    "schema-evolution": ("error", "every schema has the array type and dimensions of the latest (evolution "
+                                  "changes attributes only)"),
     "key": ("error", "the key decrypts the array, or the array is not encrypted"),
     "fragment-version": ("error", "each fragment's format version is one the array's other files allow"),
 }

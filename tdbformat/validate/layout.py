@@ -15,7 +15,7 @@ from ..enums import EncryptionType
 from ..errors import FormatError, located
 from ..files import parse_file
 from ..show import _folders
-from ..structs.array_schema import ArraySchema, schema_version
+from ..structs.array_schema import ArraySchema, evolution_mismatch, schema_version
 from ..structs.fragment import SECTIONS, Footer, find_footer
 from ..structs.generic_tile import GENERIC_TILE_BASE_SIZE
 from ..structs.names import parse_timestamped_name
@@ -67,6 +67,8 @@ def validate_array(storage, root, key, report) -> None:
     data_files = _files(storage, root, key, report)
     if not schemas:
         return
+    if reason := evolution_mismatch(list(schemas.items())):
+        report.add("schema-evolution", reason, file=root, structure="Array schema", field="domain")
     try:
         listing = directory.Listing.of(storage, root, key)
     except FormatError as e:
