@@ -275,25 +275,32 @@ def test_fragment_whose_schema_is_gone(tmp_path):
     assert len([f for f in found if f.rule == "fragment-schema"]) == 1  # the newer fragment's schema is there
 
 
-def test_schema_swapped_for_another_arrays(tmp_path):
-    """An evolved array whose newest schema file holds another array's schema (fuzz case 10423 of seed
-    4012749626): its fragments' MBRs name dimensions x, y; the schema's is d. Open refuses it, naming both
-    schemas, and validate reports it, where the read raised a bare ValueError."""
-    uri, other = tmp_path / "e", tmp_path / "o"
+@pytest.mark.parametrize("other", ["d", "x_tile_5"])
+def test_schema_swapped_for_another_arrays(tmp_path, other):
+    """An evolved array whose newest schema file holds another array's schema: one of dimension d (fuzz case
+    10423 of seed 4012749626, where the read raised numpy's ValueError looking up the MBR field d), or one
+    of the same dimensions with x's tile extent 5, by which old fragments would be read wrong. Evolution
+    changes neither (ArraySchemaEvolution), so open refuses it, naming both schemas, and validate reports it."""
+    uri, swap = tmp_path / "e", tmp_path / "o"
     _sparse(uri)
     se = tiledb.ArraySchemaEvolution(oracle.tiledb_ctx())
     se.add_attribute(tiledb.Attr("b", dtype=np.float64))
     se.array_evolve(str(uri))
-    tiledb.Array.create(str(other), tiledb.ArraySchema(
-        domain=tiledb.Domain(tiledb.Dim("d", domain=(1, 9), tile=3, dtype=np.int32)),
-        attrs=[tiledb.Attr("a", dtype=np.int32)], ctx=oracle.tiledb_ctx()))
+    dims = ([tiledb.Dim("d", domain=(1, 9), tile=3, dtype=np.int32)] if other == "d" else
+            [tiledb.Dim("x", domain=(0, 99), tile=5, dtype=np.int64),
+             tiledb.Dim("y", domain=(0, 99), tile=10, dtype=np.int64)])
+    tiledb.Array.create(str(swap), tiledb.ArraySchema(
+        domain=tiledb.Domain(*dims), sparse=other != "d", attrs=[tiledb.Attr("a", dtype=np.int32)],
+        ctx=oracle.tiledb_ctx()))
     first, newest = sorted(p for p in (uri / "__schema").iterdir() if p.is_file())
     assert sorted(open_array(uri).read()["a"].tolist()) == list(range(10))  # evolved, it reads
-    newest.write_bytes(next(p for p in (other / "__schema").iterdir() if p.is_file()).read_bytes())
+    newest.write_bytes(next(p for p in (swap / "__schema").iterdir() if p.is_file()).read_bytes())
     with pytest.raises(FormatError) as err:
         open_array(uri).read()
-    for words in (first.name, newest.name, "sparse array of dimensions x INT64 x1, y INT64 x1",
-                  "dense array of dimensions d INT32 x1"):
+    ours = "sparse array, tile order ROW_MAJOR, cell order ROW_MAJOR, dimensions x INT64 x1 domain [0, 99] extent 10"
+    theirs = ("dense array, tile order ROW_MAJOR, cell order ROW_MAJOR, dimensions d INT32 x1 domain [1, 9] extent 3"
+              if other == "d" else "x INT64 x1 domain [0, 99] extent 5; y INT64")
+    for words in (first.name, newest.name, ours, theirs, "evolution cannot change them"):
         assert words in str(err.value)
     bad = _one(validate(uri), "schema-evolution")
     assert first.name in bad.message and newest.name in bad.message and Path(bad.file) == uri

@@ -19,7 +19,7 @@ from construct import Construct, Container, Flag, If, Int32ul, Int64ul, Rebuild,
 
 from ..enums import (
     ArrayType, ArrayTypeEnum, CurrentDomainType, CurrentDomainTypeEnum, DataOrderEnum, Datatype, DatatypeEnum,
-    LayoutEnum,
+    Layout, LayoutEnum,
 )
 from ..errors import FormatError
 from ..fields import Bounded, Counted, Raw, Section, Struct, Text, Valid, rule, switch, text_field
@@ -310,15 +310,22 @@ def dimensions(schema) -> list[FieldInfo]:
 
 
 def _fixed_shape(schema) -> str:
-    dims = ", ".join(f"{d.name} {d.datatype.name}" + (" var" if d.var else f" x{d.cell_val_num}")
-                     for d in dimensions(schema))
-    return f"{ArrayType(schema.array_type).name.lower()} array of dimensions {dims}"
+    """What evolution keeps of a schema, in words: array type, tile and cell order, and per dimension its
+    name, type, values per cell, domain and tile extent (by which dense tiles and MBRs are read)."""
+    def plain(value):
+        return None if value is None else np.asarray(value).tolist()
+
+    dims = "; ".join(f"{f.name} {f.datatype.name}" + (" var" if f.var else f" x{f.cell_val_num}") +
+                     f" domain {plain(d.get('domain'))} extent {plain(d.get('tile_extent'))}"
+                     for f, d in zip(dimensions(schema), schema.domain.dimensions))
+    return (f"{ArrayType(schema.array_type).name.lower()} array, tile order {Layout(schema.tile_order).name}, "
+            f"cell order {Layout(schema.cell_order).name}, dimensions {dims}")
 
 
 def evolution_mismatch(schemas: list[tuple]) -> str | None:
     """Why ``[(file name, schema)]``, an array's schemas oldest first, cannot be one array's, or None. Schema
-    evolution changes attributes only (ArraySchemaEvolution): every schema has the array type and dimensions
-    of the latest, by whose names and types the fragments' bounding rectangles are read."""
+    evolution changes attributes, enumerations and the current domain only (ArraySchemaEvolution): every
+    schema has the array type, orders and dimensions of the latest, by which fragments are read."""
     latest_name, latest = schemas[-1]
     for name, schema in schemas[:-1]:
         if _fixed_shape(schema) != _fixed_shape(latest):
