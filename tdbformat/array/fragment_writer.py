@@ -26,7 +26,7 @@ from ..structs.names import timestamped_name
 from ..structs.tile import Tile, tile_parts
 from ..versions import FEATURES, Feature
 from .rtree import FANOUT, build_levels
-from .tiling import var_bytes
+from .tiling import var_bytes, var_cells
 
 __all__ = ["FragmentWrite", "write_fragment", "fragment_name"]
 
@@ -118,7 +118,7 @@ class _Encoder:
         if not _DENSE_TILER(self.version):
             return 8 * len(tiles[0])
         sels = written or [slice(None)] * len(tiles)
-        return sum(len(b) for cells, sel in zip(tiles, sels) for b in var_bytes(cells[sel], info.datatype.numpy_dtype))
+        return sum(len(var_cells(cells[sel], info.datatype.numpy_dtype)[0]) for cells, sel in zip(tiles, sels))
 
     def field(self, info: FieldInfo, tiles, validity, stem, stats: bool, is_dim: bool, written=None,
               dense: bool = False) -> _Out:
@@ -135,7 +135,7 @@ class _Encoder:
             for t, cells in enumerate(tiles):
                 out.offsets.append(fixed.size)
                 if info.var:
-                    data, offsets = self._var_cells(cells, info)
+                    data, offsets = _var_data(cells, info)
                     out.var_offsets.append(var.size)
                     out.var_sizes.append(len(data))
                     fixed.put([_EMPTY_TILE] if skips_offsets(info.filters, info.datatype, self.version) else
@@ -158,14 +158,6 @@ class _Encoder:
                     out.stats.append(None)
         out.sizes = [fixed.size, var.size, valid.size]
         return out
-
-    @staticmethod
-    def _var_cells(cells, info):
-        parts = var_bytes(cells, info.datatype.numpy_dtype)
-        lengths = np.fromiter(map(len, parts), np.uint64, len(parts))
-        offsets = np.zeros(len(parts), "<u8")
-        np.cumsum(lengths[:-1], out=offsets[1:])
-        return b"".join(parts), offsets
 
     def coords(self, tiles, dims) -> _Out:
         """The v1-4 ``__coords`` field: every dimension's coordinates of a tile together, zipped (x1 y1 x2 y2...)
@@ -456,10 +448,16 @@ def _global_order_section(fw, footer, sections):
 def _bounds(info, values):
     if not info.var:
         return Container(fixed=np.asarray(values, value_dtype(info.datatype)), var=b"")
-    parts = var_bytes(np.asarray(values, object), info.datatype.numpy_dtype)
-    offsets = np.zeros(len(parts), "<u8")
-    np.cumsum(np.fromiter(map(len, parts), np.uint64, len(parts))[:-1], out=offsets[1:])
-    return Container(fixed=offsets, var=b"".join(parts))
+    data, offsets = _var_data(np.asarray(values, object), info)
+    return Container(fixed=offsets, var=data)
+
+
+def _var_data(cells, info) -> tuple[bytes, np.ndarray]:
+    """(var data, u64 offsets) of var cells."""
+    data, lengths = var_cells(cells, info.datatype.numpy_dtype)
+    offsets = np.zeros(len(lengths), "<u8")
+    np.cumsum(lengths[:-1], out=offsets[1:])
+    return data, offsets
 
 
 def _legacy(fw, version, key, offsets, var_offsets, var_sizes, sizes, n_var, max_chunk) -> bytes:

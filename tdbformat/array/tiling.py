@@ -11,7 +11,7 @@ from ..enums import Layout
 from ..structs.array_schema import VAR_NUM
 from .order import hilbert_values, order_cells, tile_range
 
-__all__ = ["dense_box", "dense_tiles", "sparse_order", "tile_bounds", "var_bytes"]
+__all__ = ["dense_box", "dense_tiles", "sparse_order", "tile_bounds", "var_bytes", "var_cells"]
 
 
 def dense_box(dims, subarray):
@@ -81,3 +81,15 @@ def var_bytes(column: np.ndarray, numpy_dtype: np.dtype) -> list[bytes]:
         else:
             out.append(np.ascontiguousarray(v, numpy_dtype).tobytes())
     return out
+
+
+def var_cells(column: np.ndarray, numpy_dtype: np.dtype) -> tuple[bytes, np.ndarray]:
+    """The var cells' stored bytes back to back (as :func:`var_bytes` makes them), and each cell's length."""
+    values = column.tolist()
+    if set(map(type, values)) <= {str}:
+        text = "".join(values)
+        data = text.encode()
+        if len(data) == len(text):  # ASCII, the usual strings: a cell's bytes are its characters, one encode
+            return data, np.fromiter(map(len, values), np.uint64, len(values))
+    parts = var_bytes(column, numpy_dtype)
+    return b"".join(parts), np.fromiter(map(len, parts), np.uint64, len(parts))
