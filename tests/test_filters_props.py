@@ -532,3 +532,44 @@ def test_zlib_ng_inflates_as_zlib(raw, level, damage, where):
         except error:
             return "refused"
     assert outcome(compression._inflate.decompress, compression._inflate.error) == outcome(zlib.decompress, zlib.error)
+
+
+@PROPS
+@given(st.sampled_from(INTEGERS), st.lists(st.sampled_from([0, 3, 40]), min_size=2, max_size=12),
+       st.integers(0, 6), st.sampled_from([None, "flip", "cut"]), st.integers(0, 10**6), st.data())
+def test_double_delta_rows_decode_as_chunk_by_chunk(datatype, lengths, bits, damage, where, data):
+    """Chunks of double deltas packed alike decode together as rows (``DoubleDelta.reverse_many``): the same
+    values as chunk by chunk, in runs that mix lengths, widths and raw chunks; with a damaged chunk, the run
+    fails as a FormatError exactly when one of its chunks fails alone."""
+    from tdbformat.errors import FormatError
+    from tdbformat.filters.pipeline import CODECS, FilterContext
+    codec = CODECS[FilterType.DOUBLE_DELTA]
+    ctx = FilterContext(options=Container(compressor=Compressor.DOUBLE_DELTA, level=-1,
+                                          reinterpret_datatype=Datatype.ANY), datatype=datatype, version=22)
+    dtype, chunks = datatype.numpy_dtype, []
+    for n in lengths:
+        steps = data.draw(arrays(np.int64, n, elements=st.integers(-(2**bits), 2**bits)))
+        raw = np.cumsum(steps).astype(dtype).tobytes()  # small types wrap, as C casts do
+        (md,), (packed,) = codec.forward(ctx, [], [raw])
+        chunks.append((md, packed))
+    if damage:
+        i = where % len(chunks)
+        md, packed = chunks[i]
+        packed = bytearray(packed)
+        if damage == "flip" and packed:
+            packed[where % len(packed)] ^= 0x10
+        else:
+            del packed[where % max(1, len(packed)):]
+        chunks[i] = (md, bytes(packed))
+    views = [(memoryview(md), memoryview(packed)) for md, packed in chunks]
+    alone = []
+    for md, packed in views:
+        try:
+            alone.append(bytes(codec.reverse(ctx, md, packed)[1]))
+        except FormatError:
+            alone.append(None)
+    if None in alone:
+        with pytest.raises(FormatError):
+            codec.reverse_many(ctx, views)
+    else:
+        assert [bytes(out) for _, out in codec.reverse_many(ctx, views)] == alone

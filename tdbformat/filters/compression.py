@@ -43,6 +43,7 @@ _HEADER = Struct("num_metadata_parts" / Int32ul, "num_data_parts" / Int32ul)
 
 
 _COUNTS = struct.Struct("<II")
+_U64 = struct.Struct("<Q")
 
 
 def read_part_sizes(metadata: memoryview):
@@ -351,15 +352,54 @@ class DoubleDelta(_Reinterpreting):
         words = head.array("<u8", -(-(n - 2) * (bitsize + 1) // 64))
         if len(head.rest()):
             raise FormatError(f"DOUBLE_DELTA: {len(head.rest())} bytes after the last value")
-        values = np.empty(n, np.int64)
-        _signed(unpack_fields(words, n - 2, bitsize + 1), bitsize, values[2:])
-        # two cumulative sums in place: the double deltas (the first plus the first delta) give the deltas,
-        # and those after the second value give the values
-        values[2] += first[1] - first[0]
-        np.cumsum(values[2:], out=values[2:])
-        values[:2] = first
-        np.cumsum(values[1:], out=values[1:])
-        return values.astype(dtype, copy=False).view(np.uint8)
+        return _undo_dd(words[None], first[None], n, bitsize, dtype)[0].view(np.uint8)
+
+    def reverse_many(self, ctx, chunks):
+        """Chunks of one part packed alike (the same value count and bit width: a tile's full chunks, as a
+        rule) decode together as rows, a numpy pass each for all of them; any other chunk goes alone."""
+        dtype = delta_dtype(ctx)
+        groups, out = {}, [None] * len(chunks)
+        for i, (md, data) in enumerate(chunks):
+            shape = _dd_shape(md, data, dtype, ctx.limit)
+            if shape is not None:
+                groups.setdefault(shape, []).append(i)
+        for (bitsize, n), members in groups.items():
+            if len(members) < 2:
+                continue
+            skip = 9 + 2 * dtype.itemsize
+            rows = np.frombuffer(b"".join(chunks[i][1][9:] for i in members), np.uint8).reshape(len(members), -1)
+            first = rows[:, :skip - 9].copy().view(dtype).astype(np.int64)
+            words = rows[:, skip - 9:].copy().view("<u8")
+            for i, values in zip(members, _undo_dd(words, first, n, bitsize, dtype)):
+                out[i] = chunks[i][0][16:], memoryview(values.view(np.uint8))
+        return [done or self.reverse(ctx, md, data) for done, (md, data) in zip(out, chunks)]
+
+
+def _dd_shape(metadata, data, dtype, limit):
+    """(bit width, value count) of a chunk holding one double-delta part of packed values exactly as long as
+    its header implies, else None (raw values, or anything :meth:`DoubleDelta.decompress` would refuse)."""
+    one = _one_part(metadata, data, limit)
+    if one is None or len(data) < 9:
+        return None
+    bitsize, n = data[0], _U64.unpack_from(data, 1)[0]
+    if n <= 2 or bitsize >= 8 * dtype.itemsize - 1 or n * dtype.itemsize != one[0]:
+        return None
+    words = -(-(n - 2) * (bitsize + 1) // 64)
+    return (bitsize, n) if len(data) == 9 + 2 * dtype.itemsize + 8 * words else None
+
+
+def _undo_dd(words: np.ndarray, first: np.ndarray, n: int, bitsize: int, dtype) -> np.ndarray:
+    """The ``n`` values of each row of packed double deltas (``words``, (k, w) u64) after its first two
+    (``first``, (k, 2) int64), as (k, n) of ``dtype``."""
+    values = np.empty((len(words), n), np.int64)
+    _signed(unpack_fields(words, n - 2, bitsize + 1), bitsize, values[:, 2:])
+    # two cumulative sums in place: the double deltas (the first plus the first delta) give the deltas,
+    # and those after the second value give the values
+    values[:, 2] += first[:, 1] - first[:, 0]
+    np.cumsum(values[:, 2:], axis=1, out=values[:, 2:])
+    values[:, :2] = first
+    np.cumsum(values[:, 1:], axis=1, out=values[:, 1:])
+    return values.astype(dtype, copy=False)
 
 
 def _pack_dd(dd, bitsize) -> bytes:
@@ -394,15 +434,17 @@ def _sign_table(bitsize: int) -> np.ndarray:
 
 
 def unpack_fields(words: np.ndarray, count: int, width: int) -> np.ndarray:
-    """``count`` fields of ``width`` (1 to 63) bits laid MSB first across u64 ``words``, as u64.
+    """``count`` fields of ``width`` (1 to 63) bits laid MSB first across u64 ``words``, as u64 (of each
+    row, where ``words`` has rows).
 
     A field starts in word ``w`` at ``off`` bits from the top and may end in the next one: the two words
     shifted into place give it (the shift of the second is split in two, as a shift by 64 is undefined).
     """
     word, off, rest = _unpack_places(count, width)
-    padded = np.append(words.astype(np.uint64), np.zeros(2, np.uint64))
-    top = padded[word] << off
-    top |= (padded[word + 1] >> np.uint64(1)) >> rest
+    padded = np.zeros((*words.shape[:-1], words.shape[-1] + 2), np.uint64)  # rows of words: rows of fields
+    padded[..., :-2] = words
+    top = padded[..., word] << off
+    top |= (padded[..., word + 1] >> np.uint64(1)) >> rest
     return top >> np.uint64(64 - width)
 
 
