@@ -535,17 +535,19 @@ def test_zlib_ng_inflates_as_zlib(raw, level, damage, where):
 
 
 @PROPS
-@given(st.sampled_from(INTEGERS), st.lists(st.sampled_from([0, 3, 40]), min_size=2, max_size=12),
+@given(st.sampled_from([FilterType.DOUBLE_DELTA, FilterType.DELTA]), st.sampled_from(INTEGERS),
+       st.sampled_from([19, 22]), st.lists(st.sampled_from([0, 1, 3, 40]), min_size=2, max_size=12),
        st.integers(0, 6), st.sampled_from([None, "flip", "cut"]), st.integers(0, 10**6), st.data())
-def test_double_delta_rows_decode_as_chunk_by_chunk(datatype, lengths, bits, damage, where, data):
-    """Chunks of double deltas packed alike decode together as rows (``DoubleDelta.reverse_many``): the same
-    values as chunk by chunk, in runs that mix lengths, widths and raw chunks; with a damaged chunk, the run
-    fails as a FormatError exactly when one of its chunks fails alone."""
+def test_delta_rows_decode_as_chunk_by_chunk(ftype, datatype, version, lengths, bits, damage, where, data):
+    """Chunks of (double) deltas packed alike decode together as rows (``reverse_many``): the same values as
+    chunk by chunk, in runs that mix lengths, widths and raw chunks (and v19's extra delta); with a damaged
+    chunk, the run fails as a FormatError exactly when one of its chunks fails alone."""
     from tdbformat.errors import FormatError
     from tdbformat.filters.pipeline import CODECS, FilterContext
-    codec = CODECS[FilterType.DOUBLE_DELTA]
-    ctx = FilterContext(options=Container(compressor=Compressor.DOUBLE_DELTA, level=-1,
-                                          reinterpret_datatype=Datatype.ANY), datatype=datatype, version=22)
+    codec = CODECS[ftype]
+    compressor = Compressor.DOUBLE_DELTA if ftype == FilterType.DOUBLE_DELTA else Compressor.DELTA
+    ctx = FilterContext(options=Container(compressor=compressor, level=-1, reinterpret_datatype=Datatype.ANY),
+                        datatype=datatype, version=version)
     dtype, chunks = datatype.numpy_dtype, []
     for n in lengths:
         steps = data.draw(arrays(np.int64, n, elements=st.integers(-(2**bits), 2**bits)))

@@ -105,6 +105,26 @@ class CompressionCodec(Codec):
         nmd = len(md_sizes)
         return memoryview(joined(out[:nmd])), joined(out[nmd:])  # one part (the usual): no copy
 
+    def reverse_grouped(self, ctx, chunks, shape, undo) -> list:
+        """``reverse_many`` of a compressor of numpy passes: chunks of one part that ``shape(metadata, data)``
+        finds alike (a tile's full chunks, as a rule) decode together by ``undo(shape, their data)`` as rows,
+        one pass each for all of them; a chunk whose shape is None, or alone in its shape, by ``reverse``."""
+        groups, out = {}, [None] * len(chunks)
+        for i, (md, data) in enumerate(chunks):
+            found = shape(md, data)
+            if found is not None:
+                groups.setdefault(found, []).append(i)
+        for found, members in groups.items():
+            if len(members) > 1:
+                for i, row in zip(members, undo(found, [chunks[i][1] for i in members])):
+                    out[i] = chunks[i][0][16:], memoryview(row.view(np.uint8))
+        return [done or self.reverse(ctx, md, data) for done, (md, data) in zip(out, chunks)]
+
+
+def _rows(parts: list, skip: int) -> np.ndarray:
+    """Equal-sized ``parts`` after their first ``skip`` bytes, as the rows of a u8 array."""
+    return np.frombuffer(b"".join(p[skip:] for p in parts), np.uint8).reshape(len(parts), -1)
+
 
 try:  # zlib-ng (the ``fast`` extra) inflates zlib streams about twice as fast as zlib, with the same errors
     from zlib_ng import zlib_ng as _inflate
@@ -355,24 +375,15 @@ class DoubleDelta(_Reinterpreting):
         return _undo_dd(words[None], first[None], n, bitsize, dtype)[0].view(np.uint8)
 
     def reverse_many(self, ctx, chunks):
-        """Chunks of one part packed alike (the same value count and bit width: a tile's full chunks, as a
-        rule) decode together as rows, a numpy pass each for all of them; any other chunk goes alone."""
         dtype = delta_dtype(ctx)
-        groups, out = {}, [None] * len(chunks)
-        for i, (md, data) in enumerate(chunks):
-            shape = _dd_shape(md, data, dtype, ctx.limit)
-            if shape is not None:
-                groups.setdefault(shape, []).append(i)
-        for (bitsize, n), members in groups.items():
-            if len(members) < 2:
-                continue
-            skip = 9 + 2 * dtype.itemsize
-            rows = np.frombuffer(b"".join(chunks[i][1][9:] for i in members), np.uint8).reshape(len(members), -1)
-            first = rows[:, :skip - 9].copy().view(dtype).astype(np.int64)
-            words = rows[:, skip - 9:].copy().view("<u8")
-            for i, values in zip(members, _undo_dd(words, first, n, bitsize, dtype)):
-                out[i] = chunks[i][0][16:], memoryview(values.view(np.uint8))
-        return [done or self.reverse(ctx, md, data) for done, (md, data) in zip(out, chunks)]
+        skip = 2 * dtype.itemsize
+
+        def undo(shape, parts):
+            bitsize, n = shape
+            rows = _rows(parts, 9)
+            return _undo_dd(rows[:, skip:].copy().view("<u8"), rows[:, :skip].copy().view(dtype).astype(np.int64),
+                            n, bitsize, dtype)
+        return self.reverse_grouped(ctx, chunks, lambda md, data: _dd_shape(md, data, dtype, ctx.limit), undo)
 
 
 def _dd_shape(metadata, data, dtype, limit):
@@ -507,3 +518,19 @@ class Delta(_Reinterpreting):
             raise FormatError(f"DELTA: {len(head.rest())} bytes after the last value (v{ctx.version} writes "
                               f"{overrun})")
         return np.cumsum(x, dtype=x.dtype).view(np.uint8)
+
+    def reverse_many(self, ctx, chunks):
+        size = delta_dtype(ctx).itemsize
+        overrun = size if FEATURES["delta_overrun"](ctx.version) else 0
+
+        def shape(md, data):  # the value count of a chunk holding one part exactly as long as it implies
+            one = _one_part(md, data, ctx.limit)
+            if one is None or len(data) < 8 or one[0] % size:
+                return None
+            n = one[0] // size
+            return n if n > 1 and _U64.unpack_from(data, 0)[0] == n and len(data) == 8 + one[0] + overrun else None
+
+        def undo(n, parts):
+            rows = _rows(parts, 8)[:, :n * size].copy().view(f"<u{size}")
+            return np.cumsum(rows, axis=1, dtype=rows.dtype)
+        return self.reverse_grouped(ctx, chunks, shape, undo)
