@@ -575,3 +575,42 @@ def test_delta_rows_decode_as_chunk_by_chunk(ftype, datatype, version, lengths, 
             codec.reverse_many(ctx, views)
     else:
         assert [bytes(out) for _, out in codec.reverse_many(ctx, views)] == alone
+
+
+@PROPS
+@given(st.lists(st.tuples(st.binary(max_size=40), st.binary(max_size=3000)), min_size=2, max_size=10),
+       st.sampled_from([None, "flip", "cut", "header"]), st.integers(0, 10**6))
+def test_zstd_runs_decode_as_chunk_by_chunk(chunks, damage, where):
+    """Chunks of one data part and at most one metadata part (an earlier filter's header) decompress in one
+    call (``Zstd.reverse_many``): the same metadata and data as chunk by chunk; with a damaged chunk, the run
+    fails as a FormatError exactly when one of its chunks fails alone."""
+    from tdbformat.errors import FormatError
+    from tdbformat.filters.pipeline import CODECS, FilterContext
+    codec = CODECS[FilterType.ZSTD]
+    ctx = FilterContext(options=Container(compressor=Compressor.ZSTD, level=3), datatype=Datatype.UINT8)
+    made = []
+    for md, data in chunks:
+        (head,), (packed,) = codec.forward(ctx, [md] if md else [], [data * 3 or b"x"])
+        made.append([head, packed])
+    if damage:
+        i = where % len(made)
+        part = 0 if damage == "header" else 1
+        raw = bytearray(made[i][part])
+        if damage == "cut":
+            del raw[where % max(1, len(raw)):]
+        elif raw:
+            raw[(where if damage == "flip" else 8 + where % 8) % len(raw)] ^= 0x21
+        made[i][part] = bytes(raw)
+    views = [(memoryview(md), memoryview(packed)) for md, packed in made]
+    alone = []
+    for md, packed in views:
+        try:
+            md_out, out = codec.reverse(ctx, md, packed)
+            alone.append((bytes(md_out), bytes(out)))
+        except FormatError:
+            alone.append(None)
+    if None in alone:
+        with pytest.raises(FormatError):
+            codec.reverse_many(ctx, views)
+    else:
+        assert [(bytes(md), bytes(out)) for md, out in codec.reverse_many(ctx, views)] == alone

@@ -176,30 +176,57 @@ class Zstd(CompressionCodec):
         return _bounded(_unzstd, packed, orig_size, "zstd")
 
     def reverse_many(self, ctx, chunks):
-        """Chunks of one data part and no metadata part (what TileDB writes) decompress in one call, in C
-        with the GIL released; a call per chunk cost more than a 64 KiB chunk's zstd. Any other shape, a
-        claim of more than 16 times the stored bytes, or an error goes chunk by chunk (which names it)."""
-        heads = [_one_part(md, data, ctx.limit) for md, data in chunks]
-        sizes = np.array([h[0] if h else 0 for h in heads], np.uint64)
-        if len(chunks) < 2 or not all(heads) or sizes.sum() > 16 * sum(len(d) for _, d in chunks) + (1 << 20):
+        """The parts of chunks of one data part, and at most one metadata part (an earlier filter's header),
+        decompress in one call, in C with the GIL released; a call per part cost more than a 64 KiB chunk's
+        zstd. Any other shape, a claim of more than 16 times the stored bytes, or an error goes chunk by
+        chunk (which names it)."""
+        heads = [_one_or_two_parts(md, data, ctx.limit) for md, data in chunks]
+        if len(chunks) < 2 or not all(heads):
+            return super().reverse_many(ctx, chunks)
+        frames = [(orig, data[start:end]) for (_, data), (parts, _) in zip(chunks, heads) for orig, start, end in parts]
+        sizes = np.array([orig for orig, _ in frames], np.uint64)
+        if sizes.sum() > 16 * sum(len(d) for _, d in chunks) + (1 << 20):
             return super().reverse_many(ctx, chunks)
         try:
-            out = _decompressor().multi_decompress_to_buffer([d for _, d in chunks], decompressed_sizes=sizes.tobytes())
+            out = _decompressor().multi_decompress_to_buffer([f for _, f in frames], decompressed_sizes=sizes.tobytes())
         except zstandard.ZstdError:
             return super().reverse_many(ctx, chunks)
-        parts = [memoryview(out[i]) for i in range(len(chunks))]
-        if any(len(part) != h[0] for part, h in zip(parts, heads)):
+        done = [memoryview(out[i]) for i in range(len(frames))]
+        if any(len(part) != orig for part, (orig, _) in zip(done, frames)):
             return super().reverse_many(ctx, chunks)
-        return [(md[h[1]:], part) for (md, _), h, part in zip(chunks, heads, parts)]
+        result, i = [], 0
+        for (md, _), (parts, end) in zip(chunks, heads):
+            # as reverse: the metadata part, decompressed, is what the filter before gets (else the rest)
+            result.append((done[i], done[i + 1]) if len(parts) == 2 else (md[end:], done[i]))
+            i += len(parts)
+        return result
+
+
+def _one_or_two_parts(metadata, data, limit):
+    """([(uncompressed size, start, end) of each part in ``data``], header length) of a compressor header of
+    one data part after at most one metadata part, together all of ``data``, each within ``limit``; else
+    None."""
+    if len(metadata) < 16:
+        return None
+    nmd, ndata = _COUNTS.unpack_from(metadata)
+    end = 8 + 8 * (nmd + ndata)
+    if ndata != 1 or nmd > 1 or len(metadata) < end:
+        return None
+    parts, pos = [], 0
+    for k in range(nmd + ndata):
+        orig, packed = _COUNTS.unpack_from(metadata, 8 + 8 * k)
+        if not 0 < orig <= limit:
+            return None
+        parts.append((orig, pos, pos + packed))
+        pos += packed
+    return (parts, end) if pos == len(data) else None
 
 
 def _one_part(metadata, data, limit):
     """(uncompressed size, header length) of a compressor header of one data part holding all of ``data``
     and within ``limit``, else None."""
-    if len(metadata) < 16 or _COUNTS.unpack_from(metadata) != (0, 1):
-        return None
-    orig, packed = _COUNTS.unpack_from(metadata, 8)
-    return (orig, 16) if packed == len(data) and 0 < orig <= limit else None
+    found = _one_or_two_parts(metadata, data, limit)
+    return (found[0][0][0], found[1]) if found is not None and len(found[0]) == 1 else None
 
 
 def _decompressor():
