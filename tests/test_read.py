@@ -484,3 +484,37 @@ def test_dense_var_numeric_fill_cells_are_arrays_as_tiledb_py_gives(tmp_path, dt
     assert len(got) == len(want) == 6
     for g, w in zip(got, want):
         assert isinstance(g, np.ndarray) and g.dtype == w.dtype and g.tobytes() == w.tobytes(), (g, w)  # NaN fill
+
+
+@pytest.mark.parametrize("shape,tile,cell_order", [((40,), (8,), "row-major"), ((6, 8), (2, 8), "row-major"),
+                                                   ((6, 8), (2, 8), "col-major"), ((6, 8), (3, 4), "row-major")])
+def test_dense_tiles_decoded_into_the_result_equal_tiledb_py(tmp_path, monkeypatch, shape, tile, cell_order):
+    """A whole tile whose cells are contiguous in the result (1-D, or row-major tiles of whole rows) decodes
+    straight into it; partial tiles, col-major cells and tiles of part of a row are copied. Nullable and
+    plain attributes, three overlapping fragments, every timestamp and a box: equal to TileDB-Py, and the
+    in-place path is taken exactly where the cells are contiguous."""
+    from tdbformat.array import dense
+    uri, ctx = str(tmp_path / "d"), oracle.tiledb_ctx()
+    dims = [tiledb.Dim(f"d{j}", domain=(0, n - 1), tile=t, dtype=np.int64, ctx=ctx) for j, (n, t) in
+            enumerate(zip(shape, tile))]
+    tiledb.Array.create(uri, tiledb.ArraySchema(
+        domain=tiledb.Domain(*dims, ctx=ctx), cell_order=cell_order, ctx=ctx,
+        attrs=[tiledb.Attr("a", dtype=np.int32, ctx=ctx), tiledb.Attr("n", dtype=np.float64, nullable=True, ctx=ctx)]))
+    rng = np.random.default_rng(1)
+    boxes = [tuple(slice(0, n) for n in shape), tuple(slice(1, n - 1) for n in shape),
+             tuple(slice(0, n // 2) for n in shape)]
+    for ts, box in enumerate(boxes, 1):
+        size = [b.stop - b.start for b in box]
+        with tiledb.open(uri, "w", timestamp=ts, ctx=ctx) as A:
+            A[box] = {"a": rng.integers(0, 1000, size, dtype=np.int32),
+                      "n": np.ma.masked_array(rng.random(size), rng.random(size) < 0.3)}
+    placed = []
+    slot = dense._Result.slot
+    monkeypatch.setattr(dense._Result, "slot", lambda self, a, at: placed.append(slot(self, a, at)) or placed[-1])
+    for ts in (1, 2, 3):
+        with tiledb.open(uri, timestamp=ts, ctx=ctx) as A:
+            assert_same(open_array(uri).read(timestamp=ts), A[:])
+            ranges = {"d0": (1, shape[0] - 2)}
+            assert_same(open_array(uri).read(timestamp=ts, ranges=ranges), A[1:shape[0] - 1])
+    contiguous = len(shape) == 1 or (cell_order == "row-major" and tile[1] == shape[1])
+    assert any(p is not None for p in placed) == contiguous

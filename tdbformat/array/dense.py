@@ -95,6 +95,14 @@ class _Result:
         if a.nullable:
             self.valid[a.name][at] = validity
 
+    def slot(self, a, at):
+        """The cells of the result at ``at`` as one flat array where they are contiguous (a tile decodes
+        straight into them), else None."""
+        if a.var:
+            return None
+        view = self.out[a.name][at]
+        return view.reshape(-1) if view.flags.c_contiguous else None
+
     def put_fill(self, a, at):
         self.put(a, at, self.fills[a.name], self.fill_valid.get(a.name))
 
@@ -142,9 +150,18 @@ def read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
         if k >= frag.tile_num():
             raise FormatError(f"fragment {frag.name}: tile {k} is past the {frag.tile_num()} tiles of its "
                               "non-empty domain", file=str(frag.path))
-        values, validity = arr.tiles.cells(frag, idx, k, cell_num, spans=spans, threads=threads)
+        into = result.slot(a, dst) if whole(src) else None
+        values, validity = arr.tiles.cells(frag, idx, k, cell_num, spans=spans, threads=threads, into=into)
+        if values is into:  # decoded in place: only the validity is left to put
+            if a.nullable:
+                result.valid[a.name][dst] = order.as_tile(validity, extents, cell_order)
+            return
         result.put(a, dst, order.as_tile(values, extents, cell_order)[src],
                    order.as_tile(validity, extents, cell_order)[src] if a.nullable else None)
+
+    def whole(src) -> bool:  # a tile all in the box, whose cells lie in the result's (row-major) order
+        return (len(extents) == 1 or cell_order == Layout.ROW_MAJOR) and \
+            all(s.start == 0 and s.stop == e for s, e in zip(src, extents))
 
     for frag in frags:  # in timestamp order: later fragments overwrite earlier ones
         if frag.dense:

@@ -37,7 +37,8 @@ class Tiles:
         """Tile ``k`` of index-space field ``idx``'s ``kind`` file ("", "_var", "_validity"), unfiltered:
         bytes; with ``strings`` (var strings that carry their own offsets, §4.2) (data, offsets); with
         ``cells=(count, field)`` a numpy array of that many cells, decoded in place once the chunk headers
-        prove that size (so a lying tile extent allocates nothing). ``spans``: a :class:`_Spans` that read the
+        prove that size (so a lying tile extent allocates nothing); ``cells=(count, field, into)``: into the
+        array ``into`` when it is that many contiguous cells of the field's dtype. ``spans``: a :class:`_Spans` that read the
         bytes of this tile and its neighbours at once. ``threads``: for the tile's chunks (a read that decodes
         as many tiles as it has threads at once gives each one: :func:`chunk_threads`)."""
         plan = self.plan(frag, idx, kind)
@@ -49,7 +50,7 @@ class Tiles:
             data = spans.get(kind, path, start, end) if spans is not None else None
             # offsets count from the tile here; located() below makes them file offsets (base=start)
             tile = read_tile(self.storage.read(path, start, end, what="data file") if data is None else data)
-            out = None if cells is None else plan.claimed(tile, cells[0])
+            out = None if cells is None else plan.claimed(tile, *cells[::2])
             data, offsets = plan.filters.decode(tile, var=strings, out=out, threads=threads)
         except FormatError as e:
             raise located(e, where=f"fragment {frag.name}, field {plan.info.name}{kind}, tile {k} at byte offset "
@@ -57,9 +58,11 @@ class Tiles:
                           file=str(path), version=frag.version) from None
         return (data, offsets) if strings else data if cells is None else out
 
-    def cells(self, frag, idx: int, k: int, cell_num: int | None = None, spans=None, threads=1):
+    def cells(self, frag, idx: int, k: int, cell_num: int | None = None, spans=None, threads=1, into=None):
         """(values, validity or None) of tile ``k`` of index-space field ``idx``; a fixed-size tile of a
-        known ``cell_num`` cells is decoded straight into its result array. ``threads``: as in :meth:`raw`."""
+        known ``cell_num`` cells is decoded straight into an array of its own, or into ``into`` where that is
+        ``cell_num`` contiguous cells of the field's dtype (a place in the read's result). ``threads``: as in
+        :meth:`raw`."""
         info = self.plan(frag, idx, "").info
         if info.var:
             data, offsets = self.raw(frag, idx, "_var", k, strings=True, spans=spans, threads=threads)
@@ -67,7 +70,7 @@ class Tiles:
                 offsets = self._array(frag, idx, "", k, U64, spans, threads)
             values = self._located(frag, idx, k, lambda: split_var(bytes(data), np.asarray(offsets, U64), info))
         elif cell_num is not None:
-            values = self.raw(frag, idx, "", k, cells=(cell_num, info), spans=spans, threads=threads)
+            values = self.raw(frag, idx, "", k, cells=(cell_num, info, into), spans=spans, threads=threads)
         else:
             data = self.raw(frag, idx, "", k, spans=spans, threads=threads)
             cell = info.datatype.size * info.cell_val_num  # checked before a dtype that wide is built
@@ -233,9 +236,9 @@ class _Plan:
             self._path = name, storage.join(self.frag.path, name)
         return self._path[1]
 
-    def claimed(self, tile, count: int) -> np.ndarray:
-        """An empty array for ``count`` cells, once the tile's chunk headers claim exactly their size (and
-        before a cell dtype is built from an unproven cell_val_num)."""
+    def claimed(self, tile, count: int, into=None) -> np.ndarray:
+        """An empty array for ``count`` cells (``into`` where it is one), once the tile's chunk headers claim
+        exactly their size (and before a cell dtype is built from an unproven cell_val_num)."""
         info = self.info
         total = sum(c["unfiltered_size"] for c in tile["chunks"])
         need = count * info.datatype.size * info.cell_val_num
@@ -243,4 +246,6 @@ class _Plan:
             raise FormatError(f"the tile's chunks unfilter to {total} bytes, not the {need} of its {count} cells")
         if self._cell is None:
             self._cell = cell_dtype(info)
+        if into is not None and into.dtype == self._cell and into.shape == (count,) and into.flags.c_contiguous:
+            return into
         return np.empty(count, self._cell)
