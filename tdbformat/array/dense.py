@@ -172,9 +172,12 @@ def read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
             # fewer tiles than threads: each tile's chunks share the rest
             threads = chunk_threads(pool, len(tiles) * len(fields))
             jobs = [(frag, a, idx, k, src, dst, spans[a.name], threads) for k, src, dst in tiles for a, idx in fields]
-            # each tile is decoded and placed in a worker (tiles of one fragment never overlap); one tile is
-            # decoded here, without the hand-over
-            list(pool.map(lambda job: place(*job), jobs) if len(jobs) > 1 else (place(*job) for job in jobs))
+            # tiles are decoded and placed in workers (tiles of one fragment never overlap), a few runs of
+            # neighbouring tiles per thread: a task per small tile costs more than decoding it
+            runs = min(len(jobs), 2 * getattr(pool, "_max_workers", 1))
+            bounds = [len(jobs) * r // runs for r in range(runs + 1)] if runs > 1 else []
+            todo = [jobs[bounds[r]:bounds[r + 1]] for r in range(len(bounds) - 1)]
+            list(pool.map(lambda run: [place(*job) for job in run], todo) if todo else (place(*j) for j in jobs))
     _place_sparse(arr, frags, wanted, lo, hi, result, pool)
     out = result.out
     if layout == Layout.COL_MAJOR:
