@@ -542,7 +542,6 @@ def test_delta_rows_decode_as_chunk_by_chunk(ftype, datatype, version, lengths, 
     """Chunks of (double) deltas packed alike decode together as rows (``reverse_many``): the same values as
     chunk by chunk, in runs that mix lengths, widths and raw chunks (and v19's extra delta); with a damaged
     chunk, the run fails as a FormatError exactly when one of its chunks fails alone."""
-    from tdbformat.errors import FormatError
     from tdbformat.filters.pipeline import CODECS, FilterContext
     codec = CODECS[ftype]
     compressor = Compressor.DOUBLE_DELTA if ftype == FilterType.DOUBLE_DELTA else Compressor.DELTA
@@ -563,18 +562,25 @@ def test_delta_rows_decode_as_chunk_by_chunk(ftype, datatype, version, lengths, 
         else:
             del packed[where % max(1, len(packed)):]
         chunks[i] = (md, bytes(packed))
+    _run_decodes_as_chunk_by_chunk(codec, ctx, chunks)
+
+
+def _run_decodes_as_chunk_by_chunk(codec, ctx, chunks):
+    """``codec.reverse_many`` of ``chunks`` gives each chunk's metadata and data as ``reverse`` does alone,
+    or, where one of them fails alone, a FormatError."""
+    from tdbformat.errors import FormatError
     views = [(memoryview(md), memoryview(packed)) for md, packed in chunks]
     alone = []
     for md, packed in views:
         try:
-            alone.append(bytes(codec.reverse(ctx, md, packed)[1]))
+            alone.append(tuple(map(bytes, codec.reverse(ctx, md, packed))))
         except FormatError:
             alone.append(None)
     if None in alone:
         with pytest.raises(FormatError):
             codec.reverse_many(ctx, views)
     else:
-        assert [bytes(out) for _, out in codec.reverse_many(ctx, views)] == alone
+        assert [tuple(map(bytes, done)) for done in codec.reverse_many(ctx, views)] == alone
 
 
 @PROPS
@@ -584,7 +590,6 @@ def test_zstd_runs_decode_as_chunk_by_chunk(chunks, damage, where):
     """Chunks of one data part and at most one metadata part (an earlier filter's header) decompress in one
     call (``Zstd.reverse_many``): the same metadata and data as chunk by chunk; with a damaged chunk, the run
     fails as a FormatError exactly when one of its chunks fails alone."""
-    from tdbformat.errors import FormatError
     from tdbformat.filters.pipeline import CODECS, FilterContext
     codec = CODECS[FilterType.ZSTD]
     ctx = FilterContext(options=Container(compressor=Compressor.ZSTD, level=3), datatype=Datatype.UINT8)
@@ -601,16 +606,4 @@ def test_zstd_runs_decode_as_chunk_by_chunk(chunks, damage, where):
         elif raw:
             raw[(where if damage == "flip" else 8 + where % 8) % len(raw)] ^= 0x21
         made[i][part] = bytes(raw)
-    views = [(memoryview(md), memoryview(packed)) for md, packed in made]
-    alone = []
-    for md, packed in views:
-        try:
-            md_out, out = codec.reverse(ctx, md, packed)
-            alone.append((bytes(md_out), bytes(out)))
-        except FormatError:
-            alone.append(None)
-    if None in alone:
-        with pytest.raises(FormatError):
-            codec.reverse_many(ctx, views)
-    else:
-        assert [(bytes(md), bytes(out)) for md, out in codec.reverse_many(ctx, views)] == alone
+    _run_decodes_as_chunk_by_chunk(codec, ctx, made)
