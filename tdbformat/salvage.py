@@ -26,7 +26,7 @@ from . import directory
 from .array import Array
 from .array.cells import filled
 from .array.create import create
-from .array.fragment import load_fragments
+from .array.fragment import field_index, load_fragments
 from .array.tiles import Tiles
 from .array import order
 from .array.writer import write
@@ -194,7 +194,7 @@ def _sparse_tile(arr, frag, k, pool):
     n = len(coords[0])
     values, valid = {}, {}
     for a in arr.attrs:
-        idx = frag.index(a.name)
+        idx = field_index(frag, a)
         if idx is None:
             values[a.name] = np.repeat(filled(a, a, (1,)), n)
             v = np.full(n, bool(a.get("fill_value_validity")))

@@ -518,3 +518,44 @@ def test_dense_tiles_decoded_into_the_result_equal_tiledb_py(tmp_path, monkeypat
             assert_same(open_array(uri).read(timestamp=ts, ranges=ranges), A[1:shape[0] - 1])
     contiguous = len(shape) == 1 or (cell_order == "row-major" and tile[1] == shape[1])
     assert any(p is not None for p in placed) == contiguous
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("nullable_before", [False, True])
+def test_attribute_added_back_with_other_nullability_reads_as_tiledb_py(tmp_path, sparse, nullable_before):
+    """An attribute dropped and added back with the other nullability. Added back nullable (what fuzz case
+    78577 of seed 20261125 made with a flipped flag), the old fragment's cells have no validity: TileDB-Py
+    fails, and the read is a FormatError naming the fragment and the attribute, where it raised numpy's
+    ValueError. Added back not nullable, TileDB-Py gives the old cells' values, and so do we."""
+    uri, ctx = str(tmp_path / "e"), oracle.tiledb_ctx()
+    dim = tiledb.Dim("d", domain=(1, 10), tile=5, dtype=np.int64, ctx=ctx)
+    tiledb.Array.create(uri, tiledb.ArraySchema(
+        domain=tiledb.Domain(dim, ctx=ctx), sparse=sparse, ctx=ctx,
+        attrs=[tiledb.Attr("a", dtype=np.int32, nullable=nullable_before, ctx=ctx),
+               tiledb.Attr("b", dtype=np.int32, ctx=ctx)]))
+    with tiledb.open(uri, "w", timestamp=1, ctx=ctx) as A:
+        values = {"a": np.arange(5, dtype=np.int32), "b": np.arange(5, dtype=np.int32)}
+        if sparse:
+            A[np.arange(1, 6)] = values
+        else:
+            A[1:6] = values
+    for ts, change in ((2, lambda se: se.drop_attribute("a")),
+                       (3, lambda se: se.add_attribute(tiledb.Attr("a", dtype=np.int32, nullable=not nullable_before,
+                                                                   ctx=ctx)))):
+        se = tiledb.ArraySchemaEvolution(ctx)
+        change(se)
+        se.timestamp(ts)
+        se.array_evolve(uri)
+    ranges = None if sparse else {"d": (1, 5)}
+    if nullable_before:
+        with tiledb.open(uri, timestamp=4, ctx=ctx) as A:
+            assert_same(open_array(uri).read(timestamp=4, ranges=ranges, order="C"),
+                        A.query(order="C")[:] if sparse else A[1:6])
+        return
+    with pytest.raises(tiledb.TileDBError):
+        with tiledb.open(uri, timestamp=4, ctx=ctx) as A:
+            A[:]
+    with pytest.raises(FormatError) as err:
+        open_array(uri).read(timestamp=4, ranges=ranges)
+    assert "attribute a is nullable in the schema read with but not in the one it was written with" in str(err.value)
+    assert open_array(uri).read(timestamp=2, ranges=ranges)["b"].tolist() == list(range(5))

@@ -35,6 +35,7 @@ from .cells import filled, from_ordinal, nonempty_bound
 from .create import check_version, create, new_uuid, schema_at
 from .deletes import DELETES_SINCE, delete_cells
 from .dense import read_dense
+from .fragment import field_index
 from .metadata import METADATA_SINCE
 from .sparse import read_sparse
 from .writer import CELL_META_SINCE, open_writer, write
@@ -225,7 +226,7 @@ def _consolidated_cells(array, frag, schema, version: int) -> tuple[list, dict, 
         n = len(coords[0])
         data = {}
         for info in attributes(schema):
-            if frag.index(info.name) is None:  # added by a later schema: its fill value (sparse.py does the same)
+            if field_index(frag, info) is None:  # added by a later schema: its fill value (sparse.py does the same)
                 stored = next(a for a in schema.attributes if a.name == info.name)
                 values, valid = filled(info, stored, (n,)), np.full(n, bool(stored.get("fill_value_validity")))
             else:

@@ -10,6 +10,7 @@ from ..enums import Layout
 from ..errors import FormatError
 from . import order
 from .cells import filled, masked, result_bytes
+from .fragment import field_index
 from .sparse import sparse_tiles
 from .tiles import chunk_threads
 
@@ -167,7 +168,7 @@ def read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
         if frag.dense:
             tiles = list(_tile_jobs(arr, frag, lo, hi))
             ks = [k for k, _, _ in tiles if k < frag.tile_num()]
-            fields = [(a, frag.index(a.name)) for a in wanted]
+            fields = [(a, field_index(frag, a)) for a in wanted]
             spans = {a.name: arr.tiles.spans(frag, idx, ks) if idx is not None else None for a, idx in fields}
             # fewer tiles than threads: each tile's chunks share the rest
             threads = chunk_threads(pool, len(tiles) * len(fields))
@@ -200,7 +201,7 @@ def _place_sparse(arr, frags, wanted, lo, hi, result, pool):
         keep = np.logical_and.reduce([(c >= a) & (c <= b) for c, a, b in zip(coords, lo, hi)])
         at = tuple((c[keep] - a).astype(np.int64) for c, a in zip(coords, lo))
         for a in wanted:
-            idx = frag.index(a.name)
+            idx = field_index(frag, a)
             if idx is None:
                 result.put_fill(a, at)
             else:

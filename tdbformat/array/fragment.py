@@ -16,7 +16,7 @@ from ..storage import LocalStorage
 from ..structs.names import parse_timestamped_name
 from .ranged import open_fragment_metadata
 
-__all__ = ["Fragment", "load_fragments", "mbr_bounds"]
+__all__ = ["Fragment", "load_fragments", "mbr_bounds", "field_index"]
 
 _KINDS = {"": ("tile_offsets", "file_sizes", 0), "_var": ("tile_var_offsets", "file_var_sizes", 1),
           "_validity": ("tile_validity_offsets", "file_validity_sizes", 2)}
@@ -136,6 +136,20 @@ class Fragment:
         else:
             leaves = meta.rtree.levels[-1].mbrs
         return mbr_bounds(leaves, dims)
+
+
+def field_index(frag: Fragment, info) -> int | None:
+    """:meth:`Fragment.index` of the field ``info`` (a FieldInfo of the schema a read uses). A nullable one
+    must be nullable in the fragment too: an attribute dropped and added back nullable has no validity in
+    the fragments before, and TileDB fails on it ("Trying to access tile validity offsets metadata that's
+    not loaded"). Added back not nullable, TileDB reads the old cells' values and drops their validity, and
+    so do we."""
+    idx = frag.index(info.name)
+    if idx is not None and info.nullable and not frag.metadata.index_fields[idx].nullable:
+        raise FormatError(f"fragment {frag.name}: attribute {info.name} is nullable in the schema read with but "
+                          "not in the one it was written with (dropped and added back?); TileDB cannot read it "
+                          "either", file=str(frag.path))
+    return idx
 
 
 def mbr_bounds(mbrs, dims) -> list[tuple]:

@@ -10,6 +10,7 @@ from ..errors import FormatError
 from ..structs import array_schema as schema_mod
 from . import order
 from .cells import empty_column, filled, from_ordinal, like, masked, result_dtype
+from .fragment import field_index
 from .query import evaluate
 
 __all__ = ["read_sparse", "sparse_tiles"]
@@ -48,7 +49,7 @@ def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
     for f in fields:  # dimensions first: an attribute the fragment lacks takes n fill values
         if f.name in cols:
             continue
-        idx = frag.index(f.name)
+        idx = field_index(frag, f)
         if idx is None:
             attribute = _attribute(schema, f.name)
             cols[f.name] = np.repeat(filled(f, attribute, (1,)), n)
