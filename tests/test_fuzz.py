@@ -63,6 +63,8 @@ LATER_FINDS = {
                          "dimension d the fragments' MBRs lack (CI on ef2db33)",
     (20261125, 78577): "ValueError: an evolved schema's attribute flipped to nullable, which the fragment's is "
                        "not (campaign 20261125 on e9b3584)",
+    (20261126, 218265): "UFuncTypeError: a dimension retyped as a datetime, whose datetime64 coordinates the "
+                        "global-order sort divided by the tile extent (campaign 20261126 on b5f0f34)",
 }
 
 

@@ -80,6 +80,8 @@ def ranks(column: np.ndarray) -> np.ndarray:
     """Integer sort keys of a column; var-sized (object) columns rank their bytes/strings."""
     if column.dtype == object:
         return np.unique(column, return_inverse=True)[1].reshape(-1)
+    if column.dtype.kind in "mM":  # datetimes sort as the int64 TileDB stores (tile arithmetic needs ints)
+        return column.view(np.int64)
     return column
 
 
