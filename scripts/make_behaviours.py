@@ -19,7 +19,10 @@ TileDB-Py (0.36: format v22), into tests/data/behaviours/<case>/ with a truth.js
   do not apply updates yet, so the read is unchanged;
 - evolved_pre_v10_array: the same, then evolved (a v22 schema in `__schema/` adds an attribute). TileDB 2.30
   cannot open it any more ("Reading data past end of serialized data size"): its truth is TileDB-Py's read
-  before the evolution, with the new attribute's fill value in every cell.
+  before the evolution, with the new attribute's fill value in every cell;
+- attribute_added_back: a sparse array whose zstd attribute `a` is dropped and added back with double delta and
+  gzip. TileDB decodes the first fragment's tiles of `a` with the new pipeline and fails ("GZipException");
+  its truth is the cells written.
 """
 
 from __future__ import annotations
@@ -172,8 +175,32 @@ def evolved_pre_v10_array(uri: str) -> dict:
             "tiledb_error_after_evolution": error, "read_global_order": {k: _plain(v) for k, v in cells.items()}}
 
 
+def attribute_added_back(uri: str) -> dict:
+    dim = tiledb.Dim("d", domain=(1, 10), tile=5, dtype=np.int64)
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(dim), sparse=True, attrs=[
+        tiledb.Attr("a", dtype=np.int32, filters=[tiledb.ZstdFilter()]), tiledb.Attr("b", dtype=np.int32)]))
+    cells = {"d": np.arange(1, 11), "a": np.arange(10, dtype=np.int32) * 300, "b": np.arange(10, dtype=np.int32)}
+    with tiledb.open(uri, "w", timestamp=1) as A:
+        A[cells["d"][:5]] = {k: cells[k][:5] for k in "ab"}
+    for ts, change in ((2, lambda se: se.drop_attribute("a")), (3, lambda se: se.add_attribute(tiledb.Attr(
+            "a", dtype=np.int32, filters=[tiledb.DoubleDeltaFilter(), tiledb.GzipFilter()])))):
+        se = tiledb.ArraySchemaEvolution()
+        change(se)
+        se.timestamp(ts)
+        se.array_evolve(uri)
+    with tiledb.open(uri, "w", timestamp=4) as A:
+        A[cells["d"][5:]] = {k: cells[k][5:] for k in "ab"}
+    try:
+        tiledb.open(uri)[:]
+    except tiledb.TileDBError as e:
+        error = str(e)
+    return {"evolved": "a (int32, zstd) dropped at 2, added back at 3 (int32, double delta + gzip)",
+            "tiledb_error_reading": error, "read_global_order": {k: _plain(v) for k, v in cells.items()}}
+
+
 CASES = {f.__name__: f for f in (delete_conditions, consolidated_commits_with_delete, fragment_newer_than_schema,
-                                 evolved_pre_v10_array, back_compat_v11, escaped_names_v8, update_commit)}
+                                 evolved_pre_v10_array, back_compat_v11, escaped_names_v8, update_commit,
+                                 attribute_added_back)}
 
 
 def _plain(v):

@@ -520,6 +520,27 @@ def test_dense_tiles_decoded_into_the_result_equal_tiledb_py(tmp_path, monkeypat
     assert any(p is not None for p in placed) == contiguous
 
 
+def _added_back(tmp_path, sparse, before, after):
+    """An array whose attribute ``a`` (made by ``before(ctx)``) holds cells 1-5 written at timestamp 1, is
+    dropped at 2 and added back as ``after(ctx)`` at 3, all by TileDB-Py: ``(uri, ctx, the cells of a)``."""
+    uri, ctx = str(tmp_path / "e"), oracle.tiledb_ctx()
+    dim = tiledb.Dim("d", domain=(1, 10), tile=5, dtype=np.int64, ctx=ctx)
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(dim, ctx=ctx), sparse=sparse, ctx=ctx,
+                                                attrs=[before(ctx), tiledb.Attr("b", dtype=np.int32, ctx=ctx)]))
+    values = {"a": np.arange(5, dtype=np.int32) * 300, "b": np.arange(5, dtype=np.int32)}
+    with tiledb.open(uri, "w", timestamp=1, ctx=ctx) as A:
+        if sparse:
+            A[np.arange(1, 6)] = values
+        else:
+            A[1:6] = values
+    for ts, change in ((2, lambda se: se.drop_attribute("a")), (3, lambda se: se.add_attribute(after(ctx)))):
+        se = tiledb.ArraySchemaEvolution(ctx)
+        change(se)
+        se.timestamp(ts)
+        se.array_evolve(uri)
+    return uri, ctx, values["a"]
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("nullable_before", [False, True])
 def test_attribute_added_back_with_other_nullability_reads_as_tiledb_py(tmp_path, sparse, nullable_before):
@@ -527,25 +548,9 @@ def test_attribute_added_back_with_other_nullability_reads_as_tiledb_py(tmp_path
     78577 of seed 20261125 made with a flipped flag), the old fragment's cells have no validity: TileDB-Py
     fails, and the read is a FormatError naming the fragment and the attribute, where it raised numpy's
     ValueError. Added back not nullable, TileDB-Py gives the old cells' values, and so do we."""
-    uri, ctx = str(tmp_path / "e"), oracle.tiledb_ctx()
-    dim = tiledb.Dim("d", domain=(1, 10), tile=5, dtype=np.int64, ctx=ctx)
-    tiledb.Array.create(uri, tiledb.ArraySchema(
-        domain=tiledb.Domain(dim, ctx=ctx), sparse=sparse, ctx=ctx,
-        attrs=[tiledb.Attr("a", dtype=np.int32, nullable=nullable_before, ctx=ctx),
-               tiledb.Attr("b", dtype=np.int32, ctx=ctx)]))
-    with tiledb.open(uri, "w", timestamp=1, ctx=ctx) as A:
-        values = {"a": np.arange(5, dtype=np.int32), "b": np.arange(5, dtype=np.int32)}
-        if sparse:
-            A[np.arange(1, 6)] = values
-        else:
-            A[1:6] = values
-    for ts, change in ((2, lambda se: se.drop_attribute("a")),
-                       (3, lambda se: se.add_attribute(tiledb.Attr("a", dtype=np.int32, nullable=not nullable_before,
-                                                                   ctx=ctx)))):
-        se = tiledb.ArraySchemaEvolution(ctx)
-        change(se)
-        se.timestamp(ts)
-        se.array_evolve(uri)
+    uri, ctx, _ = _added_back(tmp_path, sparse,
+                              lambda ctx: tiledb.Attr("a", dtype=np.int32, nullable=nullable_before, ctx=ctx),
+                              lambda ctx: tiledb.Attr("a", dtype=np.int32, nullable=not nullable_before, ctx=ctx))
     ranges = None if sparse else {"d": (1, 5)}
     if nullable_before:
         with tiledb.open(uri, timestamp=4, ctx=ctx) as A:
@@ -559,3 +564,40 @@ def test_attribute_added_back_with_other_nullability_reads_as_tiledb_py(tmp_path
         open_array(uri).read(timestamp=4, ranges=ranges)
     assert "attribute a is nullable in the schema read with but not in the one it was written with" in str(err.value)
     assert open_array(uri).read(timestamp=2, ranges=ranges)["b"].tolist() == list(range(5))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("dtype, written_as", [(np.int8, "INT8, 1 per cell"), (np.float64, "FLOAT64, 1 per cell"),
+                                               (str, "STRING_UTF8, var-sized")])
+def test_attribute_added_back_with_another_type_is_a_format_error(tmp_path, sparse, dtype, written_as):
+    """Added back with another type, TileDB decodes the old fragment's int32 tiles as the new type: its
+    bytes reinterpreted, or read past (DISCREPANCIES.md). No value is right; the read names both types,
+    where it gave the int32 values under a float64 schema (sparse) or cast them to int8, wrapping (dense).
+    Before the evolution, both read the values written."""
+    uri, ctx, written = _added_back(tmp_path, sparse, lambda ctx: tiledb.Attr("a", dtype=np.int32, ctx=ctx),
+                                    lambda ctx: tiledb.Attr("a", dtype=dtype, var=dtype is str, ctx=ctx))
+    ranges = None if sparse else {"d": (1, 5)}
+    if dtype is np.int8:  # the one type TileDB-Py reads without running past the tile
+        with tiledb.open(uri, timestamp=4, ctx=ctx) as A:
+            assert not np.array_equal(A.query(order="C")[:]["a"] if sparse else A[1:6]["a"], written.astype(np.int8))
+    with pytest.raises(FormatError) as err:
+        open_array(uri).read(timestamp=4, ranges=ranges)
+    assert f"attribute a was written as INT32, 1 per cell and the schema read with has {written_as}" in str(err.value)
+    with tiledb.open(uri, timestamp=1, ctx=ctx) as A:
+        assert (A.query(order="C")[:] if sparse else A[1:6])["a"].tolist() == written.tolist()
+    assert open_array(uri).read(timestamp=1, ranges=ranges, order="C")["a"].tolist() == written.tolist()
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_attribute_added_back_with_other_filters_reads_its_own(tmp_path, sparse):
+    """Added back with another pipeline, the old fragment's tiles decode by the pipeline they were written
+    with, as its schema says. TileDB decodes them with the new one and fails (DISCREPANCIES.md)."""
+    uri, ctx, written = _added_back(
+        tmp_path, sparse, lambda ctx: tiledb.Attr("a", dtype=np.int32, filters=[tiledb.ZstdFilter()], ctx=ctx),
+        lambda ctx: tiledb.Attr("a", dtype=np.int32, ctx=ctx,
+                                filters=[tiledb.DoubleDeltaFilter(), tiledb.GzipFilter()]))
+    with pytest.raises(tiledb.TileDBError, match="GZIP"):
+        with tiledb.open(uri, timestamp=4, ctx=ctx) as A:
+            A.query(order="C")[:]
+    got = open_array(uri).read(timestamp=4, ranges=None if sparse else {"d": (1, 5)}, order="C")
+    assert got["a"].tolist() == written.tolist()

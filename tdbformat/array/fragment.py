@@ -139,17 +139,30 @@ class Fragment:
 
 
 def field_index(frag: Fragment, info) -> int | None:
-    """:meth:`Fragment.index` of the field ``info`` (a FieldInfo of the schema a read uses). A nullable one
-    must be nullable in the fragment too: an attribute dropped and added back nullable has no validity in
-    the fragments before, and TileDB fails on it ("Trying to access tile validity offsets metadata that's
-    not loaded"). Added back not nullable, TileDB reads the old cells' values and drops their validity, and
-    so do we."""
+    """:meth:`Fragment.index` of the field ``info`` (a FieldInfo of the schema a read uses). An attribute
+    dropped and added back must keep what its tiles were written as: TileDB decodes an old fragment's tiles
+    with the newest schema's attribute, and so reinterprets their bytes as the new type (DISCREPANCIES.md)
+    and fails on a validity the old schema had not ("Trying to access tile validity offsets metadata that's
+    not loaded"). Neither has a right answer; we raise. Added back not nullable, TileDB reads the old cells'
+    values and drops their validity, and so do we."""
     idx = frag.index(info.name)
-    if idx is not None and info.nullable and not frag.metadata.index_fields[idx].nullable:
+    if idx is None:
+        return None
+    old = frag.metadata.index_fields[idx]
+    if (old.datatype, old.cell_val_num) != (info.datatype, info.cell_val_num):
+        raise FormatError(f"fragment {frag.name}: attribute {info.name} was written as {_typed(old)} and the schema "
+                          f"read with has {_typed(info)} (dropped and added back?); TileDB reads its bytes as the "
+                          "new type", file=str(frag.path))
+    if info.nullable and not old.nullable:
         raise FormatError(f"fragment {frag.name}: attribute {info.name} is nullable in the schema read with but "
                           "not in the one it was written with (dropped and added back?); TileDB cannot read it "
                           "either", file=str(frag.path))
     return idx
+
+
+def _typed(info) -> str:
+    """A field's type and values per cell, in words."""
+    return f"{info.datatype.name}, " + ("var-sized" if info.var else f"{info.cell_val_num} per cell")
 
 
 def mbr_bounds(mbrs, dims) -> list[tuple]:
