@@ -419,7 +419,7 @@ def _dd_shape(metadata, data, dtype, limit):
     one = _one_part(metadata, data, limit)
     if one is None or len(data) < 9:
         return None
-    bitsize, n = data[0], _U64.unpack_from(data, 1)[0]
+    bitsize, n = int(data[0]), _U64.unpack_from(data, 1)[0]  # data may be an earlier stage's u8 array
     if n <= 2 or bitsize >= 8 * dtype.itemsize - 1 or n * dtype.itemsize != one[0]:
         return None
     words = -(-(n - 2) * (bitsize + 1) // 64)

@@ -1,0 +1,97 @@
+"""Write a small tiledbsoma experiment into tests/data/soma/ with a truth.json of what tiledbsoma reads back.
+tiledbsoma is not a dependency (it pulls scanpy and anndata); run this in a venv of its own:
+
+    python3 -m venv /tmp/soma && /tmp/soma/bin/pip install tiledbsoma==2.3.0
+    /tmp/soma/bin/python scripts/make_soma.py [OUT]
+
+The experiment is the ordinary workflow: ``tiledbsoma.io.from_anndata`` of 40 cells by 12 genes (obs with
+categorical, string, float, nullable integer and boolean columns; var with a categorical; X as a sparse
+float32 matrix and a second layer; obsm), then a second AnnData of 20 cells appended to it
+(``register_anndatas``, ``prepare_experiment``, ``from_anndata`` in append mode): new fragments, X's current
+domain grown, and the categorical's enumeration extended with a category the first batch lacks.
+truth.json holds, per array (its path in the experiment), tiledbsoma's read of every column, sorted by
+soma_joinid (dataframes) or by the dimensions (nd arrays), and its metadata's ``soma_object_type``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import anndata
+import numpy as np
+import pandas as pd
+import scipy.sparse
+import tiledbsoma
+import tiledbsoma.io
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _anndata(n_obs: int, seed: int, cell_types: list[str], first: int) -> anndata.AnnData:
+    rng = np.random.default_rng(seed)
+    obs = pd.DataFrame({
+        "cell_type": pd.Categorical(rng.choice(cell_types, n_obs), categories=cell_types),
+        "donor": [f"donor-{i % 3}" for i in range(n_obs)],
+        "score": rng.normal(size=n_obs).astype(np.float64),
+        "n_genes": pd.array([None if i % 7 == 0 else i for i in range(n_obs)], dtype="Int32"),
+        "is_good": rng.random(n_obs) > 0.5,
+    }, index=[f"cell-{first + i}" for i in range(n_obs)])
+    var = pd.DataFrame({"kind": pd.Categorical(["coding", "noncoding"] * 6)}, index=[f"gene-{j}" for j in range(12)])
+    x = scipy.sparse.random(n_obs, 12, density=0.3, format="csr", dtype=np.float32, random_state=seed)
+    ad = anndata.AnnData(X=x, obs=obs, var=var)
+    ad.layers["counts"] = scipy.sparse.csr_matrix(np.floor(x.toarray() * 10).astype(np.float32))
+    ad.obsm["X_pca"] = rng.normal(size=(n_obs, 3)).astype(np.float32)
+    return ad
+
+
+def _arrays(collection, prefix=""):
+    """(path in the experiment, SOMA object) of every array under ``collection``."""
+    for name, member in collection.items():
+        path = f"{prefix}{name}"
+        if isinstance(member, (tiledbsoma.DataFrame, tiledbsoma.SparseNDArray, tiledbsoma.DenseNDArray)):
+            yield path, member
+        else:
+            yield from _arrays(member, path + "/")
+
+
+def _plain(column) -> list:
+    values = column.to_pylist()
+    return [v if not isinstance(v, float) or v == v else "nan" for v in values]
+
+
+def _read(obj) -> dict:
+    if isinstance(obj, tiledbsoma.DataFrame):
+        table = obj.read().concat().sort_by("soma_joinid")
+    elif isinstance(obj, tiledbsoma.SparseNDArray):
+        table = obj.read().tables().concat()
+        table = table.sort_by([(f"soma_dim_{i}", "ascending") for i in range(obj.ndim)])
+    else:
+        data = obj.read().to_numpy()
+        return {"soma_data": data.tolist(), "shape": list(data.shape)}
+    return {name: _plain(table[name]) for name in table.column_names}
+
+
+def main(out: Path) -> None:
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    uri = str(out / "experiment")
+    tiledbsoma.io.from_anndata(uri, _anndata(40, 1, ["B", "T", "NK"], 0), measurement_name="RNA")
+    second = _anndata(20, 2, ["B", "T", "NK", "mono"], 40)
+    plan = tiledbsoma.io.register_anndatas(uri, [second], measurement_name="RNA", obs_field_name="obs_id",
+                                           var_field_name="var_id", append_obsm_varm=True)
+    plan.prepare_experiment(uri)
+    tiledbsoma.io.from_anndata(uri, second, measurement_name="RNA", registration_mapping=plan)
+    truth = {"tiledbsoma_version": tiledbsoma.__version__, "arrays": {}}
+    with tiledbsoma.Experiment.open(uri) as exp:
+        for path, obj in _arrays(exp):
+            truth["arrays"][path] = {"uri": str(Path(obj.uri.removeprefix("file://")).relative_to(out)),
+                                     "soma_object_type": obj.metadata.get("soma_object_type"), "read": _read(obj)}
+    (out / "truth.json").write_text(json.dumps(truth, indent=1) + "\n")
+    print(out, len(truth["arrays"]), "arrays")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "tests/data/soma")

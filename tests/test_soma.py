@@ -1,0 +1,74 @@
+"""A tiledbsoma experiment (scripts/make_soma.py, tests/data/soma/): tiledbsoma 2.3 ingested an AnnData and
+appended a second one, which adds fragments, grows the arrays' current domain and extends an enumeration.
+Every array reads as tiledbsoma read it back (truth.json) and as TileDB-Py reads it at every timestamp; the
+groups' members and metadata are TileDB-Py's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from oracle import assert_same
+from tdbformat import group_members, open_array, read_metadata
+from tdbformat.array.cells import tiledb_py_metadata
+
+DATA = Path(__file__).parent / "data" / "soma"
+TRUTH = json.loads((DATA / "truth.json").read_text())
+ARRAYS = sorted(TRUTH["arrays"])
+GROUPS = sorted(p.parent for p in (DATA / "experiment").rglob("__group"))
+
+
+def _plain(column) -> list:
+    """A column as tiledbsoma's truth holds it: None for a null, labels for an enumeration's codes."""
+    valid = ~np.ma.getmaskarray(column)
+    return [v if ok else None for v, ok in zip(np.ma.getdata(column).tolist(), valid)]
+
+
+@pytest.mark.parametrize("path", ARRAYS)
+def test_reads_equal_tiledbsoma(path):
+    entry = TRUTH["arrays"][path]
+    arr = open_array(DATA / entry["uri"])
+    # a dataframe's one dimension is soma_joinid, so arr[:] (labels, global order) is tiledbsoma's order;
+    # an nd array's cells are sorted by its dimensions, row-major
+    got = arr[:] if entry["soma_object_type"] == "SOMADataFrame" else arr.query(order="C")[:]
+    assert sorted(entry["read"]) == sorted(got)
+    for name, want in entry["read"].items():
+        assert _plain(got[name]) == want, name
+    assert arr.meta["soma_object_type"] == entry["soma_object_type"]
+
+
+def test_the_append_extended_an_enumeration_and_grew_the_domain():
+    obs = open_array(DATA / "experiment" / "obs")
+    assert obs.enumerations["cell_type_U"] == ["B", "T", "NK", "mono"]
+    assert len(obs.fragments) == 2 and obs.nonempty_domain() == ((0, 59),)
+
+
+tiledb = pytest.importorskip("tiledb")
+
+
+def _stamps(uri: Path) -> list:
+    return sorted({int(p.name.split("_")[2]) for p in (uri / "__fragments").iterdir()} | {0})
+
+
+@pytest.mark.parametrize("path", ARRAYS)
+def test_reads_equal_live_tiledb_py_at_every_timestamp(path):
+    uri = DATA / TRUTH["arrays"][path]["uri"]
+    for ts in [*_stamps(uri), None]:
+        arr = open_array(uri, timestamp=ts)
+        with tiledb.open(str(uri), timestamp=ts) as A:
+            assert_same(arr.query(order="C")[:], A.query(order="C")[:])
+            assert_same(arr[:], A[:])
+            assert arr.nonempty_domain() == A.nonempty_domain(), ts
+            assert arr.meta == dict(A.meta.items()), ts
+
+
+@pytest.mark.parametrize("group", GROUPS, ids=lambda p: p.name)
+def test_groups_equal_tiledb_py(group):
+    with tiledb.Group(str(group)) as G:
+        want = sorted((m.name, Path(m.uri.removeprefix("file://")).name) for m in G)
+        meta = dict(G.meta.items())
+    assert sorted((m.name, m.uri) for m in group_members(group)) == want
+    assert tiledb_py_metadata(read_metadata(group)) == meta
