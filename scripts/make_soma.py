@@ -8,8 +8,9 @@ The experiment is the ordinary workflow: ``tiledbsoma.io.from_anndata`` of 40 ce
 categorical, string, float, nullable integer and boolean columns; var with a categorical; X as a sparse
 float32 matrix and a second layer; obsm), then a second AnnData of 20 cells appended to it
 (``register_anndatas``, ``prepare_experiment``, ``from_anndata`` in append mode): new fragments, X's current
-domain grown, and the categorical's enumeration extended with a category the first batch lacks.
-truth.json holds, per array (its path in the experiment), tiledbsoma's read of every column, sorted by
+domain grown, and the categorical's enumeration extended with a category the first batch lacks. Then
+``update_obs`` drops a column and adds two (a float and a categorical): obs's schema evolves, and its cells
+are written again. truth.json holds, per array (its path in the experiment), tiledbsoma's read of every column, sorted by
 soma_joinid (dataframes) or by the dimensions (nd arrays), and its metadata's ``soma_object_type``.
 """
 
@@ -84,6 +85,13 @@ def main(out: Path) -> None:
                                            var_field_name="var_id", append_obsm_varm=True)
     plan.prepare_experiment(uri)
     tiledbsoma.io.from_anndata(uri, second, measurement_name="RNA", registration_mapping=plan)
+    with tiledbsoma.Experiment.open(uri) as exp:
+        obs = exp.obs.read().concat().to_pandas().set_index("obs_id").drop(columns=["soma_joinid", "donor"])
+    with tiledbsoma.Experiment.open(uri, "w") as exp:  # columns dropped and added: the schema evolves
+        obs["n_genes"] = obs["n_genes"].astype("Int32")  # pandas read it back as float64, with NaN
+        obs["quality"] = np.linspace(0, 1, len(obs))
+        obs["batch"] = pd.Categorical(["first"] * 40 + ["second"] * 20)
+        tiledbsoma.io.update_obs(exp, obs)
     truth = {"tiledbsoma_version": tiledbsoma.__version__, "arrays": {}}
     with tiledbsoma.Experiment.open(uri) as exp:
         for path, obj in _arrays(exp):

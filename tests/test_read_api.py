@@ -473,3 +473,36 @@ if _array_spec is not None:
                 forms["cond_mi"] = lambda A: A.query(cond=cond, order="C").multi_index[multi]
         for name, form in forms.items():
             _check(uri, form, ordered=not spec["dups"])
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_opened_at_a_timestamp_the_schema_is_the_one_then(tmp_path, sparse):
+    """Opened at a timestamp, ``A.schema`` is the schema in force then, as TileDB-Py opens it: before an
+    attribute was added and an enumeration extended, ``arr[:]`` and ``query()`` read the attributes of then
+    and label with the values of then (they asked for the added attribute, and failed)."""
+    uri, ctx = str(tmp_path / "e"), tiledb_ctx()
+    dim = tiledb.Dim("d", domain=(0, 9), tile=5, dtype=np.int64, ctx=ctx)
+    enum = tiledb.Enumeration("kinds", False, ["x", "y"], ctx=ctx)
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(dim, ctx=ctx), sparse=sparse, ctx=ctx,
+                                                enums=[enum], attrs=[tiledb.Attr("k", dtype=np.int8, enum_label="kinds",
+                                                                                 ctx=ctx)]))
+    with tiledb.open(uri, "w", timestamp=1, ctx=ctx) as A:
+        if sparse:
+            A[np.arange(4)] = {"k": np.array([0, 1, 1, 0], np.int8)}
+        else:
+            A[0:4] = {"k": np.array([0, 1, 1, 0], np.int8)}
+    with tiledb.open(uri, ctx=ctx) as A:
+        extended = A.enum("kinds").extend(["z"])
+    for ts, change in ((2, lambda se: se.extend_enumeration(extended)),
+                       (3, lambda se: se.add_attribute(tiledb.Attr("n", dtype=np.float32, ctx=ctx)))):
+        se = tiledb.ArraySchemaEvolution(ctx)
+        change(se)
+        se.timestamp(ts)
+        se.array_evolve(uri)
+    for ts in (1, 2, 3, None):
+        arr = open_array(uri, timestamp=ts)
+        with tiledb.open(uri, timestamp=ts, ctx=ctx) as A:
+            assert [a.name for a in arr.attrs] == [A.schema.attr(i).name for i in range(A.schema.nattr)], ts
+            assert arr.enumerations["kinds"] == list(A.enum("kinds").values()), ts
+            assert_same(arr[0:4], A[0:4])
+            assert_same(arr.query(order="C")[0:4], A.query(order="C")[0:4])

@@ -82,7 +82,8 @@ class Array(TileDBPyReads):
         #: the (start, end) window in ms the array is opened at (reads default to it)
         self.window = read_window(timestamp)
         self.schemas, self._listing, self._committed = _load(self.storage, self.path, self.key)
-        self.schema = self.schemas[-1][1]
+        #: the schema in force at the window's end, as TileDB-Py's ``A.schema`` (the latest, opened at now)
+        self.schema = self.schema_at(self.window[1])
         self.encrypted = self.schema["_generic_tile"].encryption_type != EncryptionType.NO_ENCRYPTION
         self.dims = schema_mod.dimensions(self.schema)
         self.attrs = schema_mod.attributes(self.schema)

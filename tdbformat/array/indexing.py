@@ -440,19 +440,31 @@ def _fill_failed(arr, name, values, fail):
 
 
 def _labelled(arr, name, values):
-    """An enumerated attribute's codes as its labels, as TileDB-Py decodes them (a numpy array of the labels)."""
+    """An enumerated attribute's codes as its labels, as TileDB-Py decodes them (a numpy array of the labels).
+    Null cells whose codes lie outside the enumeration (an attribute added by an evolution holds its fill
+    value there, -2**31 for int32) fail TileDB-Py with an IndexError; here they come back masked."""
     labels = arr.enumeration_labels().get(name)
     if labels is None:
         return values
-    codes = np.ma.getdata(values)
-    used = np.unique(codes)
-    if len(used) and int(used[-1]) >= len(labels[0]):
-        raise FormatError(f"attribute {name}: code {int(used[-1])} is past the {len(labels[0])} values of its "
-                          "enumeration")
+    codes, null = np.ma.getdata(values), np.ma.getmaskarray(values)
+    outside = (codes < 0) | (codes >= len(labels[0]))
+    if (outside & ~null).any():
+        raise FormatError(f"attribute {name}: code {int(codes[outside & ~null][0])} is outside the "
+                          f"{len(labels[0])} values of its enumeration")
+    if not outside.any():
+        return _labels_of(labels[0], codes)
+    valid = _labels_of(labels[0], codes[~null])
+    out = np.ma.masked_all(len(codes), valid.dtype)
+    out[~null] = valid
+    return out
+
+
+def _labels_of(labels: list, codes: np.ndarray) -> np.ndarray:
     # numpy picks the dtype from the labels present (TileDB-Py builds the array from them): "<U4" if the
     # longest label read has 4 characters
-    table = np.array([labels[0][int(i)] for i in used])
-    return table[np.searchsorted(used, codes)] if len(values) else np.array([])
+    used = np.unique(codes)
+    table = np.array([labels[int(i)] for i in used])
+    return table[np.searchsorted(used, codes)] if len(codes) else np.array([])
 
 
 def slabs(arr, ranges, budget):
