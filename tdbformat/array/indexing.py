@@ -51,8 +51,9 @@ def _bounds(arr, j: int):
 
 
 def getitem_ranges(arr, sel) -> tuple[list, tuple]:
-    """``A[sel]`` as (one inclusive (lo, hi) per dimension, the axes integers drop): slices are half-open on
-    the domain's coordinates, negative numbers count back from its end, floats and datetimes inclusive."""
+    """``A[sel]`` as (one inclusive (lo, hi) or None for all of it per dimension, the axes integers drop):
+    slices are half-open on the domain's coordinates, negative numbers count back from its end, floats and
+    datetimes inclusive."""
     sel = _expand(sel, len(arr.dims))
     ranges, drop = [], []
     for j, (d, s) in enumerate(zip(arr.dims, sel)):
@@ -69,8 +70,9 @@ def getitem_ranges(arr, sel) -> tuple[list, tuple]:
                 s = slice(s, s)
         if s.step not in (None, 1):
             raise IndexError(f"steps are not supported (dimension {d.name}: step {s.step})")
-        if d.var or kind == "S":
-            ranges.append((lo if s.start is None else s.start, hi if s.stop is None else s.stop))
+        if d.var or kind == "S":  # an empty array's string dimension has no bounds: all of it (no cells)
+            r = (lo if s.start is None else s.start, hi if s.stop is None else s.stop)
+            ranges.append(None if r[0] is None or r[1] is None else r)
             continue
         start, stop = s.start, s.stop
         if start is not None and kind in "iu":
@@ -171,7 +173,7 @@ class Query:
 
     def __getitem__(self, sel):
         ranges, drop = getitem_ranges(self.arr, sel)
-        return self._results([[r] for r in ranges], drop, multi=False)
+        return self._results([None if r is None else [r] for r in ranges], drop, multi=False)
 
     @property
     def multi_index(self):
