@@ -5,11 +5,13 @@ as Arrow nulls, enumerated attributes as dictionary (pandas: categorical) column
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from ..enums import Datatype
 
-__all__ = ["to_arrow_table", "require"]
+__all__ = ["to_arrow_table", "require", "with_pandas_meta"]
 
 
 def require(name: str):
@@ -48,3 +50,30 @@ def _column(pa, info, data, mask, labels):
             return pa.array(data, type=pa.large_binary(), mask=mask).cast(kind)
         return pa.array(data, type=kind, mask=mask)
     return pa.array(data, mask=mask)
+
+
+def with_pandas_meta(df, meta: dict, index_col=True):
+    """``df`` as TileDB-Py's ``.df`` shapes the frame of an array ``tiledb.from_pandas`` wrote, from the
+    metadata it stored (TileDB-Py's _update_df_from_meta): the column dtypes it recorded
+    (``__pandas_attribute_repr`` and ``__pandas_index_dims``: "Int64", "string", ...), and its index
+    dimensions as the index, a dense frame's row dimension ``__tiledb_rows`` unnamed. ``index_col``: these
+    columns as the index instead (a name or a list), or False for none."""
+    dtypes, index = {}, []
+    for key, is_index in (("__pandas_attribute_repr", False), ("__pandas_index_dims", True)):
+        try:
+            recorded = json.loads(meta[key]) if key in meta else {}
+        except (TypeError, ValueError):  # not what TileDB-Py writes there: nothing to restore
+            recorded = {}
+        found = {k: v for k, v in recorded.items() if k in df} if isinstance(recorded, dict) else {}
+        dtypes.update(found)
+        index += list(found) if is_index else []
+    if dtypes:
+        df = df.astype(dtypes)
+    if index_col is not True and index_col:
+        return df.set_index(index_col)
+    if index_col and index:
+        df = df.set_index(index)
+        if "__tiledb_rows" in index:
+            names = [None if n == "__tiledb_rows" else n for n in index]
+            df.index = df.index.rename(names[0] if len(names) == 1 else names)
+    return df

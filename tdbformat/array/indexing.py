@@ -145,8 +145,8 @@ class Query:
     array (``[...]``, ``.multi_index[...]``, ``.df[...]``)."""
 
     def __init__(self, arr, attrs=None, cond=None, dims=None, coords=None, order=None, return_incomplete=False,
-                 return_arrow=False, use_arrow=None, memory_budget=None, timestamp=None, labels=False):
-        self.arr, self.cond, self.order, self.timestamp = arr, cond, order, timestamp
+                 return_arrow=False, use_arrow=None, memory_budget=None, timestamp=None, labels=False, index_col=True):
+        self.arr, self.cond, self.order, self.timestamp, self.index_col = arr, cond, order, timestamp, index_col
         self.return_incomplete, self.return_arrow, self.memory_budget = return_incomplete, return_arrow, memory_budget
         self.labels = labels
         names = [a.name for a in arr.attrs]
@@ -189,9 +189,9 @@ class Query:
         return _Indexer(frame)
 
     def _frame(self, result):
-        from .frames import to_arrow_table
+        from .frames import to_arrow_table, with_pandas_meta
         table = to_arrow_table(self.arr, result)
-        return table if self.return_arrow else table.to_pandas()
+        return table if self.return_arrow else with_pandas_meta(table.to_pandas(), self.arr.meta, self.index_col)
 
     def _results(self, ranges, drop, multi, frame=False):
         if self.return_incomplete:
@@ -252,14 +252,15 @@ class TileDBPyReads:
                 if a.get("enumeration_name") and a.enumeration_name in enums}
 
     def query(self, attrs=None, cond=None, dims=None, coords=None, order=None, return_incomplete=False,
-              return_arrow=False, use_arrow=None, memory_budget=None, timestamp=None) -> Query:
+              return_arrow=False, use_arrow=None, memory_budget=None, timestamp=None, index_col=True) -> Query:
         """A read as TileDB-Py's ``A.query(...)``: index it with ``[...]``, ``.multi_index[...]`` or
         ``.df[...]``. ``cond``: a query-condition string (TileDB-Py's language); ``dims``/``coords``: the
         dimensions returned; ``return_incomplete``: indexing yields results batch by batch, each within
-        ``memory_budget`` bytes (estimated); ``return_arrow``: ``.df`` gives a pyarrow Table."""
+        ``memory_budget`` bytes (estimated); ``return_arrow``: ``.df`` gives a pyarrow Table;
+        ``index_col``: ``.df``'s index (True: the dimensions ``tiledb.from_pandas`` recorded, if any)."""
         return Query(self, attrs=attrs, cond=cond, dims=dims, coords=coords, order=order,
                      return_incomplete=return_incomplete, return_arrow=return_arrow, use_arrow=use_arrow,
-                     memory_budget=memory_budget, timestamp=timestamp)
+                     memory_budget=memory_budget, timestamp=timestamp, index_col=index_col)
 
     def __getitem__(self, sel) -> dict:
         """``A[sel]`` as TileDB-Py: slices half-open on the domain's coordinates, enumerations as labels."""
