@@ -22,7 +22,10 @@ TileDB-Py (0.36: format v22), into tests/data/behaviours/<case>/ with a truth.js
   before the evolution, with the new attribute's fill value in every cell;
 - attribute_added_back: a sparse array whose zstd attribute `a` is dropped and added back with double delta and
   gzip. TileDB decodes the first fragment's tiles of `a` with the new pipeline and fails ("GZipException");
-  its truth is the cells written.
+  its truth is the cells written;
+- same_timestamp_writes: two sparse writes at the same timestamp over some of the same coordinates. TileDB's
+  global-order read keeps the cell of the fragment whose name sorts last; its row-major read keeps the other
+  one for some of those cells. Written again until the two reads differ (the fragments' UUIDs decide).
 """
 
 from __future__ import annotations
@@ -198,9 +201,27 @@ def attribute_added_back(uri: str) -> dict:
             "tiledb_error_reading": error, "read_global_order": {k: _plain(v) for k, v in cells.items()}}
 
 
+def same_timestamp_writes(uri: str) -> dict:
+    for _ in range(40):
+        shutil.rmtree(uri, ignore_errors=True)
+        dim = tiledb.Dim("x", domain=(0, 99), tile=4, dtype=np.int64)
+        tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(dim), sparse=True, capacity=4,
+                                                    attrs=[tiledb.Attr("a", dtype=np.int32)]))
+        for value, xs in ((1, [2, 5, 9, 12, 17, 23, 40, 41, 57, 60, 77, 80, 93]),
+                          (2, [5, 9, 11, 23, 30, 41, 42, 60, 61, 80, 88])):
+            with tiledb.open(uri, "w", timestamp=3) as A:
+                A[np.array(xs)] = {"a": np.full(len(xs), value, np.int32)}
+        with tiledb.open(uri) as A:
+            rows, cells = A.query(order="C")[:], A.query(order="G")[:]
+        if rows["a"].tolist() != cells["a"][np.argsort(cells["x"])].tolist():
+            return {"tiledb_row_major_read": {k: _plain(v) for k, v in rows.items()},
+                    "read_global_order": {k: _plain(v) for k, v in cells.items()}}
+    raise RuntimeError("TileDB's row-major and global-order reads agreed 40 times")
+
+
 CASES = {f.__name__: f for f in (delete_conditions, consolidated_commits_with_delete, fragment_newer_than_schema,
                                  evolved_pre_v10_array, back_compat_v11, escaped_names_v8, update_commit,
-                                 attribute_added_back)}
+                                 attribute_added_back, same_timestamp_writes)}
 
 
 def _plain(v):

@@ -52,3 +52,13 @@ def test_index_col_overrides_the_recorded_index():
     assert list(arr.query(index_col=False).df[:].columns[:2]) == ["s", "i"]
     assert arr.query(index_col=["i"]).df[:].index.name == "i"
     assert arr.query(return_arrow=True).df[:].column_names[:2] == ["s", "i"]  # Arrow: as read, as TileDB-Py
+
+
+def test_a_recorded_dtype_pandas_cannot_apply_is_a_format_error(tmp_path):
+    import shutil
+
+    from tdbformat import FormatError, put_metadata
+    shutil.copytree(DATA / "sparse_int" / "array", tmp_path / "a")
+    put_metadata(tmp_path / "a", {"__pandas_attribute_repr": json.dumps({"f": "no-such-dtype"})})
+    with pytest.raises(FormatError, match="pandas dtypes recorded"):
+        open_array(tmp_path / "a").df[:]

@@ -10,6 +10,7 @@ import json
 import numpy as np
 
 from ..enums import Datatype
+from ..errors import FormatError
 
 __all__ = ["to_arrow_table", "require", "with_pandas_meta"]
 
@@ -68,7 +69,10 @@ def with_pandas_meta(df, meta: dict, index_col=True):
         dtypes.update(found)
         index += list(found) if is_index else []
     if dtypes:
-        df = df.astype(dtypes)
+        try:
+            df = df.astype(dtypes)
+        except (TypeError, ValueError) as e:  # a dtype pandas does not know, or values it cannot hold
+            raise FormatError(f"array metadata: the pandas dtypes recorded, {dtypes}, do not apply: {e}") from None
     if index_col is not True and index_col:
         return df.set_index(index_col)
     if index_col and index:
