@@ -627,3 +627,24 @@ def test_var_strings_read_through_offsets_pipelines_as_tiledb_py(tmp_path, offse
         want = A.query(order="C")[:]
     assert_same(open_array(uri).query(order="C")[:], want)
     assert want["s"].tolist() == words.tolist()
+
+
+@pytest.mark.parametrize("cells", [40, 400])  # below and above the Arrow path's 64 cells
+def test_var_strings_of_one_nul_read_empty_as_tiledb_py(tmp_path, cells):
+    """Consolidating dense writes with gaps fills the gaps of a var string attribute with its fill value,
+    one NUL byte, and TileDB-Py reads a cell of one NUL byte as empty (its unpack_buffer): so do we, for
+    strings and bytes. We gave "\\x00"."""
+    uri, ctx = str(tmp_path / "a"), oracle.tiledb_ctx()
+    dim = tiledb.Dim("x", domain=(0, cells - 1), tile=cells // 2, dtype=np.int64, ctx=ctx)
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(dim, ctx=ctx), ctx=ctx, attrs=[
+        tiledb.Attr("s", dtype=str, var=True, ctx=ctx), tiledb.Attr("b", dtype=bytes, var=True, ctx=ctx)]))
+    for t, (lo, hi) in enumerate([(1, cells // 4), (cells // 2, cells - 3)], start=1):
+        words = np.array(["\x00" if i % 5 == 0 else f"w{i}" for i in range(hi - lo)], dtype=object)
+        with tiledb.open(uri, "w", timestamp=t, ctx=ctx) as A:
+            A[lo:hi] = {"s": words, "b": np.array([w.encode() for w in words], dtype=object)}
+    tiledb.consolidate(uri, ctx=ctx)
+    for ts in (None, 1):
+        with tiledb.open(uri, timestamp=ts, ctx=ctx) as A:
+            want = A[:]
+        assert "" in want["s"].tolist()
+        assert_same(open_array(uri, timestamp=ts)[:], want)

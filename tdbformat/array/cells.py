@@ -63,11 +63,15 @@ def split_var(data: bytes, offsets: np.ndarray, info) -> np.ndarray:
 def _values(cells: list, info) -> list:
     """Each var cell's bytes as the value a read gives: str for UTF-8 (bad bytes kept as surrogates), bytes
     for other strings, a numpy array of the datatype otherwise."""
+    # a cell of one NUL byte (the fill value of var strings, which consolidation writes into gaps) reads
+    # as empty, as TileDB-Py's unpack_buffer gives it
     if info.datatype == Datatype.STRING_UTF8:
-        return [c.decode("utf-8", "surrogateescape") for c in cells]
+        return ["" if c == b"\0" else c.decode("utf-8", "surrogateescape") for c in cells]
     if info.datatype == Datatype.STRING_ASCII:  # TileDB-Py reads ASCII through numpy "S": no trailing NULs
         return [c.rstrip(b"\0") for c in cells]
-    if info.datatype in (Datatype.CHAR, Datatype.BLOB, Datatype.ANY):
+    if info.datatype == Datatype.CHAR:
+        return [b"" if c == b"\0" else c for c in cells]
+    if info.datatype in (Datatype.BLOB, Datatype.ANY):
         return cells
     size = info.datatype.size
     if any(len(c) % size for c in cells):
@@ -103,6 +107,10 @@ def _arrow_strings(data: bytes, offsets: np.ndarray, info):
             return None
     out = np.empty(len(cells), object)
     out[:] = cells.to_pylist()  # (to_numpy would import pandas, 0.4 s, for the same objects)
+    lone = np.flatnonzero(np.diff(bounds) == 1)  # cells of one byte: a NUL one reads as empty (_values)
+    lone = lone[np.frombuffer(data, np.uint8)[bounds[lone]] == 0]
+    if len(lone):
+        out[lone] = "" if info.datatype == Datatype.STRING_UTF8 else b""
     return out
 
 
