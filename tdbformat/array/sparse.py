@@ -40,8 +40,9 @@ def _attribute(schema, name: str):
 
 
 def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
-    """One fragment's cells: ``(columns, validity, timestamps, alive, keep)``; ``keep`` marks the cells in
-    the ranges and the window, ``alive`` those no delete removed."""
+    """One fragment's cells: ``(columns, validity, (timestamps, tiles), alive, keep)``; ``keep`` marks the
+    cells in the ranges and the window, ``alive`` those no delete removed; cell timestamps and tiles are
+    None unless the fragment has cell timestamps."""
     names = [d.name for d in arr.dims]
     tiles = sparse_tiles(arr, frag, ranges)
     cols, validity = dict(zip(names, arr.tiles.coords(frag, arr.dims, tiles, pool))), {}
@@ -63,10 +64,14 @@ def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
         if d.name in ranges and not _inside(frag.non_empty_domain[j], ranges[d.name], d):
             col, r = cols[d.name], ranges[d.name]
             keep = _and(keep, (col >= like(r[0], col)) & (col <= like(r[1], col)))
+    tile_of = None  # each cell's tile, where a fragment may hold a cell twice (dedup ties, _newest)
     if frag.has_timestamps:
         t = _counted(frag, "__timestamps", arr.tiles.field(frag, frag.index("__timestamps"), tiles, pool)[0],
                      n).astype(np.int64)
         keep = _and(keep, (t >= window[0]) & (t <= window[1]))
+        cap = max(1, int(frag.schema.capacity))  # a sparse fragment's tiles are full but its last
+        tile_of = _counted(frag, "__coords", np.repeat(np.asarray(tiles, np.int64), [
+            max(0, min(cap, frag.cell_num - k * cap)) for k in tiles]), n)
     else:  # every cell has the fragment's timestamp
         t = None
         if not window[0] <= frag.timestamp_range[1] <= window[1]:
@@ -83,7 +88,7 @@ def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
         kept = evaluate(d.condition, cols, validity, n)  # the stored condition is negated
         # with cell timestamps, only cells written at or before the delete are hit
         alive = _and(alive, kept | (t > d.timestamp) if frag.has_timestamps else kept)
-    return cols, validity, t, alive, keep
+    return cols, validity, (t, tile_of), alive, keep
 
 
 def _counted(frag, name: str, values, n: int):
@@ -117,9 +122,13 @@ def _joined(parts: list, empty) -> np.ndarray:
     return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else empty
 
 
-def _newest(keys, stamp, frag_of) -> np.ndarray:
-    """Which cells are the newest (timestamp, then fragment) of their coordinates."""
-    perm = np.lexsort([-frag_of, -stamp] + keys[::-1])
+def _newest(keys, stamp, frag_of, tile_of) -> np.ndarray:
+    """Which cells are the newest (timestamp, then fragment) of their coordinates. Of cells a consolidation
+    kept with one timestamp (writes in one millisecond), TileDB's global-order reader keeps the first in a
+    tile and, across tiles, the one in the later tile (dedup_tiles_with_timestamps, then
+    dedup_fragments_with_timestamps, which keeps the next tile's on a tie); its row-major reader differs
+    (DISCREPANCIES.md)."""
+    perm = np.lexsort([np.arange(len(stamp)), -tile_of, -frag_of, -stamp] + keys[::-1])
     first = np.ones(len(perm), bool)
     first[1:] = np.any([k[perm][1:] != k[perm][:-1] for k in keys], axis=0)
     newest = np.zeros(len(perm), bool)
@@ -137,15 +146,17 @@ def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, poo
     fields = arr.dims + [a for a in schema_mod.attributes(schema) if a in wanted or a.name in need]
     columns = {f.name: [] for f in fields}
     validity = {f.name: [] for f in fields if f.nullable}
-    stamps, alives, counts = [], [], []
+    stamps, tile_ofs, alives, counts = [], [], [], []
     for frag in frags:
-        cols, valid, t, alive, keep = _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool)
+        cols, valid, (t, tile_of), alive, keep = _fragment_cells(arr, schema, frag, fields, ranges, window,
+                                                                 deletes, pool)
         for k, v in cols.items():
             columns[k].append(_take(v, keep))
         for k in validity:
             validity[k].append(_take(valid[k], keep))
         counts.append(len(columns[names[0]][-1]))
         stamps.append(_take(t, keep) if t is not None else frag.timestamp_range[1])  # a scalar: every cell's
+        tile_ofs.append(_take(tile_of, keep) if tile_of is not None else 0)
         alives.append(None if alive is None else _take(alive, keep))
     # None: every cell survives
     sel = None if all(a is None for a in alives) else np.concatenate(
@@ -161,8 +172,9 @@ def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, poo
         # coordinates are the same cell only if their bytes are: TileDB keeps -0.0 and 0.0 apart
         keys = [c.view(f"u{c.itemsize}") if c.dtype.kind == "f" else order.ranks(c)
                 for c in (_joined(columns[x], None) for x in names)]
-        stamp = np.concatenate([np.full(c, t, np.int64) if np.isscalar(t) else t for t, c in zip(stamps, counts)])
-        sel = _and(sel, _newest(keys, stamp, _fragment_of(counts)))
+        stamp, tile_of = (np.concatenate([np.full(c, t, np.int64) if np.isscalar(t) else t
+                                          for t, c in zip(parts, counts)]) for parts in (stamps, tile_ofs))
+        sel = _and(sel, _newest(keys, stamp, _fragment_of(counts), tile_of))
     cat = {k: _take(_joined(v, np.empty(0, result_dtype(f))), sel) for f, (k, v) in zip(fields, columns.items())}
     valid = {k: _take(_joined(v, np.empty(0, bool)), sel) for k, v in validity.items()}
     if provenance:  # permuted with the validity columns, then handed out beside the fields
