@@ -219,9 +219,32 @@ def same_timestamp_writes(uri: str) -> dict:
     raise RuntimeError("TileDB's row-major and global-order reads agreed 40 times")
 
 
+KEY = "0123456789abcdeF0123456789abcdeF"
+
+
+def evolved_encrypted_array(uri: str) -> dict:
+    ctx = tiledb.Ctx({"sm.encryption_type": "AES_256_GCM", "sm.encryption_key": KEY})
+    dim = tiledb.Dim("x", domain=(0, 9), tile=5, dtype=np.int64, ctx=ctx)
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(dim, ctx=ctx), sparse=True, ctx=ctx,
+                                                attrs=[tiledb.Attr("a", dtype=np.int32, ctx=ctx)]), ctx=ctx)
+    with tiledb.open(uri, "w", timestamp=1, ctx=ctx) as A:
+        A[np.array([1, 4, 7])] = {"a": np.array([10, 40, 70], np.int32)}
+    se = tiledb.ArraySchemaEvolution(ctx)
+    se.add_attribute(tiledb.Attr("added", dtype=np.int32, ctx=ctx))
+    se.timestamp(2)
+    se.array_evolve(uri)
+    try:
+        tiledb.open(uri, ctx=ctx).close()
+    except tiledb.TileDBError as e:
+        error = str(e)
+    fill = np.iinfo(np.int32).min
+    return {"key": KEY, "evolved": "added attribute 'added' (int32)", "tiledb_error_after_evolution": error,
+            "read_global_order": {"x": [1, 4, 7], "a": [10, 40, 70], "added": [fill] * 3}}
+
+
 CASES = {f.__name__: f for f in (delete_conditions, consolidated_commits_with_delete, fragment_newer_than_schema,
                                  evolved_pre_v10_array, back_compat_v11, escaped_names_v8, update_commit,
-                                 attribute_added_back, same_timestamp_writes)}
+                                 attribute_added_back, same_timestamp_writes, evolved_encrypted_array)}
 
 
 def _plain(v):

@@ -22,6 +22,11 @@ def _truth(case: Path) -> dict:
     return json.loads((case / "truth.json").read_text())
 
 
+def _key(case: Path):
+    """The AES-256-GCM key of an encrypted case (truth.json has it), else None."""
+    return _truth(case).get("key")
+
+
 def _files(case: Path) -> list:
     return sorted(p for p in (case / "array").rglob("*") if p.is_file())
 
@@ -29,7 +34,7 @@ def _files(case: Path) -> list:
 #: files TileDB wrote wrong: they raise FormatError, and reads go around them (tests below)
 BROKEN = {"back_compat_v11": ".meta"}
 #: arrays TileDB 2.30 cannot open (truth.json records its error)
-UNOPENABLE = {"back_compat_v11", "evolved_pre_v10_array"}
+UNOPENABLE = {"back_compat_v11", "evolved_pre_v10_array", "evolved_encrypted_array"}
 #: arrays TileDB-Py reads only before this timestamp (truth.json records its error after)
 UNREADABLE_FROM = {"attribute_added_back": 3}
 
@@ -41,7 +46,7 @@ def test_every_file_rebuilds_byte_for_byte(case):
             with pytest.raises(FormatError):
                 parse_file(path)
             continue
-        parsed = parse_file(path)
+        parsed = parse_file(path, key=_key(case))
         if parsed.kind != "data":
             assert parsed.build() == path.read_bytes(), path.name
 
@@ -49,7 +54,7 @@ def test_every_file_rebuilds_byte_for_byte(case):
 def _read(case, **kw) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore" if case.name in BROKEN else "error", FormatWarning)
-        return open_array(case / "array", **kw).read(order="G")
+        return open_array(case / "array", key=_key(case), **kw).read(order="G")
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
@@ -138,6 +143,17 @@ def test_two_writes_at_the_same_timestamp():
     rows, cells = arr.read(order="C"), truth["read_global_order"]
     assert rows["x"].tolist() == sorted(cells["x"]) and rows["a"].tolist() == cells["a"]  # 1-D: G is sorted
     assert rows["a"].tolist() != truth["tiledb_row_major_read"]["a"]
+
+
+def test_an_encrypted_array_evolved_into_a_plain_schema():
+    """TileDB 2.30 evolves an encrypted array into an unencrypted schema and then cannot open it (truth.json);
+    the fragment written before is encrypted, as its own schema says, and reads with the key."""
+    case = DATA / "evolved_encrypted_array"
+    assert "encrypted with NO_ENCRYPTION" in _truth(case)["tiledb_error_after_evolution"]
+    names = sorted(p for p in (case / "array" / "__schema").iterdir() if p.is_file())
+    assert [parse_file(p, key=_key(case)).value["_generic_tile"].encryption_type.name for p in names] == [
+        "AES_256_GCM", "NO_ENCRYPTION"]
+    assert _read(case)["a"].tolist() == [10, 40, 70]
 
 
 def test_a_back_compat_v11_write_and_its_broken_meta():

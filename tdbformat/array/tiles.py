@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 
-from ..enums import Datatype
+from ..enums import Datatype, EncryptionType
 from ..errors import FormatError, located
 from ..filters import FilterPlan
 from ..filters.coords import coords_zipped, unzip_coords
@@ -227,8 +227,12 @@ class _Plan:
         else:
             pipeline, datatype = info.filters, info.datatype
             cell_size = datatype.size * (1 if info.var else info.cell_val_num)
+        # encrypted as the fragment's own schema says: TileDB 2.30 evolves an encrypted array into a plain
+        # schema (DISCREPANCIES.md), under which the older fragments are still encrypted
+        header = schema.get("_generic_tile")
+        encrypted = self.encrypted if header is None else header.encryption_type != EncryptionType.NO_ENCRYPTION
         return FilterPlan(pipeline, datatype=datatype, version=self.frag.version, cell_size=cell_size, key=self.key,
-                    encrypted=self.encrypted)
+                          encrypted=encrypted)
 
     def path(self, storage, name: str):
         """The fragment's data file ``name`` (the same one for every tile of this plan), joined once."""

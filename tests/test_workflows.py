@@ -1,0 +1,153 @@
+"""Random user workflows, built by TileDB-Py: an array (dense or sparse, duplicates or not, row- or
+column-major or Hilbert, an int, string, float or datetime second dimension, encrypted or not), then a few
+of writes, deletes, schema evolutions (not of encrypted arrays, which TileDB 2.30 breaks, DISCREPANCIES.md),
+consolidations and vacuums at rising (sometimes equal) timestamps.
+Every read at every timestamp equals TileDB-Py's. Each seed is one workflow; more of them with
+``TDBFORMAT_WORKFLOWS=N`` (the suite runs 24)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from oracle import assert_same, canonical, tiledb_ctx
+from tdbformat import open_array
+
+tiledb = pytest.importorskip("tiledb")
+KEY = "0123456789abcdeF0123456789abcdeF"
+SEEDS = range(int(os.environ.get("TDBFORMAT_WORKFLOWS", "24")))
+
+
+class _Workflow:
+    """One seed's array and steps; ``ctx`` and ``config`` carry the key when encrypted."""
+
+    def __init__(self, seed: int, uri: str):
+        self.rng, self.uri, self.extra = np.random.default_rng(seed), uri, 0
+        rng = self.rng
+        self.key = KEY if rng.random() < 0.3 else None
+        self.ctx = tiledb_ctx(self.key)
+        self.sparse = rng.random() < 0.7
+        self.dups = self.sparse and rng.random() < 0.3
+        self.second = rng.choice(["none", "int", "str", "float", "time"] if self.sparse else ["none", "int"])
+        orders = ["row-major", "col-major"] + (["hilbert"] if self.sparse and self.second != "str" else [])
+        self.order = str(rng.choice(orders))
+        self.last = 1
+
+    def config(self, **kw) -> tiledb.Config:
+        if self.key:
+            kw.update({"sm.encryption_type": "AES_256_GCM", "sm.encryption_key": self.key})
+        return tiledb.Config(kw)
+
+    def create(self):
+        rng, ctx = self.rng, self.ctx
+        dims = [tiledb.Dim("x", domain=(0, 99), tile=int(rng.choice([4, 10, 50])), dtype=np.int64, ctx=ctx)]
+        second = {"int": lambda: tiledb.Dim("y", domain=(-5, 14), tile=3, ctx=ctx,  # dense: both int64
+                                            dtype=np.int32 if self.sparse else np.int64),
+                  "str": lambda: tiledb.Dim("y", domain=(None, None), tile=None, dtype="ascii", ctx=ctx),
+                  "float": lambda: tiledb.Dim("y", domain=(-5.0, 15.0), tile=2.5, dtype=np.float64, ctx=ctx),
+                  "time": lambda: tiledb.Dim("y", domain=(np.datetime64(-5, "s"), np.datetime64(14, "s")),
+                                             tile=np.timedelta64(4, "s"), dtype="datetime64[s]", ctx=ctx)}
+        if self.second != "none":
+            dims.append(second[self.second]())
+        order = (dict(cell_order="hilbert") if self.order == "hilbert" else
+                 dict(cell_order=self.order, tile_order=str(rng.choice(["row-major", "col-major"]))))
+        attrs = [tiledb.Attr("a", dtype=np.int32, ctx=ctx),
+                 tiledb.Attr("s", dtype=str, var=True, ctx=ctx,  # TileDB-Py cannot write 2-D nullable strings
+                             nullable=bool(rng.random() < 0.5) and (self.sparse or self.second == "none"))]
+        tiledb.Array.create(self.uri, tiledb.ArraySchema(
+            domain=tiledb.Domain(*dims, ctx=ctx), sparse=self.sparse, allows_duplicates=self.dups, ctx=ctx,
+            capacity=int(rng.choice([4, 16, 1000])), attrs=attrs, **order), ctx=ctx)
+
+    def _coords(self, n: int) -> list:
+        rng = self.rng
+        xs, ys = rng.integers(0, 100, n), rng.integers(-5, 15, n)
+        coords = [xs] + ({"int": [ys.astype(np.int32)], "str": [np.array([f"k{v}" for v in ys], dtype=object)],
+                          "float": [ys / 2.0 + 0.25], "time": [ys.astype("datetime64[s]")]}.get(self.second, []))
+        if not self.dups:  # one cell per coordinate in a write
+            _, first = np.unique(np.array([[str(c[i]) for c in coords] for i in range(n)]), axis=0,
+                                 return_index=True)
+            coords = [c[np.sort(first)] for c in coords]
+        return coords
+
+    def write(self, ts: int):
+        rng = self.rng
+        with tiledb.open(self.uri, "w", timestamp=ts, ctx=self.ctx) as A:
+            names = [a.name for a in A.schema]
+            if self.sparse:
+                coords = self._coords(int(rng.integers(1, 30)))
+                where, shape = tuple(coords), (len(coords[0]),)
+            else:
+                lo, n = int(rng.integers(0, 90)), int(rng.integers(1, 10))
+                where, shape = slice(lo, lo + n), (n,)
+                if self.second == "int":
+                    lo2, n2 = int(rng.integers(0, 10)), int(rng.integers(1, 5))  # TileDB-Py: -1 is the end
+                    where, shape = (where, slice(lo2, lo2 + n2)), (n, n2)
+            count = int(np.prod(shape))
+            data = {n: rng.integers(0, 50, shape).astype(np.int32) if n != "s" else
+                    np.array([f"v{ts}_{i}" * int(rng.integers(0, 3)) for i in range(count)], dtype=object).reshape(shape)
+                    for n in names}
+            data.update({n: v.astype(np.float32) for n, v in data.items() if n.startswith("e")})
+            A[where] = data
+
+    def step(self, ts: int):
+        rng = self.rng
+        op = rng.choice(["write"] * 4 + (["delete"] if self.sparse else []) + ["consolidate", "vacuum"]
+                        + ([] if self.key else ["evolve"]))  # TileDB cannot open an encrypted array it evolved
+        if op == "write":
+            self.write(ts)
+        elif op == "delete":
+            with tiledb.open(self.uri, "d", timestamp=ts, ctx=self.ctx) as A:
+                A.query(cond=f"a > {int(rng.integers(10, 50))}").submit()
+        elif op == "evolve":
+            self.evolve(ts)
+        else:
+            mode = str(rng.choice(["fragments", "fragment_meta", "commits"]))
+            kw = {"sm.consolidation.with_timestamps": "false"} if op == "consolidate" and rng.random() < 0.3 else {}
+            getattr(tiledb, op)(self.uri, ctx=self.ctx, config=self.config(
+                **{f"sm.{'consolidation' if op == 'consolidate' else 'vacuum'}.mode": mode}, **kw))
+
+    def evolve(self, ts: int):
+        se = tiledb.ArraySchemaEvolution(self.ctx)
+        with tiledb.open(self.uri, ctx=self.ctx) as A:
+            names = [a.name for a in A.schema]
+        if len(names) > 2 and self.rng.random() < 0.5:
+            se.drop_attribute(names[-1])
+        else:
+            self.extra += 1
+            se.add_attribute(tiledb.Attr(f"e{self.extra}", dtype=np.float32, fill=float(self.extra), ctx=self.ctx))
+        se.timestamp(ts)
+        se.array_evolve(self.uri)
+
+    def run(self):
+        self.create()
+        for _ in range(int(self.rng.integers(3, 10))):
+            self.last += int(self.rng.integers(0, 3))
+            self.step(self.last)
+
+
+def _tiledb_py(wf: _Workflow, ts) -> tuple[dict, dict | None]:
+    """TileDB-Py's row-major read (its global-order read, sorted: its row-major reader breaks ties of equal
+    timestamps its own way, DISCREPANCIES.md) and its ``A[:]`` (sparse arrays without duplicates)."""
+    with tiledb.open(wf.uri, timestamp=ts, ctx=wf.ctx) as A:
+        if not wf.sparse:
+            return A[:], None
+        cells = A.query(order="G")[:]
+        dims = [d.name for d in A.schema.domain]
+        rows = {k: v[np.lexsort([cells[d] for d in dims[::-1]])] for k, v in cells.items()}
+        return rows, None if wf.dups else A[:]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_workflow_reads_as_tiledb_py_at_every_timestamp(tmp_path, seed):
+    wf = _Workflow(seed, str(tmp_path / "a"))
+    wf.run()
+    for ts in [None, 0, 1, *range(2, wf.last + 2), 2**63, (2, wf.last), (None, 3)]:
+        rows, default = _tiledb_py(wf, ts)
+        arr = open_array(wf.uri, timestamp=ts, key=wf.key)
+        got = arr.query(order="C")[:] if wf.sparse else arr[:]
+        assert sorted(got) == sorted(rows), ts
+        assert_same(canonical(got) if wf.dups else got, canonical(rows) if wf.dups else rows)
+        if default is not None:
+            assert_same(arr[:], default)
