@@ -162,7 +162,7 @@ class Listing:
     storage: Storage
     root: object
     key: object = None
-    fragments: list = field(default_factory=list)  # FragmentEntry, committed
+    fragments: list = field(default_factory=list)  # FragmentEntry, committed, in TileDB's listing order
     vacuums: list = field(default_factory=list)  # (TimestampedName of the .vac, {fragment names})
     deletes: list = field(default_factory=list)  # Delete, by timestamp
     consolidated_metadata: list = field(default_factory=list)  # .meta files, oldest first
@@ -203,6 +203,7 @@ class Listing:
                 deletes[name] = self._parse(commits.DeleteCommit, p, "delete commit", key=self.key).condition
             elif suffix == ".upd":  # TileDB's readers apply an update's condition as a delete, not its values
                 deletes[name] = self._parse(commits.UpdateCommit, p, "update commit", key=self.key).condition
+        consolidated = set()
         for name, p in self._files(commit_dir):
             if _suffix(name) == ".con" and name not in ignored:
                 for entry in self._parse(commits.ConsolidatedCommits, p, "consolidated commits", key=self.key).entries:
@@ -211,21 +212,26 @@ class Listing:
                         continue
                     if entry_name.endswith(".wrt"):
                         committed.add(entry_name[:-4])
+                        consolidated.add(entry_name[:-4])
                     elif entry_name.endswith(".del"):
                         deletes.setdefault(entry_name, entry.delete.condition)
         self.ignored = ignored
         self.deletes = sorted((Delete(f"{COMMITS_DIR}/{n}", parse_timestamped_name(n).t1, c) for n, c in deletes.items()),
                               key=lambda d: d.timestamp)
-        self._load_fragments(committed)
+        self._load_fragments(committed, consolidated)
         meta = [(n, p) for n, p in self._files(root) + self._files(self.storage.join(root, FRAGMENT_META_DIR))
                 if _suffix(n) == ".meta"]
         self.consolidated_metadata = [p for n, p in sorted(meta, key=lambda e: (parse_timestamped_name(e[0]).t1, e[0]))]
 
-    def _load_fragments(self, committed):
-        folders = [(n, p) for n, p in self._files(self.root) if n not in SPECIAL_DIRS and self.storage.is_dir(p)]
-        folders += [(n, p) for n, p in self._files(self.storage.join(self.root, FRAGMENTS_DIR))
-                    if self.storage.is_dir(p)]
-        for name, folder in folders:
+    def _load_fragments(self, committed, consolidated):
+        """The committed fragments in TileDB's list before its sort by timestamp (ArrayDirectory,
+        load_commits_dir_uris_v12_or_higher): those in the array folder (v1-v11), those a .con file commits,
+        then those their own .wrt does, each group by name."""
+        root = sorted(((n, p) for n, p in self._files(self.root) if n not in SPECIAL_DIRS and self.storage.is_dir(p)),
+                      key=lambda e: e[0])
+        v12 = [(n, p) for n, p in self._files(self.storage.join(self.root, FRAGMENTS_DIR)) if self.storage.is_dir(p)]
+        v12.sort(key=lambda e: (e[0] not in consolidated, e[0]))
+        for name, folder in root + v12:
             marked = FEATURES["commit_markers"](parse_timestamped_name(name).version)
             if marked and name not in committed:
                 continue

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tdbformat"
 
 #: bottom up; a module may import from its own rank (inside its own package) or lower ranks only
 LAYERS = [
-    ["errors", "render"],
+    ["errors", "render", "stdsort"],
     ["versions"],
     ["fields"],
     ["enums", "numpy_array"],

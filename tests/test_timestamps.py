@@ -138,3 +138,28 @@ def test_two_writes_in_one_millisecond_read_as_tiledbs_global_order(tmp_path, tr
     arr = open_array(uri)
     assert_same(arr.read(order="G"), want)
     assert_same(arr.read(order="C"), want)  # 1-D: global order is sorted
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("writes, commits", [(5, False), (20, False), (20, True)])
+def test_many_writes_in_one_millisecond_win_as_in_tiledb(tmp_path, sparse, writes, commits):
+    """Writes at one timestamp over the same cells: TileDB orders fragments by their first timestamp with
+    std::sort, which is not stable past 16 of them, after listing those a .con file commits before the rest;
+    the last in that order wins (tdbformat/stdsort.py emulates it). Each write's value is its number."""
+    uri = str(tmp_path / "a")
+    dim = tiledb.Dim("x", domain=(0, 7), tile=4, dtype=np.int64)
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(dim), sparse=sparse,
+                                                attrs=[tiledb.Attr("a", dtype=np.int32)]))
+    for i in range(writes):
+        if commits and i == writes // 2:  # the first half committed by a .con, the rest by their .wrt
+            tiledb.consolidate(uri, config=tiledb.Config({"sm.consolidation.mode": "commits"}))
+        with tiledb.open(uri, "w", timestamp=7) as A:
+            cells = np.full(4, i, np.int32)
+            if sparse:
+                A[np.arange(i % 3, i % 3 + 4)] = {"a": cells}
+            else:
+                A[i % 3:i % 3 + 4] = cells
+    for ts in (None, 7):
+        with tiledb.open(uri, timestamp=ts) as A:
+            want = A.query(order="G")[:] if sparse else A[:]
+        assert_same(open_array(uri).read(timestamp=ts, order="G" if sparse else "C"), want)

@@ -29,7 +29,7 @@ from ..storage import storage_for
 from .cells import metadata_value, nonempty_bound, range_bound, tiledb_py_metadata
 from .condition import ConditionError
 from .dense import MemoryBudgetError, check_budget, read_dense
-from .fragment import Fragment, load_fragments
+from .fragment import Fragment, in_tiledb_order, load_fragments
 from .indexing import Query, TileDBPyReads
 from .ranged import listing_and_tails
 from .sparse import read_sparse
@@ -102,7 +102,8 @@ class Array(TileDBPyReads):
     def live_fragments(self, window) -> list[Fragment]:
         """The committed fragments a read of ``window`` sees (:meth:`directory.Listing.live`)."""
         live = self._listing.live(window, sparse=self.schema.array_type != ArrayType.DENSE)
-        return [f for f in self._committed if f.name in live]
+        # TileDB sorts the fragments a read sees, not all of them: ties can fall otherwise (in_tiledb_order)
+        return in_tiledb_order([f for f in self._committed if f.name in live], self._listing)
 
     def schema_at(self, timestamp: int):
         """The schema TileDB opens the array with at ``timestamp`` (ms): the last of :attr:`schemas` (legacy

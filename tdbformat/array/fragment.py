@@ -14,9 +14,10 @@ from ..structs import consolidated as consolidated_mod
 from ..structs import fragment as fragment_mod
 from ..storage import LocalStorage
 from ..structs.names import parse_timestamped_name
+from ..stdsort import std_sort
 from .ranged import open_fragment_metadata
 
-__all__ = ["Fragment", "load_fragments", "mbr_bounds", "field_index"]
+__all__ = ["Fragment", "load_fragments", "in_tiledb_order", "mbr_bounds", "field_index"]
 
 _KINDS = {"": ("tile_offsets", "file_sizes", 0), "_var": ("tile_var_offsets", "file_var_sizes", 1),
           "_validity": ("tile_validity_offsets", "file_validity_sizes", 2)}
@@ -181,7 +182,7 @@ def mbr_bounds(mbrs, dims) -> list[tuple]:
 
 
 def load_fragments(storage, listing, schemas: dict, key=None) -> list[Fragment]:
-    """Every committed fragment of ``listing``, in timestamp order, its metadata parsed with the schemas
+    """Every committed fragment of ``listing``, in TileDB's order, its metadata parsed with the schemas
     (``{file name: schema}``); a consolidated ``.meta`` footer stands in for the file's own."""
     footers = {}
     for p in listing.consolidated_metadata:  # oldest first, so the newest wins
@@ -205,8 +206,20 @@ def load_fragments(storage, listing, schemas: dict, key=None) -> list[Fragment]:
             storage, [(e.metadata_file, e.name) for e in own], schemas, key)))
     frags = [_fragment(storage, entry, schemas, key, footers.get(entry.name), tails.get(entry.name))
              for entry in listing.fragments]
-    frags.sort(key=lambda f: (f.timestamp_range, f.name))
-    return frags
+    return in_tiledb_order(frags)
+
+
+def in_tiledb_order(frags: list, listing=None) -> list:
+    """``frags`` (in the listing's order, or put in ``listing``'s) as TileDB orders them: by first timestamp,
+    with ``std::sort``, which decides which of two fragments with one first timestamp wins where they
+    overlap."""
+    firsts = [f.timestamp_range[0] for f in frags]
+    if len(set(firsts)) == len(firsts):  # no ties: every sort agrees
+        return sorted(frags, key=lambda f: f.timestamp_range[0])
+    if listing is not None:
+        rank = {e.name: i for i, e in enumerate(listing.fragments)}
+        frags = sorted(frags, key=lambda f: rank[f.name])
+    return std_sort(frags, key=lambda f: f.timestamp_range[0])
 
 
 def _fragment(storage, entry, schemas, key, footer, meta=None) -> Fragment:
