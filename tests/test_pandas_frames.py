@@ -4,33 +4,31 @@ the recorded index, the columns, the dtypes from_pandas recorded, the values."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tdbformat import open_array
 
-pd = pytest.importorskip("pandas")
+pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")
+pytest.importorskip("tiledb")  # scripts/make_pandas.py imports it
 DATA = Path(__file__).parent / "data" / "pandas"
 CASES = sorted(p.parent for p in DATA.glob("*/truth.json"))
 
 
-def _plain(values) -> list:
-    """As make_pandas.py records values: None for NA, ISO strings for timestamps, tuples as lists."""
-    out = []
-    for v in values:
-        if isinstance(v, tuple):
-            out.append(_plain(v))
-        elif v is None or v is pd.NA or (isinstance(v, float) and v != v):
-            out.append(None)
-        elif isinstance(v, pd.Timestamp):
-            out.append(v.isoformat())
-        else:
-            out.append(v.item() if isinstance(v, np.generic) else v)
-    return out
+def _make_pandas():
+    """scripts/make_pandas.py, whose ``plain`` turns values into what truth.json holds."""
+    path = Path(__file__).parents[1] / "scripts" / "make_pandas.py"
+    spec = importlib.util.spec_from_file_location("make_pandas", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_plain = _make_pandas().plain
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
