@@ -521,3 +521,19 @@ def test_an_empty_array_with_a_string_dimension_reads_as_tiledb_py(tmp_path):
         for got, want in ((arr[:], A[:]), (arr.query(order="C")[:], A.query(order="C")[:])):
             assert sorted(got) == sorted(want) and all(len(v) == 0 for v in got.values())
             assert_same(got, want)
+
+
+@pytest.mark.parametrize("data", [np.arange(12, dtype=np.int16).reshape(3, 4), np.linspace(0, 1, 7)])
+def test_one_anonymous_attribute_gives_the_array_itself(tmp_path, data):
+    """``tiledb.from_numpy`` writes one anonymous attribute; TileDB-Py's dense ``A[...]`` and
+    ``query()[...]`` then give the numpy array itself (multi_index and coords keep the dict), and so do we."""
+    uri = str(tmp_path / "n")
+    tiledb.from_numpy(uri, data).close()
+    arr = open_array(uri)
+    with tiledb.open(uri) as A:
+        for got, want in ((arr[:], A[:]), (arr[1], A[1]), (arr.query()[0:2], A.query()[0:2])):
+            assert isinstance(got, np.ndarray) and isinstance(want, np.ndarray)
+            np.testing.assert_array_equal(got, want)
+            assert got.dtype == want.dtype and got.shape == want.shape
+        assert_same(arr.multi_index[0:1], A.multi_index[0:1])
+        assert_same(arr.query(coords=True)[0:2], A.query(coords=True)[0:2])

@@ -173,7 +173,12 @@ class Query:
 
     def __getitem__(self, sel):
         ranges, drop = getitem_ranges(self.arr, sel)
-        return self._results([None if r is None else [r] for r in ranges], drop, multi=False)
+        got = self._results([None if r is None else [r] for r in ranges], drop, multi=False)
+        # TileDB-Py's dense [...] gives the array itself where the one attribute is anonymous (from_numpy's)
+        attrs = self.arr.attrs
+        if self.arr.schema.array_type != ArrayType.DENSE or self.dims or len(attrs) != 1 or attrs[0].name:
+            return got
+        return (batch[""] for batch in got) if self.return_incomplete else got[""]
 
     @property
     def multi_index(self):
