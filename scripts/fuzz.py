@@ -109,12 +109,13 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, help="also write the report, with the commit, as JSON to this file")
     p.add_argument("--merge", type=Path, nargs="+", metavar="REPORT",
                    help="print the table of a campaign run as shards (their --out files)")
-    p.add_argument("--corpus", choices=("all", "prev1"), default="all",
-                   help="prev1: only the arrays from before format version 1 (tests/data/prev1)")
+    p.add_argument("--corpus", choices=("all", "prev1", "classic"), default="all",
+                   help="prev1: only the arrays from before format version 1 (tests/data/prev1); classic: the "
+                        "inputs campaigns up to 20261127 drew from, to rerun their cases by number")
     args = p.parse_args(argv)
-    if args.corpus == "prev1":  # read by the workers, which inherit the environment
+    if args.corpus != "all":  # read by the workers, which inherit the environment
         import os
-        os.environ["TDBFORMAT_FUZZ_CORPUS"] = "prev1"
+        os.environ["TDBFORMAT_FUZZ_CORPUS"] = args.corpus
     if args.merge:
         rep = merge([json.loads(f.read_text()) for f in args.merge])
         if args.json:

@@ -57,6 +57,17 @@ def test_every_corpus_case_is_clean(case):
     assert [str(f) for f in validate(corpus.root(case), key=corpus.key(case))] == []
 
 
+_DATA = Path(__file__).parent / "data"
+
+
+@pytest.mark.parametrize("root", sorted(p.parent for p in (_DATA / "soma").rglob("__schema"))
+                         + sorted(p.parent / "array" for p in (_DATA / "pandas").glob("*/truth.json")),
+                         ids=lambda p: str(p.relative_to(_DATA)))
+def test_what_tiledbsoma_and_from_pandas_wrote_is_clean(root):
+    """A string and an int dimension (the R-tree holds the int's bounds as objects) failed with TypeError."""
+    assert [str(f) for f in validate(root)] == []
+
+
 def test_truncated_data_file(tmp_path):
     root = _copy(tmp_path, "filter_zstd")
     a0 = _data_file(root)

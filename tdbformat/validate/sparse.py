@@ -68,10 +68,12 @@ class _Where:
 
 
 def _comparable(column):
-    """Values that compare as TileDB compares them: strings as bytes."""
+    """Values that compare as TileDB compares them: strings as bytes; the numbers of a fixed-size dimension
+    (an R-tree with a var-sized dimension holds them as objects too) as they are."""
     if column.dtype == object:
         out = np.empty(len(column), object)
-        out[:] = [v.encode("utf-8", "surrogateescape") if isinstance(v, str) else bytes(v) for v in column]
+        out[:] = [v.encode("utf-8", "surrogateescape") if isinstance(v, str) else
+                  bytes(v) if isinstance(v, (bytes, bytearray, memoryview)) else v for v in column]
         return out
     return column
 

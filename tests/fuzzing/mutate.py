@@ -24,6 +24,10 @@ __all__ = ["Input", "inputs", "mutate", "wrong_key", "CORPUS", "BEHAVIOURS"]
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 BEHAVIOURS = CORPUS.parent / "behaviours"
+SOMA, PANDAS = CORPUS.parent / "soma", CORPUS.parent / "pandas"
+#: the behaviours the campaigns up to 20261127 (and CI's slices up to 3825a12) drew from
+CLASSIC_BEHAVIOURS = ("back_compat_v11", "consolidated_commits_with_delete", "delete_conditions", "escaped_names_v8",
+                      "evolved_pre_v10_array", "fragment_newer_than_schema", "update_commit")
 #: arrays from before format version 1 (TileDB 0.6.1, 1.2.2, 1.3.0; tests/test_prev1.py)
 PREV1 = Path(__file__).resolve().parents[1] / "data" / "prev1"
 
@@ -38,8 +42,10 @@ class Input:
 
 @lru_cache(maxsize=None)
 def inputs() -> tuple[Input, ...]:
-    """Every array and group of the corpus: the cases with a truth.json, then the historic ones, then the
-    pre-v1 arrays (only those with ``TDBFORMAT_FUZZ_CORPUS=prev1``)."""
+    """Every array and group of the corpus: the cases with a truth.json, the historic ones, the behaviours,
+    tiledbsoma's and from_pandas', then the pre-v1 arrays (only those with ``TDBFORMAT_FUZZ_CORPUS=prev1``).
+    A case draws its input from this list, so a case number means another case once the list grows:
+    ``TDBFORMAT_FUZZ_CORPUS=classic`` gives the list campaigns up to 20261127 drew from, to rerun theirs."""
     prev1 = [Input(f"prev1/{name}", PREV1 / name, None, False)
              for name in sorted(json.loads((PREV1 / "truth.json").read_text())["arrays"])]
     if os.environ.get("TDBFORMAT_FUZZ_CORPUS") == "prev1":
@@ -54,8 +60,19 @@ def inputs() -> tuple[Input, ...]:
         for p in sorted((CORPUS / "historic" / kind).iterdir()):
             if p.is_dir():
                 out.append(Input(f"historic/{p.name}", p, None, kind == "groups"))
+    classic = os.environ.get("TDBFORMAT_FUZZ_CORPUS") == "classic"
     for t in sorted(BEHAVIOURS.glob("*/truth.json")):  # tests/test_behaviours.py's real files
-        out.append(Input(f"behaviours/{t.parent.name}", t.parent / "array", None, False))
+        if not classic or t.parent.name in CLASSIC_BEHAVIOURS:
+            out.append(Input(f"behaviours/{t.parent.name}", t.parent / "array",
+                             json.loads(t.read_text()).get("key"), False))
+    if classic:
+        return tuple(out + prev1)
+    # what tiledbsoma and tiledb.from_pandas wrote (tests/test_soma.py, tests/test_pandas_frames.py)
+    for entry in json.loads((SOMA / "truth.json").read_text())["arrays"].values():
+        out.append(Input(f"soma/{entry['uri']}", SOMA / entry["uri"], None, False))
+    out += [Input(f"soma/{g.parent.relative_to(SOMA)}", g.parent, None, True) for g in sorted(SOMA.rglob("__group"))]
+    out += [Input(f"pandas/{t.parent.name}", t.parent / "array", None, False)
+            for t in sorted(PANDAS.glob("*/truth.json"))]
     return tuple(out + prev1)
 
 
