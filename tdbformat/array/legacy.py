@@ -14,6 +14,7 @@ tiles have no per-tile bounds to skip by), then:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -346,10 +347,16 @@ def _column(arr, frag, f: _Field, info, budget) -> np.ndarray:
         raise located(e, where=f"fragment {frag.name}, attribute {f.name}") from None
 
 
-def _dense_coords(arr, frag) -> np.ndarray:
-    """``(cells, dim_num)`` coordinates of a dense fragment's cells, in the order they are stored."""
+def _dense_coords(arr, frag, cells: int) -> np.ndarray:
+    """``(cells, dim_num)`` coordinates of a dense fragment's cells, in the order they are stored; ``cells``
+    is how many its data holds, which the tiles its non-empty domain covers must make (checked before
+    anything of that size is allocated: a flipped bit in an extent made gigabytes)."""
     first, last = _tile_span(arr, np.array(frag.non_empty_domain, np.int64))
     dom, ext = legacy_domain(arr.raw_schema), legacy_extents(arr.raw_schema)
+    count = math.prod(int(b - a + 1) for a, b in zip(first, last)) * math.prod(int(e) for e in ext)
+    if count != cells:
+        raise FormatError(f"fragment {frag.name}: its non-empty domain and the tile extents make {count} cells, "
+                          f"its data {cells}", file=str(frag.path))
     tiles = order.tiles_in_order(first, last, arr.schema.tile_order)
     inner = np.indices([int(e) for e in ext]).reshape(len(ext), -1).T  # row-major cells of a tile
     if arr.schema.cell_order == Layout.COL_MAJOR:
@@ -364,14 +371,18 @@ def _read_dense(arr, wanted, ranges, layout) -> dict:
     shape = tuple(int(b - a + 1) for a, b in zip(lo, hi))
     out = {a.name: filled(a, Container(), shape) for a in wanted}
     by_name = {f.name: f for f in arr.fields}
-    for frag in arr.fragments:  # oldest first: later fragments overwrite
+    for frag in arr.fragments if wanted else []:  # oldest first: later fragments overwrite
         _budget(arr, frag.cell_num * 8 * len(arr.dims), None, f"the coordinates of fragment {frag.name}")
-        coords = _dense_coords(arr, frag)
+        columns = {a.name: _column(arr, frag, by_name[a.name], a, None) for a in wanted}
+        if len({len(c) for c in columns.values()}) > 1:
+            raise FormatError(f"fragment {frag.name}: its attributes hold {sorted({len(c) for c in columns.values()})}"
+                              " cells", file=str(frag.path))
+        coords = _dense_coords(arr, frag, len(next(iter(columns.values()))))
         ned = np.array(frag.non_empty_domain, np.int64)
         keep = np.all((coords >= np.maximum(lo, ned[:, 0])) & (coords <= np.minimum(hi, ned[:, 1])), axis=1)
         where = tuple((coords[keep] - lo).T)
         for a in wanted:
-            out[a.name][where] = _column(arr, frag, by_name[a.name], a, None)[keep]
+            out[a.name][where] = columns[a.name][keep]
     if layout == Layout.COL_MAJOR:
         out = {k: np.asfortranarray(v) for k, v in out.items()}
     return out

@@ -70,8 +70,9 @@ def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
                      n).astype(np.int64)
         keep = _and(keep, (t >= window[0]) & (t <= window[1]))
         cap = max(1, int(frag.schema.capacity))  # a sparse fragment's tiles are full but its last
-        tile_of = _counted(frag, "__coords", np.repeat(np.asarray(tiles, np.int64), [
-            max(0, min(cap, frag.cell_num - k * cap)) for k in tiles]), n)
+        sizes = [max(0, min(cap, frag.cell_num - k * cap)) for k in tiles]
+        _counted(frag, "__coords", range(sum(sizes)), n)  # proven before allocating
+        tile_of = np.repeat(np.asarray(tiles, np.int64), sizes)
     else:  # every cell has the fragment's timestamp
         t = None
         if not window[0] <= frag.timestamp_range[1] <= window[1]:
