@@ -33,9 +33,11 @@ class Tiles:
             got = self._plans[frag, idx, kind] = _Plan(frag, idx, kind, self.key, self.encrypted)
         return got
 
-    def raw(self, frag, idx: int, kind: str, k: int, strings: bool = False, cells=None, spans=None, threads=1):
+    def raw(self, frag, idx: int, kind: str, k: int, strings: bool = False, cells=None, spans=None, threads=1,
+            entries=False):
         """Tile ``k`` of index-space field ``idx``'s ``kind`` file ("", "_var", "_validity"), unfiltered:
-        bytes; with ``strings`` (var strings that carry their own offsets, §4.2) (data, offsets); with
+        bytes; with ``strings`` (var strings that carry their own offsets, §4.2) (data, offsets), and with
+        ``entries`` too (data, offsets, codes) of :class:`~tdbformat.filters.pipeline.Entries`; with
         ``cells=(count, field)`` a numpy array of that many cells, decoded in place once the chunk headers
         prove that size (so a lying tile extent allocates nothing); ``cells=(count, field, into)``: into the
         array ``into`` when it is that many contiguous cells of the field's dtype. ``spans``: a :class:`_Spans` that read the
@@ -51,12 +53,12 @@ class Tiles:
             # offsets count from the tile here; located() below makes them file offsets (base=start)
             tile = read_tile(self.storage.read(path, start, end, what="data file") if data is None else data)
             out = None if cells is None else plan.claimed(tile, *cells[::2])
-            data, offsets = plan.filters.decode(tile, var=strings, out=out, threads=threads)
+            got = plan.filters.decode(tile, var=strings, out=out, threads=threads, entries=entries)
         except FormatError as e:
             raise located(e, where=f"fragment {frag.name}, field {plan.info.name}{kind}, tile {k} at byte offset "
                                    f"{start} of {self.storage.name(path)}", base=start if e.file is None else None,
                           file=str(path), version=frag.version) from None
-        return (data, offsets) if strings else data if cells is None else out
+        return got if strings else got[0] if cells is None else out
 
     def cells(self, frag, idx: int, k: int, cell_num: int | None = None, spans=None, threads=1, into=None):
         """(values, validity or None) of tile ``k`` of index-space field ``idx``; a fixed-size tile of a
@@ -65,10 +67,7 @@ class Tiles:
         :meth:`raw`."""
         info = self.plan(frag, idx, "").info
         if info.var:
-            data, offsets = self.raw(frag, idx, "_var", k, strings=True, spans=spans, threads=threads)
-            if offsets is None:
-                offsets = self._array(frag, idx, "", k, U64, spans, threads)
-            values = self._located(frag, idx, k, lambda: split_var(bytes(data), np.asarray(offsets, U64), info))
+            values = _var_cells(self, frag, idx, k, info, spans, threads)
         elif cell_num is not None:
             values = self.raw(frag, idx, "", k, cells=(cell_num, info, into), spans=spans, threads=threads)
         else:
@@ -135,6 +134,16 @@ class Tiles:
         info = frag.metadata.index_fields[idx]
         return FormatError(f"fragment {frag.name}, field {info.name}, tile {k}: {reason}",
                            file=str(frag.path), version=frag.version)
+
+
+def _var_cells(reader: Tiles, frag, idx: int, k: int, info, spans, threads) -> np.ndarray:
+    """The values of var tile ``k``: from the offsets tile, or from the strings that string RLE and dictionary
+    decode to, a value per distinct string, then one per cell."""
+    data, offsets, codes = reader.raw(frag, idx, "_var", k, strings=True, spans=spans, threads=threads, entries=True)
+    if offsets is None:
+        offsets = reader._array(frag, idx, "", k, U64, spans, threads)
+    values = reader._located(frag, idx, k, lambda: split_var(bytes(data), np.asarray(offsets, U64), info))
+    return values if codes is None else values[codes]
 
 
 def _joined(reader: Tiles, frag, idx: int, tiles, spans, pool):

@@ -19,6 +19,7 @@ import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 from construct import Container, ListContainer
@@ -30,7 +31,7 @@ from ..versions import FEATURES
 __all__ = [
     "Codec", "FilterContext", "CODECS", "STRING_CODECS", "register", "Header", "split_parts", "joined", "unfilter",
     "filter_tile", "chunk_sizes", "var_chunk_sizes", "skips_offsets", "uses_chunking", "unfilter_strings", "MAX_CHUNK",
-    "set_threads", "get_threads", "reverse_stacked", "FilterPlan",
+    "set_threads", "get_threads", "reverse_stacked", "FilterPlan", "Entries", "byte_ranges",
 ]
 
 #: TileDB's default process-wide chunk size (v5+; v1-4 chunk by the pipeline's ``max_chunk_size``).
@@ -132,9 +133,38 @@ class Codec:
         return [self.reverse(ctx, md, data) for md, data in chunks]
 
 
+def byte_ranges(starts, lengths) -> np.ndarray:
+    """Flat indices of the byte ranges [start, start+length), back to back."""
+    lengths = np.asarray(lengths, np.int64)
+    ends = np.cumsum(lengths)
+    return np.repeat(np.asarray(starts, np.int64) - (ends - lengths), lengths) + np.arange(int(ends[-1]) if len(
+        ends) else 0, dtype=np.int64)
+
+
+class Entries(NamedTuple):
+    """A var string tile as string RLE and dictionary decode it: distinct strings (``data`` at ``offsets``),
+    and the string of each cell (``codes``; None: one string per cell), which a reader turns into values
+    once per string rather than once per cell."""
+
+    data: bytes
+    offsets: np.ndarray
+    codes: np.ndarray | None
+    #: bytes of the cells' data (what the chunk header states)
+    nbytes: int
+
+    def expand(self) -> tuple[bytes, np.ndarray]:
+        """(data, u64 offsets) of the cells."""
+        if self.codes is None:
+            return self.data, self.offsets
+        starts = self.offsets.astype(np.int64)
+        lengths = np.diff(np.append(starts, len(self.data)))[self.codes]
+        data = np.frombuffer(self.data, np.uint8)[byte_ranges(starts[self.codes], lengths)].tobytes()
+        return data, (np.cumsum(lengths) - lengths).astype("<u8")
+
+
 #: filter type -> codec
 CODECS: dict[FilterType, Codec] = {}
-#: filter type -> codec of its var-string form (``forward_strings``/``reverse_strings``; strings.py)
+#: filter type -> codec of its var-string form (``forward_strings``/``reverse_entries``; strings.py)
 STRING_CODECS: dict[FilterType, object] = {}
 
 
@@ -294,16 +324,17 @@ def _reverse_chunk(stages, chunk, index, offset, strings=None):
             md, data = codec.reverse(ctx, md, data)
         if strings:
             ftype, _, ctx = stages[0]
-            md, data, offsets = STRING_CODECS[ftype].reverse_strings(ctx, md, data)
+            md, data = STRING_CODECS[ftype].reverse_entries(ctx, md, data)
         ftype = None
         if len(md):
             raise FormatError(f"{len(md)} bytes of filter metadata left over after the pipeline")
-        if len(data) != chunk["unfiltered_size"]:
-            raise FormatError(f"unfiltered to {len(data)} bytes but the chunk says {chunk['unfiltered_size']}")
+        size = data.nbytes if strings else len(data)
+        if size != chunk["unfiltered_size"]:
+            raise FormatError(f"unfiltered to {size} bytes but the chunk says {chunk['unfiltered_size']}")
     except FormatError as e:
         what = f"{ftype.name} filter, chunk {index}" if ftype is not None else f"chunk {index}"
         raise located(e, where=f"{what} (at byte {offset} of the tile)") from None
-    return (data, offsets) if strings else data
+    return data
 
 
 def _reverse_run(stages, run, chunks) -> list:
@@ -347,12 +378,14 @@ class FilterPlan:
             stages = self._bounded[limit] = [(t, codec, replace(ctx, limit=limit)) for t, codec, ctx in self.stages]
         return stages
 
-    def decode(self, tile, *, var=False, out=None, threads=None):
+    def decode(self, tile, *, var=False, out=None, threads=None, entries=False):
         """``(data, offsets)``: :meth:`unfilter_strings` for var data that carries its offsets, else
-        ``(unfilter(...), None)``."""
+        ``(unfilter(...), None)``; with ``entries``, ``(data, offsets, codes)`` (:class:`Entries`)."""
         if var and self.strings:
-            return self.unfilter_strings(tile)
-        return self.unfilter(tile, out=out, threads=threads), None
+            got = self.unfilter_strings(tile, entries=entries)
+            return got[:3] if entries else got
+        got = self.unfilter(tile, out=out, threads=threads)
+        return (got, None, None) if entries else (got, None)
 
     def unfilter(self, tile, *, out=None, threads=None) -> memoryview:
         """See :func:`unfilter`."""
@@ -394,8 +427,8 @@ class FilterPlan:
         """See :func:`filter_tile`."""
         return _filter(self, data, offsets, sizes, var, dim_num, max_chunk, threads)
 
-    def unfilter_strings(self, tile):
-        """See :func:`unfilter_strings`."""
+    def unfilter_strings(self, tile, entries=False):
+        """See :func:`unfilter_strings`; with ``entries``, the :class:`Entries` the filter decodes to."""
         stages = self.stages
         if self.cell_size != self.datatype.size:  # string codecs count in values of the datatype
             stages = _stages(self.pipeline, self.datatype, self.version, self.datatype.size, self.key)
@@ -405,10 +438,12 @@ class FilterPlan:
         if tile["num_chunks"] > 1:
             raise FormatError(f"a string RLE/dictionary tile is one chunk, this one has {tile['num_chunks']}")
         if not tile["chunks"]:
-            return b"", np.zeros(0, "<u8")
-        limit = 1 << (16 * tile["chunks"][0]["unfiltered_size"] + 4095).bit_length()
-        return _reverse_chunk([(t, codec, replace(ctx, limit=limit)) for t, codec, ctx in stages],
-                              tile["chunks"][0], 0, 8, strings=True)
+            got = Entries(b"", np.zeros(0, "<u8"), None, 0)
+        else:
+            limit = 1 << (16 * tile["chunks"][0]["unfiltered_size"] + 4095).bit_length()
+            got = _reverse_chunk([(t, codec, replace(ctx, limit=limit)) for t, codec, ctx in stages],
+                                 tile["chunks"][0], 0, 8, strings=True)
+        return got if entries else got.expand()
 
 
 def unfilter(tile, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, key=None,
