@@ -74,6 +74,10 @@ FINDS = {
                         "timestamps (CI's slice on 7e03cff, local)",
     (2114179067, 4788): "MemoryError: a pre-v1 dense schema's flipped extent made 2 GiB of cell coordinates "
                         "(CI's slice on 7e03cff, local)",
+    (20261129, 17743): "OverflowError: a schema capacity of 2**63 made the cell count of a fragment with timestamps "
+                       "a range too long for len() (campaign 20261129 on c21a44b)",
+    (20261129, 36136): "ValueError: a soma array's d1.tdb swapped for another fragment's, so its dimensions held "
+                       "different numbers of coordinates, which the dedup's lexsort refused (campaign 20261129)",
 }
 
 

@@ -71,7 +71,7 @@ def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
         keep = _and(keep, (t >= window[0]) & (t <= window[1]))
         cap = max(1, int(frag.schema.capacity))  # a sparse fragment's tiles are full but its last
         sizes = [max(0, min(cap, frag.cell_num - k * cap)) for k in tiles]
-        _counted(frag, "__coords", range(sum(sizes)), n)  # proven before allocating
+        _proven(frag, "__coords", sum(sizes), n)  # before allocating
         tile_of = np.repeat(np.asarray(tiles, np.int64), sizes)
     else:  # every cell has the fragment's timestamp
         t = None
@@ -94,11 +94,16 @@ def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
 
 def _counted(frag, name: str, values, n: int):
     """``values`` (None passes), if they are one per coordinate of the fragment's tiles read."""
-    if values is not None and len(values) != n:
-        raise FormatError(f"fragment {frag.name}: field {name} holds {len(values)} cells in the tiles read, "
+    if values is not None:
+        _proven(frag, name, len(values), n)
+    return values
+
+
+def _proven(frag, name: str, count: int, n: int):
+    if count != n:
+        raise FormatError(f"fragment {frag.name}: field {name} holds {count} cells in the tiles read, "
                           f"where the coordinates number {n} (a datatype or tile size that does not fit)",
                           file=str(frag.path))
-    return values
 
 
 def _inside(ned, r, dim) -> bool:

@@ -104,7 +104,11 @@ class Tiles:
         each dimension's own file (v5+), or the shared ``__coords`` file of v1-4, zipped in v1 unless
         compressed (REFERENCE.md §4.3)."""
         if FEATURES["coordinates_per_dimension"](frag.version):
-            return [ordinal(self.field(frag, frag.index(d.name), tiles, pool)[0]) for d in dims]
+            cols = [ordinal(self.field(frag, frag.index(d.name), tiles, pool)[0]) for d in dims]
+            if any(len(c) != len(cols[0]) for c in cols):
+                raise FormatError(f"fragment {frag.name}: its dimensions hold {[len(c) for c in cols]} coordinates "
+                                  "in the tiles read, not one per cell each", file=str(frag.path))
+            return cols
         idx = frag.index("__coords")
         zipped = coords_zipped(frag.version, frag.schema.coords_filters)
         dtype = dims[0].datatype.numpy_dtype
