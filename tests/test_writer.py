@@ -22,6 +22,7 @@ from tdbformat.storage import LocalStorage, storage_for
 from tdbformat.enums import FilterType
 from tdbformat.structs.fragment import SECTIONS, data_files
 from tdbformat.structs.names import parse_timestamped_name
+from oracle import assert_same
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
 KEY = "0123456789abcdeF0123456789abcdeF"  # the corpus's encrypted arrays (truth.json "key")
@@ -338,13 +339,17 @@ def test_a_write_failing_before_its_commit_leaves_the_array_as_it_was(tmp_path, 
 
 
 @pytest.mark.parametrize("version, feature, since", [(6, "nullable", 7), (4, "var-sized dimensions", 5),
-                                                      (19, "enumerations", 20), (4, "duplicates", 5)])
+                                                      (19, "enumerations", 20), (4, "duplicates", 5),
+                                                      (16, "the dictionary filter on UTF-8", 17)])
 def test_create_refuses_a_feature_the_version_cannot_hold(tmp_path, version, feature, since):
     src = CORPUS / "v22_tiledb-py-0.36.1_core-2.30.0"
     schema = {"nullable": lambda: dense_schema(tmp_path, True),
               "var-sized dimensions": lambda: sparse_schema(tmp_path, True, False),
               "enumerations": lambda: tdbformat.open_array(src / "enumerations" / "array").schema,
-              "duplicates": lambda: _with(sparse_schema(tmp_path, False, False, np.int64), allows_dups=True)}[feature]()
+              "duplicates": lambda: _with(sparse_schema(tmp_path, False, False, np.int64), allows_dups=True),
+              "the dictionary filter on UTF-8": lambda: py_schema(tmp_path, tiledb.ArraySchema(
+                  domain=tiledb.Domain(tiledb.Dim("x", domain=(0, 9), dtype=np.int64)), sparse=True,
+                  attrs=[tiledb.Attr("s", dtype=str, var=True, filters=[tiledb.DictionaryFilter()])]))}[feature]()
     with pytest.raises(ValueError, match=f"{feature}.*version {since}"):
         create(tmp_path / "a", schema, version)
     assert not (tmp_path / "a").exists()
@@ -481,8 +486,8 @@ def _attribute(draw, version, i):
     string = kind in ("ascii", "utf8")
     nullable = version >= 7 and draw(st.booleans())
     choices = [f for f in _ANY if f[1] <= version]
-    if string:
-        first = [f for f in _STRINGS if f[1] <= version]
+    if string:  # the dictionary filter takes UTF-8 from v17
+        first = [f for f in _STRINGS if max(f[1], 17 if kind == "utf8" and f[0] == "dictionary" else 0) <= version]
     elif kind.startswith("int") or kind.startswith("uint") or (kind.startswith("datetime") and version >= 20):
         first = [f for f in _INTS if f[1] <= version]
     else:
@@ -733,3 +738,57 @@ def test_a_fragment_spanning_a_timestamp_range(tmp_path):
         assert A[:]["a"].tolist() == []
     with pytest.raises(ValueError, match="t1 <= t2"):
         tdbformat.write(uri, {"a": np.array([1], np.int32)}, coords=[np.array([3])], timestamp=(20, 10))
+
+
+def test_no_op_filter_reads_and_writes_as_tiledb_py(tmp_path):
+    """TileDB-Py's NoOpFilter (FILTER_NONE) passes data and metadata through, alone or between other filters:
+    an array TileDB-Py writes through it reads equal, and our fragment of the same cells is TileDB's, byte for
+    byte."""
+    attrs = [tiledb.Attr("a", dtype=np.int64, filters=[tiledb.NoOpFilter()]),
+             tiledb.Attr("s", dtype=str, var=True, filters=[tiledb.NoOpFilter(), tiledb.ZstdFilter()]),
+             tiledb.Attr("f", dtype=np.float64, filters=[tiledb.ByteShuffleFilter(), tiledb.NoOpFilter(),
+                                                         tiledb.LZ4Filter()])]
+    dims = [tiledb.Dim("x", domain=(0, 99), tile=10, dtype=np.int64)]
+    src = tmp_path / "tiledb"
+    tiledb.Array.create(str(src), tiledb.ArraySchema(domain=tiledb.Domain(*dims), attrs=attrs, sparse=True,
+                                                     coords_filters=[tiledb.NoOpFilter()]))
+    x = np.arange(0, 100, 3, dtype=np.int64)
+    values = {"a": x * 7, "s": np.array(["n" * (i % 5) for i in range(len(x))], object), "f": x / 4}
+    with tiledb.open(str(src), "w", timestamp=1) as A:
+        A[x] = values
+    with tiledb.open(str(src)) as A:
+        assert_same(tdbformat.open_array(src).read(), A[:])
+    name = os.listdir(src / "__fragments")[0]
+    ours = tmp_path / "ours"
+    ours.mkdir()
+    shutil.copytree(src / "__schema", ours / "__schema")
+    write(ours, values, coords=(x,), timestamp=1, uuid=parse_timestamped_name(name).uuid)
+    for f in sorted(os.listdir(src / "__fragments" / name)):
+        assert (ours / "__fragments" / name / f).read_bytes() == (src / "__fragments" / name / f).read_bytes(), f
+
+
+def test_dense_datetime_slices_write_where_tiledb_py_writes(tmp_path):
+    """A dense datetime dimension takes datetime64 slices, inclusive and in any unit, as TileDB-Py's writes take
+    them; both arrays then read equal (they raised TypeError here)."""
+    dims = [tiledb.Dim("d", domain=(np.datetime64(0, "D"), np.datetime64(29, "D")), tile=np.timedelta64(5, "D"),
+                       dtype="datetime64[D]"),
+            tiledb.Dim("x", domain=(np.datetime64(0, "D"), np.datetime64(3, "D")), tile=np.timedelta64(2, "D"),
+                       dtype="datetime64[D]")]
+    schema = tiledb.ArraySchema(domain=tiledb.Domain(*dims), attrs=[tiledb.Attr("a", dtype=np.int32)])
+    day = np.datetime64(1, "D")
+    writes = [(np.s_[np.datetime64(2, "D"):np.datetime64(5, "D"), day:day + 1], np.arange(8, dtype=np.int32).reshape(4, 2)),
+              (np.s_[np.datetime64(96, "h"):np.datetime64(8, "D")], np.full((5, 4), 9, np.int32)),
+              (np.s_[np.datetime64(20, "D")], np.full((1, 4), 4, np.int32))]
+    theirs, ours = str(tmp_path / "theirs"), str(tmp_path / "ours")
+    tiledb.Array.create(theirs, schema)
+    tiledb.Array.create(ours, schema)
+    for t, (where, values) in enumerate(writes, 1):
+        with tiledb.open(theirs, "w", timestamp=t) as A:
+            A[where if isinstance(where, (tuple, slice)) else slice(where, where)] = values
+        with open_writer(ours, timestamp=t) as A:
+            A[where] = values
+    with tiledb.open(theirs) as A, tiledb.open(ours) as B:
+        want = A[:]
+        assert_same(B[:], want)
+        assert_same(tdbformat.open_array(ours).read(), want)
+    assert want["a"][[2, 3, 4, 8, 20], [1, 2, 1, 3, 0]].tolist() == [0, 3, 9, 9, 4]  # the later write wins on day 4

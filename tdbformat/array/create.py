@@ -34,7 +34,7 @@ _DATETIME_TYPES = {t for t in Datatype if t.name.startswith("DATETIME_")}
 SCHEMA_FEATURES = [
     ("duplicates (allows_dups)", 5, lambda s: bool(s.get("allows_dups"))),
     ("var-sized dimensions", 5, lambda s: any(d.get("cell_val_num") == VAR_NUM for d in s.domain.dimensions)),
-    ("dimensions of different datatypes", 5, lambda s: len({_dim_type(s, d) for d in s.domain.dimensions}) > 1),
+    ("dimensions of different datatypes", 5, lambda s: len({_field_type(s, d) for d in s.domain.dimensions}) > 1),
     ("fill values other than the default", 6, lambda s: any(_custom_fill(a) for a in s.attributes)),
     ("nullable attributes", 7, lambda s: any(a.get("nullable") for a in s.attributes)),
     ("Hilbert cell order", 7, lambda s: s.cell_order == Layout.HILBERT),
@@ -50,6 +50,9 @@ SCHEMA_FEATURES = [
     ("GEOM datatypes", 21, lambda s: bool(_types(s) & {Datatype.GEOM_WKB, Datatype.GEOM_WKT})),
     ("checksum filters", 4, lambda s: bool(_filters(s) & {FilterType.CHECKSUM_MD5, FilterType.CHECKSUM_SHA256})),
     ("the dictionary filter", 13, lambda s: FilterType.DICTIONARY in _filters(s)),
+    ("the dictionary filter on UTF-8 strings", 17, lambda s: any(
+        _field_type(s, f) == Datatype.STRING_UTF8 and any(x.type == FilterType.DICTIONARY for x in f.filters.filters)
+        for f in _fields(s))),
     ("the float scale filter", 15, lambda s: FilterType.SCALE_FLOAT in _filters(s)),
     ("the XOR filter", 16, lambda s: FilterType.XOR in _filters(s)),
     ("the WebP filter", 16, lambda s: FilterType.WEBP in _filters(s)),
@@ -57,21 +60,25 @@ SCHEMA_FEATURES = [
 ]
 
 
-def _dim_type(schema, dim) -> Datatype:
+def _field_type(schema, dim) -> Datatype:
     return Datatype(dim.datatype if dim.get("datatype") is not None else schema.domain.domain_type)
 
 
 def _types(schema) -> set:
-    return {_dim_type(schema, d) for d in schema.domain.dimensions} | {Datatype(a.datatype) for a in schema.attributes}
+    return {_field_type(schema, d) for d in schema.domain.dimensions} | {Datatype(a.datatype) for a in schema.attributes}
+
+
+def _fields(schema):
+    """Dimensions and attributes that have a pipeline of their own."""
+    return [f for f in list(schema.domain.dimensions) + list(schema.attributes) if f.get("filters") is not None]
 
 
 def _pipelines(schema):
     for name in ("coords_filters", "cell_var_offsets_filters", "cell_validity_filters"):
         if schema.get(name) is not None:  # a pipeline the schema leaves out gets the default (empty) one
             yield schema[name]
-    for f in list(schema.domain.dimensions) + list(schema.attributes):
-        if f.get("filters") is not None:
-            yield f.filters
+    for f in _fields(schema):
+        yield f.filters
 
 
 def _filters(schema) -> set:
@@ -151,7 +158,7 @@ def _pipeline_at(pipeline, version):
 def _dimension_at(schema, dim, version):
     out = _pick(dim, version, [("name", 1, None), ("datatype", 5, None), ("cell_val_num", 5, None),
                                ("filters", 5, None), ("domain", 1, None), ("tile_extent", 1, None)],
-                dict(datatype=_dim_type(schema, dim), cell_val_num=1, filters=_empty_pipeline))
+                dict(datatype=_field_type(schema, dim), cell_val_num=1, filters=_empty_pipeline))
     out.tile_extent = dim.get("tile_extent")
     out.filters = _pipeline_at(out.filters, version)
     return out
@@ -204,7 +211,7 @@ def schema_at(schema, version: int = LATEST) -> Container:
     out.version = version
     for name in ("coords_filters", "cell_var_offsets_filters", "cell_validity_filters"):
         out[name] = _pipeline_at(out[name], version)
-    out.domain = Container(domain_type=_dim_type(schema, dims[0]) if version < 5 else None,
+    out.domain = Container(domain_type=_field_type(schema, dims[0]) if version < 5 else None,
                            dimensions=ListContainer(_dimension_at(schema, d, version) for d in dims))
     out.attributes = ListContainer(_attribute_at(a, version) for a in schema.attributes)
     return out

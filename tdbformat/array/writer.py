@@ -19,7 +19,7 @@ from ..enums import ArrayType, Layout
 from ..filters.pipeline import MAX_CHUNK
 from ..storage import storage_for
 from ..structs.array_schema import attributes, dimensions, value_dtype
-from .cells import cell_dtype
+from .cells import cell_dtype, range_bound
 from .create import create, default_fill, new_uuid, now_ms
 from .fragment_writer import FragmentWrite, write_fragment
 from .metadata import delete_metadata, put_metadata
@@ -379,24 +379,34 @@ def _chunk_bound(value) -> int:
 
 
 def _subarray(schema, index) -> list:
-    """TileDB-Py's dense index (slices half-open in coordinates, ints, omitted dims: whole domain) as
-    inclusive [lo, hi] per dimension."""
+    """TileDB-Py's dense index (slices half-open in coordinates, ints, omitted dims: whole domain; datetime64
+    slices inclusive, in any unit, as TileDB-Py's index_domain_subarray takes them) as inclusive [lo, hi] per
+    dimension."""
     dims = schema.domain.dimensions
     index = index if isinstance(index, tuple) else (index,)
     if len(index) > len(dims):
         raise IndexError(f"index: {len(index)} indices for {len(dims)} dimensions")
     out = []
-    for d, i in zip(dims, list(index) + [slice(None)] * (len(dims) - len(index))):
+    for d, info, i in zip(dims, dimensions(schema), list(index) + [slice(None)] * (len(dims) - len(index))):
         lo, hi = (int(x) for x in d.domain)
         if isinstance(i, slice):
             if i.step not in (None, 1):
                 raise IndexError(f"index: dimension {d.name} takes no step")
-            out.append((lo if i.start is None else int(i.start), hi if i.stop is None else int(i.stop) - 1))
-        elif isinstance(i, (int, np.integer)):
-            out.append((int(i), int(i)))
+            stop = hi if i.stop is None else _bound(info, i.stop)
+            out.append((lo if i.start is None else _bound(info, i.start),
+                        stop - 1 if isinstance(i.stop, (int, np.integer)) else stop))
+        elif isinstance(i, (int, np.integer, np.datetime64)):
+            out.append((_bound(info, i),) * 2)
         else:
             raise IndexError(f"index: dimension {d.name} takes a slice or an int, not {type(i).__name__}")
     return _check_subarray(schema, out)
+
+
+def _bound(info, value) -> int:
+    """A bound of dimension ``info`` as its int64 (datetime64 in any unit converted to the dimension's)."""
+    if isinstance(value, (int, np.integer, np.datetime64)) and not isinstance(value, bool):
+        return int(range_bound(info, value, "index"))
+    raise IndexError(f"index: dimension {info.name} takes ints or datetime64, not {value!r}")
 
 
 def _check_subarray(schema, subarray) -> list:
@@ -404,11 +414,12 @@ def _check_subarray(schema, subarray) -> list:
     if len(subarray) != len(dims):
         raise ValueError(f"subarray: {len(subarray)} ranges for {len(dims)} dimensions")
     out = []
-    for d, (lo, hi) in zip(dims, subarray):
+    for d, info, (lo, hi) in zip(dims, dimensions(schema), subarray):
         dlo, dhi = (int(x) for x in d.domain)
-        if not dlo <= int(lo) <= int(hi) <= dhi:
+        lo, hi = (int(range_bound(info, v, "subarray")) for v in (lo, hi))
+        if not dlo <= lo <= hi <= dhi:
             raise ValueError(f"subarray: [{lo}, {hi}] is not inside dimension {d.name}'s domain [{dlo}, {dhi}]")
-        out.append((int(lo), int(hi)))
+        out.append((lo, hi))
     return out
 
 
