@@ -792,3 +792,24 @@ def test_dense_datetime_slices_write_where_tiledb_py_writes(tmp_path):
         assert_same(B[:], want)
         assert_same(tdbformat.open_array(ours).read(), want)
     assert want["a"][[2, 3, 4, 8, 20], [1, 2, 1, 3, 0]].tolist() == [0, 3, 9, 9, 4]  # the later write wins on day 4
+
+
+@pytest.mark.parametrize("version", [5, 22])
+def test_unwritten_multi_value_cells_hold_the_fill_in_every_value(tmp_path, version):
+    """A dense array's cells no write reached hold the fill value in each of their values, as TileDB-Py reads
+    them: before v6 (no fill value in the schema) a CHAR "S3" cell read as one 0x80 byte."""
+    dims = [tiledb.Dim("x", domain=(0, 7), tile=4, dtype=np.int64)]
+    attrs = [tiledb.Attr("s", dtype="S3"), tiledb.Attr("r", dtype=np.dtype("i4,i4")),
+             tiledb.Attr("f", dtype=np.dtype("f8,f8,f8"))]
+    path = tmp_path / "a"
+    create(path, py_schema(tmp_path, tiledb.ArraySchema(domain=tiledb.Domain(*dims), attrs=attrs)), version)
+    r = np.zeros(3, "i4,i4")
+    r["f0"], r["f1"] = [1, 2, 3], [4, 5, 6]
+    with open_writer(path, timestamp=1) as A:
+        A[2:5] = {"s": np.array([b"abc", b"de", b"f"], "S3"), "r": r, "f": np.ones(3, "f8,f8,f8")}
+    with tiledb.open(str(path)) as T:
+        want = T[:]
+    got = tdbformat.open_array(path).read()
+    for k in ("s", "r", "f"):  # as bytes: the float fill is NaN
+        assert got[k].tobytes() == want[k].tobytes(), k
+    assert got["s"][0] == b"\x80\x80\x80" and got["s"][3] == b"de"

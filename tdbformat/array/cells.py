@@ -146,7 +146,9 @@ def filled(info, attribute, shape, empty: bool = False) -> np.ndarray:
     dtype = cell_dtype(info)
     if empty:
         return np.empty(shape, dtype)
-    value = np.frombuffer(fill.tobytes(), dtype)[0] if fill is not None else _default_fill(info)
+    # the default is one value's: a cell of several (CHAR "S3", records) holds it in each
+    value = np.frombuffer(fill.tobytes() if fill is not None else _default_fill(info).tobytes() * info.cell_val_num,
+                          dtype)[0]
     return np.full(shape, value, dtype)
 
 
