@@ -776,7 +776,8 @@ def test_dense_datetime_slices_write_where_tiledb_py_writes(tmp_path):
                        dtype="datetime64[D]")]
     schema = tiledb.ArraySchema(domain=tiledb.Domain(*dims), attrs=[tiledb.Attr("a", dtype=np.int32)])
     day = np.datetime64(1, "D")
-    writes = [(np.s_[np.datetime64(2, "D"):np.datetime64(5, "D"), day:day + 1], np.arange(8, dtype=np.int32).reshape(4, 2)),
+    writes = [(np.s_[np.datetime64(2, "D"):np.datetime64(5, "D"), day:day + 1],
+               np.arange(8, dtype=np.int32).reshape(4, 2)),
               (np.s_[np.datetime64(96, "h"):np.datetime64(8, "D")], np.full((5, 4), 9, np.int32)),
               (np.s_[np.datetime64(20, "D")], np.full((1, 4), 4, np.int32))]
     theirs, ours = str(tmp_path / "theirs"), str(tmp_path / "ours")
