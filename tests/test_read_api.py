@@ -537,3 +537,35 @@ def test_one_anonymous_attribute_gives_the_array_itself(tmp_path, data):
             assert got.dtype == want.dtype and got.shape == want.shape
         assert_same(arr.multi_index[0:1], A.multi_index[0:1])
         assert_same(arr.query(coords=True)[0:2], A.query(coords=True)[0:2])
+
+
+def _empty_strings(tmp_path) -> str:
+    uri = str(tmp_path / "empty")
+    dim = tiledb.Dim("x", domain=(0, 99), tile=10, dtype=np.int64, ctx=tiledb_ctx())
+    attrs = [tiledb.Attr("s", dtype=str, var=True, ctx=tiledb_ctx()),
+             tiledb.Attr("a", dtype="ascii", var=True, ctx=tiledb_ctx())]
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(dim, ctx=tiledb_ctx()), attrs=attrs, sparse=True,
+                                                ctx=tiledb_ctx()))
+    words = ["", "a", "", "bb", "b", "", "héllo"]
+    with tiledb.open(uri, "w", timestamp=1, ctx=tiledb_ctx()) as A:
+        A[np.arange(len(words)) * 3] = {"s": np.array(words, object), "a": np.array(words[::-1][1:] + [""], object)}
+    return uri
+
+
+@pytest.mark.parametrize("cond", ["s == ''", "s != ''", "a == ''", "a != ''", "s in ['', 'a']", "s not in ['']",
+                                  "s <= ''", "(s == '') | (a == 'bb')", "s == '' and a != ''"])
+def test_conditions_on_the_empty_string_equal_tiledb_py(tmp_path, cond):
+    """``s == ''`` compares with the empty string, as TileDB-Py's conditions do (it was a null test: no cell
+    matched, and ``!= ''`` matched every cell)."""
+    _check(_empty_strings(tmp_path), lambda A: A.query(cond=cond)[:])
+
+
+def test_a_delete_of_the_empty_string_reads_as_tiledb_py(tmp_path):
+    """TileDB reads a stored condition's empty value on a string field as the empty string: a delete of
+    ``s == ''`` (written by TileDB-Py) removes the empty cells (they read as alive here)."""
+    uri = _empty_strings(tmp_path)
+    with tiledb.open(uri, "d", timestamp=2, ctx=tiledb_ctx()) as A:
+        A.query(cond="s == ''").submit()
+    for timestamp in (None, 1, 2):
+        _check(uri, lambda A: A[:], timestamp=timestamp)
+    assert open_array(uri).read()["x"].tolist() == [3, 9, 12, 18]

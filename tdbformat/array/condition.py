@@ -117,7 +117,9 @@ class _Parser:
         if value is None:
             if op not in (QueryConditionOp.EQ, QueryConditionOp.NE):
                 raise ConditionError(f"cond: {info.name} compared with None: only == None and != None test nulls")
-            return comparison(info.name, op, b"")
+            node = comparison(info.name, op, b"")
+            node.comparison.null = True  # not the empty string (query.evaluate)
+            return node
         labels = self.enumerations.get(info.name)
         if labels is not None:
             return self._enumerated(info, op, [value], labels)

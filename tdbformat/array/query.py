@@ -1,8 +1,9 @@
 """Evaluating a query-condition AST (REFERENCE.md §14.1) over numpy columns.
 
 A delete commit stores the negated condition, i.e. the cells to keep, so evaluating it gives the mask
-of surviving cells directly. A comparison is false on a null cell; a comparison with a null value
-(``value_size`` 0) tests for null (EQ) or not-null (NE), as TileDB's QueryCondition does.
+of surviving cells directly. A comparison is false on a null cell. An empty value (``value_size`` 0) is
+the empty string for a string field, as TileDB reads it; a null test (EQ: null, NE: not null) where the
+node says so (``null``: the text ``== None``) or the field is fixed-size.
 """
 
 from __future__ import annotations
@@ -73,7 +74,10 @@ def evaluate(node, columns: dict, validity: dict, n: int) -> np.ndarray:
         raise FormatError(f"condition on {name!r}, which is not a field of the array")
     column = columns[name]
     valid = validity.get(name, np.ones(n, dtype=bool))
-    if not len(node["value"]) and op in (QueryConditionOp.EQ, QueryConditionOp.NE):
+    if not len(node["value"]) and op in (QueryConditionOp.EQ, QueryConditionOp.NE) and (
+            node.get("null") or column.dtype != object):
+        # a null test: a condition's ``== None``, or a stored empty value of a fixed-size field (TileDB cannot
+        # read those: DISCREPANCIES.md); of a string field it is the empty string, as TileDB reads it
         return ~valid if op == QueryConditionOp.EQ else valid.copy()
     if op in (QueryConditionOp.IN, QueryConditionOp.NOT_IN):
         found = np.isin(column, _members(node, column))
