@@ -116,7 +116,8 @@ CONDS = ["a > 50", "a > 5 and s == 'v3'", "a in [1, 2, 3, 40]", "a not in [1, 2]
          "c in ['red', 'blue']", "c == 'purple'", "not (a > 50)", "5 < a < 20", "s > 'v5'", "a == val(3)",
          "60 <= a", "a > -1.5", "n < 0.5 or c != 'red'",
          # TileDB-Py refuses these
-         "a > 'x'", "q > 1", "a + 1 > 2", "a > 1 or", "c < 'blue'", "a is None", "a in 3", "x.y > 1", ""]
+         "a > 'x'", "q > 1", "a + 1 > 2", "a > 1 or", "c < 'blue'", "a is None", "a in 3", "x.y > 1", "",
+         "a in [-1, 3]", "a not in [+2]", "a == val(-3)"]  # a sign only on a comparison's own operand
 
 SPARSE_FORMS = {
     "all": lambda A: A[:], "slice": lambda A: A[10:50], "box": lambda A: A[10:50, 5:30], "point": lambda A: A[20],

@@ -75,7 +75,7 @@ class _Parser:
             if len(n.ops) != 1 or not isinstance(n.comparators[0], ast.List):
                 raise ConditionError(f"cond: `in` must be written `field in [v1, v2, ...]`, not {ast.unparse(n)!r}")
             op = QueryConditionOp.IN if isinstance(n.ops[0], ast.In) else QueryConditionOp.NOT_IN
-            return self.member(self.field(n.left), op, [_value(v) for v in n.comparators[0].elts])
+            return self.member(self.field(n.left), op, [_value(v, signed=False) for v in n.comparators[0].elts])
         nodes = []
         for left, op_node, right in zip([n.left, *n.comparators[:-1]], n.ops, n.comparators):
             op = _OPS.get(type(op_node))
@@ -176,12 +176,16 @@ def _encode(info, value) -> bytes:
         raise ConditionError(f"cond: cannot cast {value!r} to the {dtype} of {info.name}") from None
 
 
-def _value(n):
-    """A constant (or ``val(constant)``; ``-5`` is a constant too)."""
+def _value(n, signed: bool = True):
+    """A constant (or ``val(constant)``; ``-5`` is a constant too, but not in a list or ``val()``, where
+    TileDB-Py refuses a sign: "Incorrect type for comparison value: UnaryOp")."""
     if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "val" and len(n.args) == 1:
-        n = n.args[0]
+        n, signed = n.args[0], False
     sign = 1
     while isinstance(n, ast.UnaryOp) and isinstance(n.op, (ast.USub, ast.UAdd)):
+        if not signed:
+            raise ConditionError(f"cond: {ast.unparse(n)!r}: TileDB-Py takes a signed value only as a comparison's "
+                                 "own operand, not in a list or val()")
         sign, n = (-sign if isinstance(n.op, ast.USub) else sign), n.operand
     if not isinstance(n, ast.Constant) or (sign == -1 and not isinstance(n.value, (int, float))):
         raise ConditionError(f"cond: {ast.unparse(n)!r} is not a constant value (quote string values)")
