@@ -15,7 +15,7 @@ from construct import Bytes, Int32ul, Int64ul, this
 from ..enums import FilterType
 from ..errors import ChecksumError, FormatError
 from ..fields import Counted, Struct
-from .pipeline import Codec, Header, register
+from .pipeline import Codec, Header, nonempty, register
 
 __all__ = ["ChecksumHeader", "MD5_HEADER", "SHA256_HEADER"]
 
@@ -42,7 +42,7 @@ class _Checksum(Codec):
         parts = list(metadata) + list(data)
         head = np.array([len(metadata), len(data)], "<u4").tobytes()
         head += b"".join(np.array([len(p)], "<u8").tobytes() + self.digest(p).digest() for p in parts)
-        return [head, *metadata], data
+        return [head, *nonempty(metadata)], nonempty(data)
 
     def reverse(self, ctx, metadata, data):
         head = Header(metadata, self.name)

@@ -4,7 +4,7 @@ no header of its own (``noop_filter.cc``)."""
 from __future__ import annotations
 
 from ..enums import FilterType
-from .pipeline import Codec, register
+from .pipeline import Codec, nonempty, register
 
 __all__ = ["NoOp"]
 
@@ -12,7 +12,7 @@ __all__ = ["NoOp"]
 @register(FilterType.NONE)
 class NoOp(Codec):
     def forward(self, ctx, metadata, data):
-        return metadata, data
+        return nonempty(metadata), nonempty(data)
 
     def reverse(self, ctx, metadata, data):
         return metadata, data

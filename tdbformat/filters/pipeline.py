@@ -31,7 +31,7 @@ from ..versions import FEATURES
 __all__ = [
     "Codec", "FilterContext", "CODECS", "STRING_CODECS", "register", "Header", "split_parts", "joined", "unfilter",
     "filter_tile", "chunk_sizes", "var_chunk_sizes", "skips_offsets", "uses_chunking", "unfilter_strings", "MAX_CHUNK",
-    "set_threads", "get_threads", "reverse_stacked", "FilterPlan", "Entries", "byte_ranges",
+    "set_threads", "get_threads", "reverse_stacked", "FilterPlan", "Entries", "byte_ranges", "nonempty",
 ]
 
 #: TileDB's default process-wide chunk size (v5+; v1-4 chunk by the pipeline's ``max_chunk_size``).
@@ -131,6 +131,13 @@ class Codec:
         per call than per byte on one chunk does them over all at once: large passes also run threads in
         parallel, since numpy releases the GIL for them."""
         return [self.reverse(ctx, md, data) for md, data in chunks]
+
+
+def nonempty(parts: list) -> list:
+    """The parts a filter passes on as TileDB's ``FilterBuffer::append_view`` does, which skips empty views: an
+    empty chunk's data leaves a checksum or no-op filter as no part at all (so an encryption after it
+    encrypts none)."""
+    return [p for p in parts if len(p)]
 
 
 def byte_ranges(starts, lengths) -> np.ndarray:
