@@ -78,6 +78,8 @@ FINDS = {
                        "a range too long for len() (campaign 20261129 on c21a44b)",
     (20261129, 36136): "ValueError: a soma array's d1.tdb swapped for another fragment's, so its dimensions held "
                        "different numbers of coordinates, which the dedup's lexsort refused (campaign 20261129)",
+    (481852761, 6022): "TypeError: a 0.6.1 schema's flipped cell_val_num made a fixed CHAR attribute's cells "
+                       "'S4294967295', a dtype numpy refuses (CI's slice on 1cb87d5)",
 }
 
 

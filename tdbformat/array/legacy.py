@@ -339,6 +339,10 @@ def _column(arr, frag, f: _Field, info, budget) -> np.ndarray:
     """Attribute ``f``'s cells of a fragment, one per cell: numpy values, or an object array if var-sized."""
     raw = _fixed_stream(arr, frag, f, budget)
     if f.cell_val_num is not None:
+        cell = info.datatype.size * info.cell_val_num  # proven by the data before a dtype that wide is built
+        if len(raw) % cell or cell > max(len(raw), 1 << 16):
+            raise FormatError(f"fragment {frag.name}: attribute {f.name} holds {len(raw)} bytes, not whole "
+                              f"{cell}-byte cells", file=str(frag.path))
         return np.frombuffer(raw, cell_dtype(info))
     offsets = np.frombuffer(raw, U64)
     try:
