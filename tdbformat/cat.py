@@ -23,6 +23,8 @@ __all__ = ["BLOCK_CELLS", "group_tree", "parse_range", "dense_blocks", "write_ce
 
 #: cells per block of a streamed dense read: large enough that each tile is decoded about once
 BLOCK_CELLS = 1 << 20
+#: rows formatted at a time
+ROWS = 1 << 16
 
 
 def group_tree(storage, root, key=None, seen=None) -> dict:
@@ -168,10 +170,42 @@ def _blocks(arr, attrs, order, ranges, limit, progress):
 
 
 def _cell_text(v) -> str:
-    if v is np.ma.masked:
-        return "null"
     s = text(v) if isinstance(v, (str, bytes)) else str(jsonable(v) if isinstance(v, np.generic) else v)
     return s.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n") if isinstance(v, (str, bytes)) else s
+
+
+def _json_text(v) -> str:
+    return json.dumps(jsonable(v), ensure_ascii=False, allow_nan=False)
+
+
+def _column_text(column, fmt: str) -> list[str]:
+    """Each cell of a column as its text in ``fmt``, numbers and booleans a whole column at a time (a dense
+    block holds a million cells); null cells as ``null`` (empty in csv)."""
+    mask = np.ma.getmaskarray(column)
+    if mask.dtype.names:  # a fixed cell of several values: TileDB's null flag is per cell, set in every field
+        mask = np.logical_and.reduce([mask[f] for f in mask.dtype.names])
+    data = np.ma.getdata(column)[~mask] if mask.any() else np.ma.getdata(column)
+    if data.dtype.kind in "iu" or (data.dtype.kind == "b" and fmt != "json"):
+        texts = list(map(str, data.tolist()))
+    elif data.dtype.kind == "b":
+        texts = ["true" if v else "false" for v in data.tolist()]
+    elif data.dtype.kind == "f":
+        texts = list(map(repr, data.tolist()))
+        for i in np.flatnonzero(~np.isfinite(data)).tolist():
+            texts[i] = _json_text(data[i]) if fmt == "json" else jsonable(data[i])
+    else:
+        values = data.tolist() if data.dtype.kind in "SUO" else list(data)
+        one = _json_text if fmt == "json" else _cell_text
+        if len(set(map(type, values))) == 1 and isinstance(values[0], (str, bytes)):  # each distinct text once
+            table = {v: one(v) for v in dict.fromkeys(values)}
+            texts = list(map(table.__getitem__, values))
+        else:
+            texts = list(map(one, values))
+    if not mask.any():
+        return texts
+    out = np.full(len(mask), "" if fmt == "csv" else "null", dtype=object)
+    out[~mask] = texts
+    return out.tolist()
 
 
 def write_cells(arr, out, fmt="tsv", attrs=None, order=None, ranges=(), limit=None, labels=True,
@@ -191,14 +225,15 @@ def write_cells(arr, out, fmt="tsv", attrs=None, order=None, ranges=(), limit=No
         if header is None and fmt != "json":
             header = names
             writer.writerow(names) if writer else out.write("\t".join(names) + "\n")
-        for row in zip(*(cells[n] for n in names)):
-            if fmt == "json":
-                out.write(json.dumps({n: (None if v is np.ma.masked else jsonable(v)) for n, v in zip(names, row)},
-                                     ensure_ascii=False, allow_nan=False) + "\n")
-            elif writer:
-                writer.writerow(["" if v is np.ma.masked else _cell_text(v) for v in row])
+        row = ("{" + ", ".join(json.dumps(n, ensure_ascii=False).replace("%", "%%") + ": %s" for n in names) + "}\n"
+               if fmt == "json" else "\t".join(["%s"] * len(names)) + "\n")
+        count = len(cells[names[0]]) if names else 0
+        for start in range(0, count, ROWS):  # a slice at a time: the texts of a whole block would take GBs
+            columns = [_column_text(cells[n][start:start + ROWS], fmt) for n in names]
+            if writer:
+                writer.writerows(zip(*columns))
             else:
-                out.write("\t".join(_cell_text(v) for v in row) + "\n")
+                out.writelines(map(row.__mod__, zip(*columns)))
     if header is None and fmt != "json":
         names = [d.name for d in arr.dims] + [a.name for a in arr.attrs if attrs is None or a.name in attrs]
         writer.writerow(names) if writer else out.write("\t".join(names) + "\n")

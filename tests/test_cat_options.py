@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import time
 
 import numpy as np
@@ -132,3 +133,53 @@ def test_schema_all_follows_schema_evolution(capsys, tmp_path):
             want = [A.schema.attr(i).name for i in range(A.schema.nattr)]
         assert [a["name"] for a in s["attributes"]] == want, s["name"]
     assert [[a["name"] for a in s["attributes"]] for s in schemas] == [["a"], ["a", "b"], ["b"]]
+
+
+@pytest.fixture(scope="module")
+def dense(tmp_path_factory):
+    """A dense array of 150,000 cells (more than one slice of rows): a nullable float with NaN and
+    infinities, a bool, a var string with tabs, newlines and a non-UTF-8 byte string."""
+    uri = str(tmp_path_factory.mktemp("cat") / "dense")
+    n = 150_000
+    dom = tiledb.Domain(tiledb.Dim("d", domain=(0, n - 1), tile=50_000, dtype=np.int64))
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, attrs=[
+        tiledb.Attr("f", dtype=np.float32, nullable=True), tiledb.Attr("b", dtype=np.bool_),
+        tiledb.Attr("s", dtype=str, var=True)]))
+    rng = np.random.default_rng(11)
+    f = rng.random(n).astype(np.float32)
+    f[rng.integers(0, n, 300)] = np.nan
+    f[rng.integers(0, n, 300)] = np.inf
+    f[rng.integers(0, n, 300)] = -np.inf
+    words = np.array(["", "a\tb", "line\nbreak", "back\\slash", "\u00e9t\u00e9"], dtype=object)
+    with tiledb.open(uri, "w") as A:
+        A[:] = {"f": np.ma.masked_array(f, mask=rng.random(n) < 0.1), "b": rng.random(n) < 0.5,
+                "s": words[rng.integers(0, len(words), n)]}
+    return uri
+
+
+def _number(text: str):
+    return {"NaN": np.nan, "Infinity": np.inf, "-Infinity": -np.inf}.get(text) if text in (
+        "NaN", "Infinity", "-Infinity") else float(text)
+
+
+def test_dense_block_in_every_format(capsys, dense):
+    """Each format's text of every cell, decoded independently, is TileDB-Py's value (nulls, NaN and
+    infinities, booleans, escaped text)."""
+    with tiledb.open(dense) as A:
+        want = A[:]
+    f = [None if v is np.ma.masked else float(v) for v in want["f"]]
+    b, s = want["b"].tolist(), list(want["s"])
+    rows = _cat(capsys, dense)
+    assert [r["d"] for r in rows] == list(range(len(rows))) and len(rows) == len(b)
+    assert [None if r["f"] is None else _number(r["f"]) if isinstance(r["f"], str) else r["f"] for r in rows] == \
+        pytest.approx(f, nan_ok=True)
+    assert [r["b"] for r in rows] == b and [r["s"] for r in rows] == s
+    unescape = {"\\t": "\t", "\\n": "\n", "\\\\": "\\"}
+    for argv, null in (([], "null"), (["--csv"], "")):
+        assert main(["cat", dense, *argv]) == 0
+        out = capsys.readouterr().out
+        body = list(csv.reader(io.StringIO(out))) if argv else [line.split("\t") for line in out.splitlines()]
+        assert body[0] == ["d", "f", "b", "s"] and len(body) == len(b) + 1
+        assert [None if r[1] == null else _number(r[1]) for r in body[1:]] == pytest.approx(f, nan_ok=True)
+        assert [r[2] for r in body[1:]] == [str(v) for v in b]
+        assert [re.sub(r"\\[tn\\]", lambda m: unescape[m.group()], r[3]) for r in body[1:]] == s

@@ -80,6 +80,8 @@ FINDS = {
                        "different numbers of coordinates, which the dedup's lexsort refused (campaign 20261129)",
     (481852761, 6022): "TypeError: a 0.6.1 schema's flipped cell_val_num made a fixed CHAR attribute's cells "
                        "'S4294967295', a dtype numpy refuses (CI's slice on 1cb87d5)",
+    (20261134, 107161): "over 10 s: a sparse schema's array_type lie made it dense, and cat formatted its 991,008 "
+                        "cells one Python call each (campaign 20261134 on a4d15e9)",
 }
 
 
