@@ -174,7 +174,8 @@ def masked(values: np.ndarray, valid):
 
 def like(value, column: np.ndarray):
     """A range bound as the kind of value ``column`` holds (bytes bounds for byte-string dimensions)."""
-    if column.dtype == object and isinstance(value, str) and column.size and isinstance(column[0], bytes):
+    if isinstance(value, str) and (column.dtype.kind == "S" or (
+            column.dtype == object and column.size and isinstance(column[0], bytes))):
         return value.encode()
     return value
 

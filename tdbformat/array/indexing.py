@@ -15,7 +15,7 @@ import numpy as np
 
 from ..enums import ArrayType
 from ..errors import FormatError
-from .cells import empty_column, filled, result_bytes
+from .cells import empty_column, filled, like, range_bound, result_bytes
 from .condition import parse_condition
 from .query import evaluate
 from .sparse import FRAGMENT_COLUMN
@@ -199,6 +199,9 @@ class Query:
         return table if self.return_arrow else with_pandas_meta(table.to_pandas(), self.arr.meta, self.index_col)
 
     def _results(self, ranges, drop, multi, frame=False):
+        # bounds as the read compares them: str or bytes for strings, ints of the unit for datetimes
+        ranges = [None if rs is None else [tuple(range_bound(d, v, d.name) for v in r) for r in rs]
+                  for d, rs in zip(self.arr.dims, ranges)]
         if self.return_incomplete:
             return self._batches(ranges, drop, multi, frame)
         return self.read(ranges, drop, multi, frame)
@@ -355,6 +358,9 @@ def _filter_sparse(arr, got, ranges, node, order) -> dict:
     if node is None and all(not rs or len(rs) == 1 for rs in ranges):
         return got  # the read kept the cells of its box, which is the one range of each dimension
     n = len(got[arr.dims[0].name])
+    keys = {d.name: _ordinals(got[d.name]) for d in arr.dims}
+    ranges = [rs and [(like(lo, keys[d.name]), like(hi, keys[d.name])) for lo, hi in rs]
+              for d, rs in zip(arr.dims, ranges)]
     keep, times = np.ones(n, bool), None
     for d, rs in zip(arr.dims, ranges):
         if rs and len(rs) > 1:
@@ -363,11 +369,11 @@ def _filter_sparse(arr, got, ranges, node, order) -> dict:
                     raise ValueError(f"order: TileDB reads disjoint ranges (dimension {d.name}) in no global order")
                 continue
             if order in ("C", "F"):
-                count = _coverage(got[d.name], rs)
+                count = _coverage(keys[d.name], rs)
                 times = count if times is None else times * count
                 keep &= count > 0
             else:
-                keep &= _in_ranges(got[d.name], rs)
+                keep &= _in_ranges(keys[d.name], rs)
     # TileDB asks whether the cells in the ranges (before the condition) are of one fragment
     one_fragment = fragment is not None and len(np.unique(fragment[keep])) <= 1
     if node is not None:
@@ -377,12 +383,17 @@ def _filter_sparse(arr, got, ranges, node, order) -> dict:
     if keep.all() and (times is None or (times == 1).all()) and not by_range:
         return got
     if by_range:  # range after range, as given
-        column = got[arr.dims[0].name]
+        column = keys[arr.dims[0].name]
         index = np.concatenate([np.flatnonzero(keep & (column >= lo) & (column <= hi)) for lo, hi in ranges[0]])
     else:
         index = np.flatnonzero(keep) if times is None else np.repeat(np.arange(n), np.where(keep, times, 0))
     infos = {f.name: f for f in arr.dims + arr.attrs}
     return {k: empty_column(infos[k], v[index]) for k, v in got.items()}
+
+
+def _ordinals(column: np.ndarray) -> np.ndarray:
+    """A result column as selection bounds compare with it: datetimes as the int64 TileDB stores."""
+    return column.view("<i8") if column.dtype.kind in "mM" else column
 
 
 def _coalesced(ranges, integral: bool) -> list:
