@@ -120,10 +120,11 @@ class _Workflow:
         se.timestamp(ts)
         se.array_evolve(self.uri)
 
-    def run(self):
+    def run(self, ties: bool = True):
+        """Create, then 3 to 9 steps at rising timestamps (``ties``: some equal)."""
         self.create()
         for _ in range(int(self.rng.integers(3, 10))):
-            self.last += int(self.rng.integers(0, 3))
+            self.last += int(self.rng.integers(0 if ties else 1, 3))
             self.step(self.last)
 
 
@@ -151,3 +152,140 @@ def test_a_workflow_reads_as_tiledb_py_at_every_timestamp(tmp_path, seed):
         assert_same(canonical(got) if wf.dups else got, canonical(rows) if wf.dups else rows)
         if default is not None:
             assert_same(arr[:], default)
+
+
+def _bound(wf: _Workflow, dim: str, rng):
+    """A random coordinate of ``dim`` as TileDB-Py takes it (sometimes outside what was written)."""
+    if dim == "x":
+        return int(rng.integers(-3, 103)) if wf.sparse else int(rng.integers(0, 100))
+    v = int(rng.integers(-6, 16)) if wf.sparse else int(rng.integers(-5, 15))
+    return {"str": f"k{v}", "float": v / 2.0 + float(rng.choice([0.0, 0.25, 0.3])), "time": np.datetime64(v, "s"),
+            "int": v}.get(wf.second, v)
+
+
+def _selection(wf: _Workflow, dims: list, rng, disjoint: bool) -> list:
+    """Per dimension, for ``multi_index``: everything, a scalar, a range, or a list of ranges and scalars
+    (``disjoint``: ascending and apart)."""
+    out = []
+    for d in dims:
+        kind = rng.integers(0, 4)
+        if kind == 0:
+            out.append(slice(None))
+            continue
+        picks = []
+        for _ in range(1 if kind < 3 else int(rng.integers(2, 4))):
+            a, b = sorted([_bound(wf, d, rng), _bound(wf, d, rng)])
+            picks.append(a if kind == 1 or rng.random() < 0.2 else slice(a, b))
+        if disjoint:
+            kept = []
+            for p in sorted(picks, key=lambda p: p.start if isinstance(p, slice) else p):
+                if not kept or (p.start if isinstance(p, slice) else p) > (
+                        kept[-1].stop if isinstance(kept[-1], slice) else kept[-1]):
+                    kept.append(p)
+            picks = kept
+        out.append(picks[0] if len(picks) == 1 else picks)
+    return out
+
+
+def _merged(picks):
+    """String ranges merged as TileDB means to before an unordered or global-order read: its merge takes the
+    later range's end where the earlier one's is larger (DISCREPANCIES.md), so the test merges them first."""
+    if not isinstance(picks, list):
+        return picks
+    out = []
+    for lo, hi in sorted((p.start, p.stop) if isinstance(p, slice) else (p, p) for p in picks):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return [slice(lo, hi) for lo, hi in out]
+
+
+@pytest.mark.parametrize("seed", range(int(os.environ.get("TDBFORMAT_WORKFLOWS", "24")) // 2))
+def test_a_workflows_selections_read_as_tiledb_py(tmp_path, seed):
+    """Random ``multi_index`` selections (scalars, ranges, lists of them), attribute subsets, conditions and
+    orders, at random timestamps, on a random workflow's array: each equal to TileDB-Py's. No two steps share
+    a timestamp: of two cells written at once, TileDB's row-major reader keeps another than its global-order
+    one (DISCREPANCIES.md), and the test above covers those. A sparse read's cells are also TileDB-Py's
+    global-order read of everything, cut to the ranges here: TileDB's own range reads drop cells now and then
+    (DISCREPANCIES.md), and where they do, that is the answer."""
+    wf = _Workflow(1000 + seed, str(tmp_path / "a"))
+    try:
+        wf.run(ties=False)
+    except tiledb.TileDBError as e:  # TileDB 2.30 fails some consolidations ("start timestamp cannot be after end")
+        pytest.skip(f"TileDB cannot run this workflow: {e}")
+    rng = np.random.default_rng(seed)
+    for _ in range(12):
+        ts = [None, int(rng.integers(0, wf.last + 2)), (1, int(rng.integers(1, wf.last + 2)))][rng.integers(0, 3)]
+        with tiledb.open(wf.uri, timestamp=ts, ctx=wf.ctx) as A:
+            dims = [d.name for d in A.schema.domain]
+            names = [a.name for a in A.schema]
+            attrs = sorted(rng.choice(names, int(rng.integers(1, len(names) + 1)), replace=False).tolist())
+            # TileDB 2.30 corrupts its heap on a dense read of a var attribute by overlapping or descending ranges
+            sel = tuple(_selection(wf, dims, rng, disjoint=not wf.sparse and "s" in attrs))
+            cond = f"a {rng.choice(['<', '>=', '=='])} {int(rng.integers(0, 50))}" if rng.random() < 0.4 else None
+            order = str(rng.choice(["C", "F"] + (["G", "U"] if wf.sparse else [])))
+            theirs = tuple(_merged(s) if wf.second == "str" and j == 1 and order in "GU" else s
+                           for j, s in enumerate(sel))
+            try:
+                want = A.query(attrs=attrs, cond=cond, order=order).multi_index[theirs]
+            except tiledb.TileDBError:
+                continue  # a selection TileDB refuses (out of a dense domain)
+            cut = _cut(A.query(attrs=attrs, cond=cond, order="G")[:], dims, sel, order) if wf.sparse else None
+        got = open_array(wf.uri, timestamp=ts, key=wf.key).query(attrs=attrs, cond=cond, order=order).multi_index[sel]
+        what = (ts, sel, attrs, cond, order)
+        assert sorted(got) == sorted(want), what
+        try:
+            if cut is not None:
+                assert_same(canonical(got), canonical(cut))
+                if not _alike(canonical(want), canonical(cut)):
+                    continue  # TileDB's range read lost cells its global-order read has
+            if wf.sparse and (wf.dups or order in "GU"):  # ties and duplicates come in TileDB's heap order
+                got, want = canonical(got), canonical(want)
+            assert_same(got, want)
+        except AssertionError as e:
+            raise AssertionError(f"{what}: {e}") from None
+
+
+def _cut(cells: dict, dims: list, sel: tuple, order: str) -> dict:
+    """Sparse ``cells`` in the selection ``sel`` (an entry per dimension of ``dims``), each as often as the
+    ranges hold it in a row- or column-major read (once per combination of ranges), else once."""
+    times = np.ones(len(next(iter(cells.values()))), np.int64)
+    for dim, s in zip(dims, sel):
+        if s == slice(None):
+            continue
+        column = cells[dim]
+        held = np.zeros(len(column), np.int64)
+        for p in (s if isinstance(s, list) else [s]):
+            lo, hi = (p.start, p.stop) if isinstance(p, slice) else (p, p)
+            if isinstance(lo, str):  # TileDB-Py gives ASCII dimensions' cells as bytes
+                lo, hi = lo.encode(), hi.encode()
+            held += (column >= lo) & (column <= hi)
+        times *= held if order in "CF" else held > 0
+    return {k: np.repeat(v, times) for k, v in cells.items()}
+
+
+def _alike(a: dict, b: dict) -> bool:
+    try:
+        assert_same(a, b)
+        return True
+    except AssertionError:
+        return False
+
+
+def test_string_ranges_where_tiledbs_range_read_loses_cells(tmp_path):
+    """A workflow's array (duplicates, an ASCII dimension, a consolidation not yet vacuumed, a later write)
+    on which TileDB 2.30's range reads of the string dimension give too few or too many cells: 11 for
+    'k11'..'k15', where its own global-order read of everything holds 14 there (DISCREPANCIES.md).
+    tdbformat gives the 14, and for each range what that read holds in it."""
+    wf = _Workflow(1142, str(tmp_path / "a"))
+    wf.run(ties=False)
+    with tiledb.open(wf.uri, ctx=wf.ctx) as A:
+        everything = A.query(order="G")[:]
+        ranged = {r: A.query(order="U").multi_index[:, r[0]:r[1]] for r in [("k11", "k15"), ("k0", "k3")]}
+    ours = open_array(wf.uri, key=wf.key)
+    assert len(ranged["k11", "k15"]["y"]) == 11  # TileDB's answer: three cells short
+    for (lo, hi), theirs in ranged.items():
+        cut = _cut(everything, ["x", "y"], (slice(None), slice(lo, hi)), "U")
+        assert len(cut["y"]) != len(theirs["y"])
+        assert_same(canonical(ours.query(order="U").multi_index[:, lo:hi]), canonical(cut))
