@@ -102,6 +102,10 @@ DENSE_FORMS = {
     "cond_str": lambda A: A.query(cond="s == 'new'", attrs=["a", "s"])[:],
     "cond_dim": lambda A: A.query(cond="r > 3")[:],  # refused: dimensions only in sparse conditions
     "order_F": lambda A: A.query(order="F")[:],
+    # the fields in the order asked ([...]) or the schema's (multi_index), coordinates alone, an empty slice
+    "q_asked": lambda A: A.query(attrs=["s", "a"], dims=["c", "r"])[2:5],
+    "q_mi_schema": lambda A: A.query(attrs=["s", "a"], dims=["c", "r"]).multi_index[2:5],
+    "q_coords_only": lambda A: A.query(attrs=[], dims=["r"])[2:5, 1:3], "empty": lambda A: A[5:5],
 }
 
 
@@ -136,6 +140,9 @@ SPARSE_FORMS = {
     "overlap_U": lambda A: A.query(order="U").multi_index[[(10, 30), (20, 40)], [(0, 50), (40, 60)]],
     "overlap_G": lambda A: A.query(order="G").multi_index[[(10, 30), (20, 40), (41, 42)], :],  # coalesced
     "disjoint_G": lambda A: A.query(order="G").multi_index[[(10, 30), (50, 60)], :],  # refused
+    "q_asked": lambda A: A.query(attrs=["s", "a"], dims=["y", "x"])[10:50],
+    "q_mi_schema": lambda A: A.query(attrs=["s", "a"], dims=["y", "x"]).multi_index[10:50],
+    "q_mi_no_dims": lambda A: A.query(attrs=["n"], dims=[]).multi_index[10:50],  # TileDB-Py: every dimension
 }
 
 

@@ -89,6 +89,9 @@ def getitem_ranges(arr, sel) -> tuple[list, tuple]:
             ranges.append((lo if start is None else start, stop - 1))
         else:  # floats and datetimes: inclusive
             ranges.append((lo if start is None else start, stop))
+        if ranges[-1][0] > ranges[-1][1]:  # TileDB-Py refuses an empty range too
+            raise IndexError(f"dimension {d.name}: the slice {s.start}:{s.stop} runs from {ranges[-1][0]} to "
+                             f"{ranges[-1][1]}, which is empty")
     return ranges, tuple(drop)
 
 
@@ -154,18 +157,21 @@ class Query:
             raise TypeError(f"attrs: expected a list of attribute names, not {attrs!r}")
         if attrs is not None and set(attrs) - set(names):
             raise ValueError(f"attrs: no attribute(s) {sorted(set(attrs) - set(names))} (attributes: {names})")
-        self.attrs = names if attrs is None else [a for a in names if a in attrs]
+        self.attrs = names if attrs is None else list(dict.fromkeys(attrs))  # in the order asked, as TileDB-Py
         dim_names = [d.name for d in arr.dims]
         if dims is not None and (isinstance(dims, str) or set(dims) - set(dim_names)):
             raise ValueError(f"dims: expected a list of dimension names among {dim_names}, not {dims!r}")
         sparse = arr.schema.array_type != ArrayType.DENSE
         if dims is not None:
-            self.dims = [d for d in dim_names if d in dims]
+            self.dims = list(dict.fromkeys(dims))
         elif coords is None:
             self.dims = dim_names if sparse else []
         else:
             self.dims = dim_names if coords else []
         self.frame_dims = dim_names if dims is None and coords is None else self.dims  # .df shows coordinates
+        # multi_index and .df give the fields in the schema's order, and take dims=[] as the default
+        asked = self.dims or (dim_names if sparse and dims is not None else [])
+        self.multi_fields = [d for d in dim_names if d in asked], [a for a in names if a in self.attrs]
         self.node = None
         if cond:  # TileDB-Py reads an empty condition as none
             fields = {f.name: f for f in arr.dims + arr.attrs}
@@ -234,13 +240,18 @@ class Query:
         if sparse:
             got = _filter_sparse(arr, got, ranges, self.node, self.order)
         else:
-            got = _gather_dense(arr, got, ranges, box, self.node, self.frame_dims if frame else self.dims, drop)
+            coords = self.frame_dims if frame else self.multi_fields[0] if multi else self.dims
+            got = _gather_dense(arr, got, ranges, box, self.node, coords, drop)
             if self.order == "F":  # TileDB-Py gives the column-major cells in the result's (row-major) shape
                 got = {k: v.ravel(order="F").reshape(v.shape) for k, v in got.items()}
         labels = (multi or self.labels) and not frame
         out = {}
-        dims = self.frame_dims if frame else self.dims
-        order = (dims + self.attrs) if multi or not sparse else (self.attrs + dims)
+        if frame:
+            order = self.frame_dims + self.multi_fields[1]
+        elif multi:
+            order = self.multi_fields[0] + self.multi_fields[1]
+        else:  # A.query(...)[...]: the fields in the order asked
+            order = (self.dims + self.attrs) if not sparse else (self.attrs + self.dims)
         for name in order:
             values = got[name]
             if multi and not frame:  # TileDB-Py's multi_index gives a nullable field's values without a mask
@@ -425,11 +436,14 @@ def _gather_dense(arr, got, ranges, box, node, dims, drop) -> dict:
             picks.append(np.concatenate([np.arange(int(a), int(b) + 1) for a, b in rs]) - int(lo[j]))
         else:
             picks.append(None)
-    if any(p is not None for p in picks):
+    if got and any(p is not None for p in picks):
         index = np.ix_(*[p if p is not None else np.arange(next(iter(got.values())).shape[j])
                          for j, p in enumerate(picks)])
         got = {k: v[index] for k, v in got.items()}
-    shape = next(iter(got.values())).shape
+    # no attribute asked for (only coordinates): the shape is the box's
+    shape = next(iter(got.values())).shape if got else tuple(
+        len(p) if p is not None else int(box[d.name][1] if d.name in box else _bounds(arr, j)[1]) - int(lo[j]) + 1
+        for j, (d, p) in enumerate(zip(arr.dims, picks)))
     coords = {}
     for j, d in enumerate(arr.dims):
         if d.name in dims:
