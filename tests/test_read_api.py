@@ -106,6 +106,7 @@ DENSE_FORMS = {
     "q_asked": lambda A: A.query(attrs=["s", "a"], dims=["c", "r"])[2:5],
     "q_mi_schema": lambda A: A.query(attrs=["s", "a"], dims=["c", "r"]).multi_index[2:5],
     "q_coords_only": lambda A: A.query(attrs=[], dims=["r"])[2:5, 1:3], "empty": lambda A: A[5:5],
+    "q_nothing": lambda A: A.query(attrs=[])[2:5],  # refused: no field to read
 }
 
 
@@ -143,6 +144,7 @@ SPARSE_FORMS = {
     "q_asked": lambda A: A.query(attrs=["s", "a"], dims=["y", "x"])[10:50],
     "q_mi_schema": lambda A: A.query(attrs=["s", "a"], dims=["y", "x"]).multi_index[10:50],
     "q_mi_no_dims": lambda A: A.query(attrs=["n"], dims=[]).multi_index[10:50],  # TileDB-Py: every dimension
+    "q_nothing": lambda A: A.query(attrs=[], dims=[])[10:50],  # refused: no field to read
 }
 
 

@@ -230,6 +230,7 @@ class Query:
         """The cells in ``ranges`` (per dimension a list of inclusive (lo, hi), or None for all of it)."""
         arr = self.arr
         sparse = arr.schema.array_type != ArrayType.DENSE
+        order = _result_fields(self, sparse, multi, frame)
         need = set(self.attrs) | _fields(self.node)
         attrs = [a.name for a in arr.attrs if a.name in need]
         box = {d.name: (min(r[0] for r in rs), max(r[1] for r in rs)) for d, rs in zip(arr.dims, ranges) if rs}
@@ -246,12 +247,6 @@ class Query:
                 got = {k: v.ravel(order="F").reshape(v.shape) for k, v in got.items()}
         labels = (multi or self.labels) and not frame
         out = {}
-        if frame:
-            order = self.frame_dims + self.multi_fields[1]
-        elif multi:
-            order = self.multi_fields[0] + self.multi_fields[1]
-        else:  # A.query(...)[...]: the fields in the order asked
-            order = (self.dims + self.attrs) if not sparse else (self.attrs + self.dims)
         for name in order:
             values = got[name]
             if multi and not frame:  # TileDB-Py's multi_index gives a nullable field's values without a mask
@@ -322,6 +317,21 @@ class TileDBPyReads:
         """Nothing to release (files are read per call); kept for ``with`` and TileDB-Py's API."""
 
 
+
+
+def _result_fields(query: Query, sparse: bool, multi: bool, frame: bool) -> list:
+    """A query's result fields in TileDB-Py's order: ``[...]`` as asked (a sparse array's attributes first),
+    ``multi_index`` and ``.df`` the schema's."""
+    if frame:
+        order = query.frame_dims + query.multi_fields[1]
+    elif multi:
+        order = query.multi_fields[0] + query.multi_fields[1]
+    else:
+        order = (query.dims + query.attrs) if not sparse else (query.attrs + query.dims)
+    if not order:
+        raise ValueError("query: nothing to read: no attribute (attrs=[]) and no coordinates (dims, coords); "
+                         "TileDB-Py refuses it too")
+    return order
 
 
 def _chain(first, rest):
