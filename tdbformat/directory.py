@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from .errors import FormatError
+from .fields import ParseMemo
 from .storage import Storage, storage_for
 from .structs import commits
 from .structs.array_schema import ArraySchema
@@ -109,8 +110,16 @@ def load_schemas(storage: Storage, root, key=None) -> list[tuple]:
     if not found:
         raise FormatError("not a TileDB array: no array schema (no __array_schema.tdb, and __schema/ holds no "
                           "schema file)", file=str(root))
-    return [(storage.name(p), ArraySchema.parse(storage.read(p, what="array schema"), key=key, filename=str(p)))
-            for p in found]
+    return [(storage.name(p), _parse_schema(storage.read(p, what="array schema"), key, str(p))) for p in found]
+
+
+_SCHEMAS = ParseMemo(ArraySchema)  # opening an array parses its schemas: kept by their bytes
+
+
+def _parse_schema(data, key, filename):
+    if key is not None:  # an encrypted schema (or a key given for a plain one): no key is ever kept
+        return ArraySchema.parse(data, key=key, filename=filename)
+    return _SCHEMAS.parse(data, filename=filename)
 
 
 def enumeration_path(storage: Storage, root, filename: str):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import io
+import threading
 
 import construct
 from construct import (
@@ -32,7 +33,7 @@ from .versions import format_version
 
 __all__ = [
     "Struct", "Section", "Bounded", "Raw", "Counted", "StrictEnum", "switch", "Text", "text_field",
-    "remaining", "built_size", "RepeatToEnd", "Valid", "rule",
+    "remaining", "built_size", "RepeatToEnd", "Valid", "rule", "ParseMemo",
 ]
 
 
@@ -47,6 +48,9 @@ def rule(text: str):
 
 def remaining(stream) -> int:
     """Bytes left in ``stream`` after its current position."""
+    if isinstance(stream, io.BytesIO):  # in memory (every parse): its size, without seeking
+        with stream.getbuffer() as buf:
+            return buf.nbytes - io.BytesIO.tell(stream)
     pos = stream.tell()
     end = stream.seek(0, io.SEEK_END)
     stream.seek(pos)
@@ -78,18 +82,20 @@ class Struct(construct.Struct):
         context._root = context._.get("_root", context)
         offsets = {}  # where each field starts, for inspection (hidden from equality and printing)
         ends = {}  # and where it ends: bytes between one field's end and the next one's start belong to no field
+        end = _offset(stream)
         for sc in self.subcons:
-            start = _offset(stream)
+            start = end
             try:
                 subobj = sc._parsereport(stream, context, path)
             except (ConstructError, FormatError) as e:
                 _mark(e, start, context, path + (f" -> {sc.name}" if sc.name else ""))
                 raise
+            end = _offset(stream)  # where this field ends is where the next one starts
             if sc.name:
                 obj[sc.name] = subobj
                 context[sc.name] = subobj
                 offsets[sc.name] = start
-                ends[sc.name] = _offset(stream)
+                ends[sc.name] = end
         obj._offsets = offsets
         obj._ends = ends
         return obj
@@ -183,6 +189,46 @@ class Section(Subconstruct):
             return super().sizeof(**contextkw)
         except (ConstructError, FormatError) as e:
             raise as_format_error(e, structure=self.title) from None
+
+
+class ParseMemo:
+    """The last ``size`` results of one structure's parses, by the exact bytes parsed.
+
+    A file TileDB wrote never changes under its name, and a process opens the same arrays again and again;
+    each open parses every schema (construct: about 0.7 ms a schema). Each call hands out a fresh copy of
+    the containers and lists, so a caller that edits its result changes no one else's. Only for parses
+    whose result depends on the bytes alone (no key, no context beyond the file name of errors).
+    """
+
+    def __init__(self, section: Section, size: int = 64, largest: int = 1 << 18):
+        self.section, self.size, self.largest = section, size, largest  # at most size * largest bytes kept
+        self._seen: dict[bytes, object] = {}
+        self._lock = threading.Lock()
+
+    def parse(self, data, filename=None):
+        data = bytes(data)
+        if len(data) > self.largest:
+            return self.section.parse(data, filename=filename)
+        with self._lock:
+            hit = self._seen.get(data)
+        if hit is None:
+            hit = self.section.parse(data, filename=filename)  # errors are not kept: they raise again
+            with self._lock:
+                if len(self._seen) >= self.size:
+                    del self._seen[next(iter(self._seen))]
+                self._seen[data] = hit
+        return _fresh(hit)
+
+
+def _fresh(obj):
+    """A copy of a parse result's containers and lists (values themselves are immutable); entries whose
+    name starts with ``_`` (offsets and headers kept for inspection, never edited) are shared."""
+    kind = type(obj)
+    if issubclass(kind, dict):
+        return kind((k, v if k[:1] == "_" else _fresh(v)) for k, v in obj.items())
+    if issubclass(kind, list):
+        return kind(_fresh(v) for v in obj)
+    return obj
 
 
 class Bounded(Subconstruct):

@@ -13,7 +13,7 @@ import numpy as np
 from construct import Construct, Int64ul, Rebuild, evaluate, this
 
 from .errors import FormatError
-from .fields import Struct, _need
+from .fields import Struct, _need, remaining
 
 __all__ = ["NumpyArray", "CountedNumpy"]
 
@@ -42,7 +42,8 @@ class NumpyArray(Construct):
         dtype = self._dtype(context)
         count = evaluate(self.count, context)
         nbytes = count * dtype.itemsize
-        _need(stream, nbytes, path, f"{count} values of {dtype}")
+        if not 0 <= nbytes <= remaining(stream):  # the message only when it is needed: parses run this often
+            _need(stream, nbytes, path, f"{count} values of {dtype}")
         arr = np.frombuffer(_read_view(stream, nbytes), dtype=dtype, count=count)
         arr.flags.writeable = False
         return arr

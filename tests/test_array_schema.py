@@ -420,3 +420,24 @@ def test_tiledb_py_enumerations_and_current_domain(tmp_path):
     loaded = tiledb.ArraySchema.load(uri)
     assert loaded.capacity == 77
     assert loaded.current_domain.ndrectangle.range(0) == (5, 60)
+
+
+def test_opening_again_gives_each_array_its_own_schema(tmp_path):
+    """Opens keep parsed schemas by their bytes (directory.load_schemas): what one caller edits, the next open
+    must not see, and two arrays whose schema files share a name (v1-9: __array_schema.tdb) keep their own."""
+    tiledb = pytest.importorskip("tiledb")
+    from tdbformat import open_array
+    uri = str(tmp_path / "a")
+    dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 99), tile=10, dtype=np.int64))
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, attrs=[tiledb.Attr("a", dtype=np.int32)], sparse=True))
+    first = open_array(uri).schema
+    first.attributes[0].name = "edited"
+    first.domain.dimensions.clear()
+    again = open_array(uri).schema
+    assert again.attributes[0].name == "a" and len(again.domain.dimensions) == 1
+    assert again == ArraySchema.parse(schema_files(tmp_path / "a")[0].read_bytes())
+    legacy = [r for r in (root(c) for c in cases() if c.parent.name.startswith("v9_") and not key(c))
+              if (r / "__array_schema.tdb").exists()]
+    assert len({(r / "__array_schema.tdb").read_bytes() for r in legacy}) > 1
+    for r in legacy:
+        assert open_array(str(r)).schema == ArraySchema.parse((r / "__array_schema.tdb").read_bytes())
