@@ -87,6 +87,12 @@ class _Listings:
         return None
 
 
+def _inside(path, start: int, end: int, size: int, what: str) -> int:
+    if not 0 <= start <= end <= size:
+        raise FormatError(f"bytes [{start}, {end}) lie outside the {size}-byte {what}", file=str(path), offset=start)
+    return end
+
+
 class Storage(_Listings):
     """What the rest of the package asks of a place where arrays live. Paths are what :meth:`join` makes."""
 
@@ -123,11 +129,7 @@ class Storage(_Listings):
     def checked(self, path, start: int, end: int | None, what: str = "file") -> int:
         """``end`` (None: the file's size) once ``[start, end)`` is known to lie inside the file."""
         size = self.size_of(path, what)
-        end = size if end is None else end
-        if not 0 <= start <= end <= size:
-            raise FormatError(f"bytes [{start}, {end}) lie outside the {size}-byte {what}", file=str(path),
-                              offset=start)
-        return end
+        return _inside(path, start, size if end is None else end, size, what)
 
     def size_of(self, path, what: str = "file") -> int:
         """The size of a file that must be there, else a FormatError naming it."""
@@ -163,7 +165,9 @@ class Storage(_Listings):
         """The bytes of each ``(path, start, end)`` in ``ranges``, in order, each checked as :meth:`read`
         checks one. Ranges of a file less than :attr:`MAX_GAP` apart are fetched as one block
         (:func:`coalesce`); a range that is not a whole block comes back as a memoryview into it (no copy)."""
-        ranges = [(path, int(start), self.checked(path, int(start), int(end), what)) for path, start, end in ranges]
+        sizes = {path: self.size_of(path, what) for path in {r[0] for r in ranges}}  # one stat per file
+        ranges = [(path, int(start), _inside(path, int(start), int(end), sizes[path], what))
+                  for path, start, end in ranges]
         out = [self._held(*r) for r in ranges]
         todo = [i for i, held in enumerate(out) if held is None]
         blocks, owner = coalesce([ranges[i] for i in todo], self.MAX_GAP)
