@@ -240,3 +240,50 @@ def test_a_corrupt_tile_among_many_is_named(tmp_path, threads, sparse):
     path.write_bytes(bytes(raw))
     with pytest.raises(FormatError, match=r"field a, tile 6 at byte offset"):
         open_array(uri).read(threads=threads)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_local_dense_read_holds_a_few_blocks_of_a_file(tmp_path, monkeypatch, threads):
+    """A read takes a local data file in blocks of at most tiles.BLOCK bytes, each once, not the whole file at
+    once (which the allocator mapped afresh on every read), and gives TileDB-Py's cells."""
+    from tdbformat.array import tiles as tiles_mod
+    from tdbformat.storage import LocalStorage
+    uri = str(tmp_path / "d")
+    dims = [tiledb.Dim(n, domain=(0, 1023), tile=128, dtype=np.int64) for n in "rc"]
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(*dims), attrs=[tiledb.Attr("a", np.int32)]))
+    with tiledb.open(uri, "w") as A:
+        A[:] = np.random.default_rng(0).integers(0, 2**31, (1024, 1024), dtype=np.int32)
+    (data,) = Path(uri).glob("__fragments/*/a0.tdb")
+    reads, real = [], LocalStorage.read
+    monkeypatch.setattr(LocalStorage, "read", lambda self, path, start=0, end=None, what="file": (
+        reads.append((Path(path), start, end)) or real(self, path, start, end, what)))
+    got = open_array(uri).read(threads=threads)
+    with tiledb.open(uri) as A:
+        assert_same(got, A[:])
+    blocks = sorted((s, e) for p, s, e in reads if p == data)
+    assert data.stat().st_size > 3 * tiles_mod.BLOCK and len(blocks) >= 4
+    assert all(e - s <= tiles_mod.BLOCK for s, e in blocks)
+    assert [s for s, _ in blocks[1:]] == [e for _, e in blocks[:-1]] and blocks[-1][1] == data.stat().st_size
+
+
+def test_blocks_let_go_and_read_again():
+    """A block is read when a tile in it is first asked for, let go after its last tile, and read again if a
+    tile is asked for once more; a tile larger than a block is a block of its own."""
+    from tdbformat.array import tiles as tiles_mod
+
+    class Fake:
+        def __init__(self):
+            self.reads = []
+
+        def read(self, path, start, end, what):
+            self.reads.append((start, end))
+            return bytes(end - start)
+
+    big, size = tiles_mod.BLOCK + 10, tiles_mod.BLOCK // 4
+    spans = [(0, size), (size, 2 * size), (2 * size, 2 * size + big), (2 * size + big, 3 * size + big)]
+    fake = Fake()
+    blocks = tiles_mod._Blocks(fake, "f", spans)
+    assert [len(blocks.get(s)) for s in spans] == [size, size, big, size] and blocks.get((1, 2)) is None
+    assert fake.reads == [(0, 2 * size), (2 * size, 2 * size + big), (2 * size + big, 3 * size + big)]
+    assert all(b[2] is None for b in blocks.blocks)  # every block let go once its tiles were handed out
+    assert len(blocks.get(spans[1])) == size and fake.reads[-1] == (0, 2 * size)

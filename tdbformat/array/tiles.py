@@ -12,6 +12,7 @@ from ..enums import Datatype, EncryptionType
 from ..errors import FormatError, located
 from ..filters import FilterPlan
 from ..filters.coords import coords_zipped, unzip_coords
+from ..storage import LocalStorage
 from ..structs.tile import read_tile
 from ..versions import FEATURES
 from .cells import U64, cell_dtype, ordinal, result_dtype, split_var
@@ -200,11 +201,13 @@ class _Spans:
         with self.lock:
             if kind not in self.read:
                 self.read[kind] = self._fetch(kind, path)
-        return self.read[kind].get((start, end))
+            return self.read[kind].get((start, end))
 
-    def _fetch(self, kind: str, path) -> dict:
+    def _fetch(self, kind: str, path):
         size = self.storage.size_of(path, "data file")
         spans = sorted({s for s in map(lambda k: self._span(kind, k), self.tiles) if s and 0 <= s[0] <= s[1] <= size})
+        if isinstance(self.storage, LocalStorage):
+            return _Blocks(self.storage, path, spans)
         return dict(zip(spans, self.storage.read_many([(path, s, e) for s, e in spans], "data file")))
 
     def _span(self, kind: str, k: int):
@@ -212,6 +215,39 @@ class _Spans:
             return self.frag.tile_span(kind, self.idx, k)[1:]
         except FormatError:  # left to the tile's own read, which reports it against that tile
             return None
+
+
+class _Blocks:
+    """The tiles of a local file in blocks of about :data:`BLOCK` bytes, each read when a tile in it is first
+    asked for and let go once all its tiles are handed out (their views keep it until they are decoded).
+    A read then holds a few blocks of the file, not all of it, and the allocator reuses their memory: a
+    whole 4 MiB file read at once was mapped afresh, a page fault every 4 KiB, on every read."""
+
+    def __init__(self, storage, path, spans):
+        self.storage, self.path, self.blocks, self.where = storage, path, [], {}
+        for span in spans:  # sorted by start
+            block = self.blocks[-1] if self.blocks else None
+            if block is None or span[1] - block[0] > BLOCK:
+                block = [span[0], span[1], None, 0]  # start, end, bytes once read, tiles not yet handed out
+                self.blocks.append(block)
+            block[1], block[3] = max(block[1], span[1]), block[3] + 1
+            self.where[span] = block
+
+    def get(self, span):
+        block = self.where.get(span)
+        if block is None:
+            return None
+        data = block[2]
+        if data is None:  # (a tile asked for twice after its block was let go reads it again)
+            data = block[2] = self.storage.read(self.path, block[0], block[1], what="data file")
+        block[3] -= 1
+        if block[3] <= 0:
+            block[2] = None
+        at = span[0] - block[0]
+        return data if (at, span[1] - span[0]) == (0, len(data)) else memoryview(data)[at:span[1] - block[0]]
+
+
+BLOCK = 1 << 20
 
 
 def chunk_threads(pool, tiles: int) -> int:
