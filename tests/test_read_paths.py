@@ -287,3 +287,25 @@ def test_blocks_let_go_and_read_again():
     assert fake.reads == [(0, 2 * size), (2 * size, 2 * size + big), (2 * size + big, 3 * size + big)]
     assert all(b[2] is None for b in blocks.blocks)  # every block let go once its tiles were handed out
     assert len(blocks.get(spans[1])) == size and fake.reads[-1] == (0, 2 * size)
+
+
+def test_a_read_of_one_small_tile_per_field_hands_nothing_to_threads(tmp_path, monkeypatch):
+    """Handing a small tile (or its chunks) to a thread costs more than decoding it: a range read that meets
+    one 80 KB tile of each field decodes them in the calling thread, and gives TileDB-Py's cells."""
+    from concurrent.futures import ThreadPoolExecutor
+    uri = str(tmp_path / "s")
+    dims = [tiledb.Dim(n, domain=(0, 9999), tile=10_000, dtype=np.int64) for n in "xy"]
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(*dims), sparse=True, capacity=10_000, attrs=[
+        tiledb.Attr("a", np.float64, filters=[tiledb.ZstdFilter()])]))
+    rng = np.random.default_rng(0)
+    cells = rng.choice(10_000 * 10_000, 40_000, replace=False)
+    with tiledb.open(uri, "w") as A:
+        A[cells // 10_000, cells % 10_000] = rng.random(40_000)
+    arr = open_array(uri)
+    arr.multi_index[0:10]  # the metadata is loaded, and the read pool made
+    handed, submit = [], ThreadPoolExecutor.submit
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", lambda self, *a, **k: handed.append(a) or submit(self, *a, **k))
+    got = arr.multi_index[2000:2010]
+    with tiledb.open(uri) as A:
+        assert_same(got, A.multi_index[2000:2010])
+    assert len(got["a"]) > 0 and handed == []

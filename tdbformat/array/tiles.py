@@ -88,7 +88,8 @@ class Tiles:
         spans, threads = self.spans(frag, idx, tiles), chunk_threads(pool, len(tiles))
         if spans is not None and not info.var and (joined := _joined(self, frag, idx, tiles, spans, pool)):
             return joined
-        parts = list(pool.map(lambda k: self.cells(frag, idx, k, spans=spans, threads=threads), tiles))
+        one = (lambda k: self.cells(frag, idx, k, spans=spans, threads=threads))
+        parts = [one(k) for k in tiles] if len(tiles) == 1 else list(pool.map(one, tiles))  # one: no handoff
         if not parts:
             return np.empty(0, result_dtype(info)), (np.empty(0, bool) if info.nullable else None)
         values = np.concatenate([p[0] for p in parts])

@@ -64,6 +64,7 @@ def get_threads() -> int:
 
 
 _RUN = 16  # chunks unfiltered together (Codec.reverse_many): 1 MiB of 64 KiB chunks stays in cache
+_PARALLEL = 256 << 10  # unfiltered bytes from which a tile's chunks are shared out over threads
 
 
 def _map(fn, items: list, threads: int | None) -> list:
@@ -421,7 +422,8 @@ class FilterPlan:
                     dest[starts[i]:starts[i + 1]] = np.frombuffer(data, np.uint8)
             return late
 
-        late = _map(run, list(enumerate(chunks)), threads)
+        # a small tile's chunks are decoded here: handing them to threads costs more than decoding them
+        late = _map(run, list(enumerate(chunks)), threads if starts[-1] >= _PARALLEL else 1)
         if starts[-1] > len(dest):
             dest = np.concatenate([dest, np.empty(starts[-1] - len(dest), np.uint8)])
             for i, data in enumerate(late):
