@@ -134,9 +134,15 @@ def _newest(keys, stamp, frag_of, tile_of) -> np.ndarray:
     tile and, across tiles, the one in the later tile (dedup_tiles_with_timestamps, then
     dedup_fragments_with_timestamps, which keeps the next tile's on a tie); its row-major reader differs
     (DISCREPANCIES.md)."""
-    perm = np.lexsort([np.arange(len(stamp)), -tile_of, -frag_of, -stamp] + keys[::-1])
+    # lexsort is stable: of cells equal in every key, the earlier stays first. A key equal for every cell
+    # (one timestamp per fragment, no tiles with timestamps) orders nothing, and is left out
+    ties = [-k for k in (tile_of, frag_of, stamp) if len(k) and k.min() != k.max()]
+    perm = np.lexsort(ties + keys[::-1])
     first = np.ones(len(perm), bool)
-    first[1:] = np.any([k[perm][1:] != k[perm][:-1] for k in keys], axis=0)
+    first[1:] = False
+    for k in keys:
+        ordered = k[perm]
+        first[1:] |= ordered[1:] != ordered[:-1]
     newest = np.zeros(len(perm), bool)
     newest[perm[first]] = True
     return newest
