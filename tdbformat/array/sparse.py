@@ -231,24 +231,27 @@ def _merge(arr, frags, columns, counts, sel, layout):
     if len(frags) < 2 or any(f.has_timestamps for f in frags) or (
             schema.allows_dups and layout != Layout.GLOBAL_ORDER):
         return None
-    keys = []  # fragment by fragment, newest first: no concatenated coordinates, and small temporaries
+    # fragment by fragment, newest first, into one array: no concatenated coordinates, small temporaries
+    key, at = np.empty(sum(counts), np.int64), 0
     for i in reversed(range(len(frags))):
-        key = order.global_keys([columns[d.name][i] for d in arr.dims], schema.domain.dimensions,
-                                schema.tile_order, schema.cell_order)
-        if key is None:
+        part = order.global_keys([columns[d.name][i] for d in arr.dims], schema.domain.dimensions,
+                                 schema.tile_order, schema.cell_order)
+        if part is None or len(part) != counts[i]:
             return None
-        keys.append(key)
-    key = _joined(keys, None)
-    del keys
-    by_key = np.argsort(key, kind="stable")
-    starts = np.cumsum([0] + counts)
-    perm = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in reversed(range(len(frags)))])[by_key]
-    if not schema.allows_dups:
-        key = key[by_key]
+        key[at:at + counts[i]] = part
+        at += counts[i]
+    del part
+    perm = np.argsort(key, kind="stable")  # positions in the newest-first concatenation, for now
+    if not schema.allows_dups:  # deduplicated first: each step below then holds only the kept cells
+        key = key[perm]
         first = np.ones(len(perm), bool)
         first[1:] = key[1:] != key[:-1]
         perm = perm[first]
-    del key, by_key
+    del key
+    # back to the cells' own (oldest first) positions: each newest-first segment moves by its own shift
+    newest_first, oldest_first = np.cumsum([0] + counts[::-1]), np.cumsum([0] + counts)
+    shift = np.array([oldest_first[len(counts) - 1 - s] - newest_first[s] for s in range(len(counts))], np.int64)
+    perm += shift[np.searchsorted(newest_first, perm, side="right") - 1]
     if sel is not None:  # deletes apply after deduplication
         perm = perm[sel[perm]]
     if layout in (Layout.ROW_MAJOR, Layout.COL_MAJOR):
