@@ -225,7 +225,7 @@ def _fresh(obj):
     name starts with ``_`` (offsets and headers kept for inspection, never edited) are shared."""
     kind = type(obj)
     if issubclass(kind, dict):
-        return kind((k, v if k[:1] == "_" else _fresh(v)) for k, v in obj.items())
+        return kind((k, v if isinstance(k, str) and k.startswith("_") else _fresh(v)) for k, v in obj.items())
     if issubclass(kind, list):
         return kind(_fresh(v) for v in obj)
     return obj
