@@ -443,3 +443,19 @@ def test_few_tiles_share_the_threads_among_their_chunks():
     from tdbformat.array.tiles import chunk_threads
     with ThreadPoolExecutor(8) as pool:
         assert [chunk_threads(pool, n) for n in (0, 1, 3, 8, 100)] == [8, 8, 2, 1, 1]
+
+
+def test_webp_header_claiming_more_than_the_chunk_is_refused_before_decoding(monkeypatch):
+    """Campaign 20261136 case 562383: a damaged header claimed some 6,797 x 13,000 pixels, which libwebp
+    allocated before the size check. The header's size is checked first now, and nothing is decoded."""
+    webp = pytest.importorskip("webp")
+    from tdbformat.errors import FormatError
+    from tdbformat.filters import webp as webp_filter
+    big = bytes(webp.WebPPicture.from_numpy(np.zeros((3000, 4000, 3), np.uint8)).encode(
+        webp.WebPConfig.new(lossless=True)).buffer())
+    monkeypatch.setattr(webp.WebPData, "decode", lambda *a: pytest.fail("decoded"))
+    with pytest.raises(FormatError, match="claims 4000 x 3000 pixels"):
+        webp_filter._check_size(webp, big, 3, 100 * 3000 * 3)
+    webp_filter._check_size(webp, big, 3, 4000 * 3000 * 3)  # as large as the chunk may hold: decoded
+    with pytest.raises(FormatError, match="not a WebP bitstream"):
+        webp_filter._check_size(webp, b"RIFF" + bytes(40), 3, 10**9)

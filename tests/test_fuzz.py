@@ -82,6 +82,8 @@ FINDS = {
                        "'S4294967295', a dtype numpy refuses (CI's slice on 1cb87d5)",
     (20261134, 107161): "over 10 s: a sparse schema's array_type lie made it dense, and cat formatted its 991,008 "
                         "cells one Python call each (campaign 20261134 on a4d15e9)",
+    (20261136, 562383): "memory: a damaged WebP header claimed 6,797 x 13,000-odd pixels, which libwebp allocated "
+                        "before the size check (campaign 20261136 on 9bc6bca)",
 }
 
 

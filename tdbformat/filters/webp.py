@@ -36,6 +36,17 @@ def _layout(ctx):
     return _CHANNELS[fmt], ctx.options["y_extent"], ctx.options["x_extent"]
 
 
+def _check_size(webp, part: bytes, channels: int, limit: int):
+    """Refuse an image whose header claims more pixels than the chunk may hold, before libwebp allocates
+    them (a damaged header claims up to 16383 x 16383)."""
+    features = webp.ffi.new("WebPBitstreamFeatures*")
+    if webp.lib.WebPGetFeatures(part, len(part), features) != webp.lib.VP8_STATUS_OK:
+        raise FormatError("WEBP: the image does not decode: its header is not a WebP bitstream's")
+    if features.width * features.height * channels > limit:
+        raise FormatError(f"WEBP: the image's header claims {features.width} x {features.height} pixels, more "
+                          "than the chunk holds")
+
+
 @register(FilterType.WEBP)
 class Webp(Codec):
     metadata = PartSizes
@@ -62,6 +73,7 @@ class Webp(Codec):
         head = Header(metadata, "WEBP")
         out = []
         for part in split_parts(data, head.parts(), "WEBP"):
+            _check_size(webp, bytes(part), len(order), ctx.limit)
             try:
                 image = webp.WebPData.from_buffer(bytes(part)).decode(webp.WebPColorMode[order])
             except webp.WebPError as e:
