@@ -45,18 +45,22 @@ def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
     None unless the fragment has cell timestamps."""
     names = [d.name for d in arr.dims]
     tiles = sparse_tiles(arr, frag, ranges)
-    cols, validity = dict(zip(names, arr.tiles.coords(frag, arr.dims, tiles, pool))), {}
+    stored = {f.name: idx for f in fields if f.name not in names and (idx := field_index(frag, f)) is not None}
+    extra = [n for n in ("__timestamps", "__delete_timestamps")
+             if (frag.has_timestamps if n == "__timestamps" else frag.has_delete_meta)]
+    coords, decoded = arr.tiles.columns(frag, arr.dims, [*stored.values(), *map(frag.index, extra)], tiles, pool)
+    decoded = dict(zip([*stored, *extra], decoded))
+    cols, validity = dict(zip(names, coords)), {}
     n = len(cols[names[0]])
     for f in fields:  # dimensions first: an attribute the fragment lacks takes n fill values
         if f.name in cols:
             continue
-        idx = field_index(frag, f)
-        if idx is None:
+        if f.name not in stored:
             attribute = _attribute(schema, f.name)
             cols[f.name] = np.repeat(filled(f, attribute, (1,)), n)
             v = np.full(n, bool(attribute.get("fill_value_validity")))
         else:
-            cols[f.name], v = (_counted(frag, f.name, c, n) for c in arr.tiles.field(frag, idx, tiles, pool))
+            cols[f.name], v = (_counted(frag, f.name, c, n) for c in decoded[f.name])
         if f.nullable:
             validity[f.name] = v
     keep = None  # None: every cell
@@ -66,8 +70,7 @@ def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
             keep = _and(keep, (col >= like(r[0], col)) & (col <= like(r[1], col)))
     tile_of = None  # each cell's tile, where a fragment may hold a cell twice (dedup ties, _newest)
     if frag.has_timestamps:
-        t = _counted(frag, "__timestamps", arr.tiles.field(frag, frag.index("__timestamps"), tiles, pool)[0],
-                     n).astype(np.int64)
+        t = _counted(frag, "__timestamps", decoded["__timestamps"][0], n).astype(np.int64)
         keep = _and(keep, (t >= window[0]) & (t <= window[1]))
         cap = max(1, int(frag.schema.capacity))  # a sparse fragment's tiles are full but its last
         sizes = [max(0, min(cap, frag.cell_num - k * cap)) for k in tiles]
@@ -81,8 +84,7 @@ def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
     alive = None
     if frag.has_delete_meta:  # consolidation kept deleted cells, stamped with their delete time
         # (UINT64_MAX: never deleted; the window ends before it, read_window)
-        deleted = arr.tiles.field(frag, frag.index("__delete_timestamps"), tiles, pool)[0]
-        alive = _counted(frag, "__delete_timestamps", deleted, n) > np.uint64(window[1])
+        alive = _counted(frag, "__delete_timestamps", decoded["__delete_timestamps"][0], n) > np.uint64(window[1])
     for d in deletes:  # SparseIndexReaderBase::apply_query_condition
         if d.timestamp < frag.timestamp_range[0] or d.marker in frag.processed_conditions:
             continue

@@ -4,7 +4,9 @@ cells (REFERENCE.md §4, §11). The one path from a data tile on disk to numpy v
 from __future__ import annotations
 
 import functools
+import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -102,26 +104,26 @@ class Tiles:
         return _Spans(self.storage, frag, idx, sorted(tiles)) if len(tiles) > 1 else None
 
     def coords(self, frag, dims, tiles, pool) -> list[np.ndarray]:
-        """The coordinates of sparse tiles, one array per dimension (datetimes as int64: :func:`ordinal`):
-        each dimension's own file (v5+), or the shared ``__coords`` file of v1-4, zipped in v1 unless
-        compressed (REFERENCE.md §4.3)."""
-        if FEATURES["coordinates_per_dimension"](frag.version):
-            cols = [ordinal(self.field(frag, frag.index(d.name), tiles, pool)[0]) for d in dims]
-            if any(len(c) != len(cols[0]) for c in cols):
-                raise FormatError(f"fragment {frag.name}: its dimensions hold {[len(c) for c in cols]} coordinates "
-                                  "in the tiles read, not one per cell each", file=str(frag.path))
-            return cols
-        idx = frag.index("__coords")
-        zipped = coords_zipped(frag.version, frag.schema.coords_filters)
-        dtype = dims[0].datatype.numpy_dtype
-        spans, threads = self.spans(frag, idx, tiles), chunk_threads(pool, len(tiles))
+        """The coordinates of sparse tiles, one array per dimension (datetimes as int64: :func:`ordinal`), from
+        each dimension's file (v5+) or the ``__coords`` of v1-4, zipped in v1 unless compressed (REFERENCE §4.3)."""
+        return self.columns(frag, dims, (), tiles, pool)[0]
 
-        def one(k):
-            return self._located(frag, idx, k, lambda: unzip_coords(
-                self.raw(frag, idx, "", k, spans=spans, threads=threads), dtype, len(dims), zipped))
-        parts = list(pool.map(one, tiles))
-        return [ordinal(np.concatenate([p[j] for p in parts]) if parts else np.empty(0, dtype))
-                for j in range(len(dims))]
+    def columns(self, frag, dims, idxs, tiles, pool) -> tuple[list[np.ndarray], list]:
+        """(:meth:`coords` of ``dims``, :meth:`field` of each of ``idxs``) over ``tiles``, the fields decoded
+        at once (:func:`_at_once`)."""
+        per_dim = FEATURES["coordinates_per_dimension"](frag.version)
+        jobs = [functools.partial(self.field, frag, frag.index(d.name), tiles, pool) for d in dims] if per_dim \
+            else [functools.partial(_shared_coords, self, frag, dims, tiles, pool)]
+        jobs += [functools.partial(self.field, frag, i, tiles, pool) for i in idxs]
+        done = _at_once(jobs, chunk_threads(pool, 1) > 1 and len(tiles) * int(frag.schema.capacity) >= _AT_ONCE)
+        fields = done[len(jobs) - len(idxs):]
+        if not per_dim:
+            return done[0], fields
+        cols = [ordinal(values) for values, _ in done[:len(dims)]]
+        if any(len(c) != len(cols[0]) for c in cols):
+            raise FormatError(f"fragment {frag.name}: its dimensions hold {[len(c) for c in cols]} coordinates "
+                              "in the tiles read, not one per cell each", file=str(frag.path))
+        return cols, fields
 
     def _array(self, frag, idx, kind, k, dtype, spans=None, threads=1) -> np.ndarray:
         data = self.raw(frag, idx, kind, k, spans=spans, threads=threads)
@@ -140,6 +142,44 @@ class Tiles:
         info = frag.metadata.index_fields[idx]
         return FormatError(f"fragment {frag.name}, field {info.name}, tile {k}: {reason}",
                            file=str(frag.path), version=frag.version)
+
+
+def _shared_coords(reader: Tiles, frag, dims, tiles, pool) -> list[np.ndarray]:
+    """:meth:`Tiles.coords` from the ``__coords`` file that the dimensions of v1-4 share."""
+    idx = frag.index("__coords")
+    zipped = coords_zipped(frag.version, frag.schema.coords_filters)
+    dtype = dims[0].datatype.numpy_dtype
+    spans, threads = reader.spans(frag, idx, tiles), chunk_threads(pool, len(tiles))
+
+    def one(k):
+        return reader._located(frag, idx, k, lambda: unzip_coords(
+            reader.raw(frag, idx, "", k, spans=spans, threads=threads), dtype, len(dims), zipped))
+    parts = list(pool.map(one, tiles))
+    return [ordinal(np.concatenate([p[j] for p in parts]) if parts else np.empty(0, dtype))
+            for j in range(len(dims))]
+
+
+#: cells per field (tiles x capacity) from which a sparse read decodes its fields at once: below, threads
+#: only take turns at the Python part (2 tiles of 10,000 cells: 4.7 ms instead of 3.4; 16 tiles 10.8 for 14.1)
+_AT_ONCE = 1 << 17
+
+
+def _at_once(jobs: list, many: bool) -> list:
+    """The results of ``jobs`` (calls without arguments) in order, run at once on the fields' pool when
+    ``many`` (a read on several threads): one field's tile reads and chunk headers (Python, holding the GIL) overlap another's decoding
+    (C, which lets it go). Reading three 8 MiB fields of 100 tiles took 14-17 ms instead of 22-28. A field
+    job hands its tiles and chunks to other pools, and never waits on this one."""
+    if not many or len(jobs) < 2:
+        return [job() for job in jobs]
+    return list(_fields_pool().map(lambda job: job(), jobs))
+
+
+@functools.cache
+def _fields_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(4, thread_name_prefix="tdbformat-fields")
+
+
+os.register_at_fork(after_in_child=_fields_pool.cache_clear)  # a forked child has none of the parent's threads
 
 
 def _var_cells(reader: Tiles, frag, idx: int, k: int, info, spans, threads) -> np.ndarray:

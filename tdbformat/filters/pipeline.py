@@ -13,6 +13,7 @@ one chunk, as is every v5+ tile of a pipeline whose ``max_chunk_size`` is 0.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import os
 import struct
@@ -411,24 +412,21 @@ class FilterPlan:
         stages = self.bounded(sizes)
 
         def run(jobs):
-            # each run lands in the result at once, so the next one reuses its (already mapped) scratch memory;
-            # a chunk past the allocated size (its claimed size is now real) waits for the buffer to grow
-            late = []
             for (i, _), data in zip(jobs, _reverse_run(stages, jobs, chunks)):
-                if starts[i + 1] > len(dest):
-                    late.append(data)
-                else:
-                    late.append(None)
-                    dest[starts[i]:starts[i + 1]] = np.frombuffer(data, np.uint8)
-            return late
+                dest[starts[i]:starts[i + 1]] = np.frombuffer(data, np.uint8)
+            return ()
 
-        # a small tile's chunks are decoded here: handing them to threads costs more than decoding them
-        late = _map(run, list(enumerate(chunks)), threads if starts[-1] >= _PARALLEL else 1)
-        if starts[-1] > len(dest):
-            dest = np.concatenate([dest, np.empty(starts[-1] - len(dest), np.uint8)])
-            for i, data in enumerate(late):
-                if data is not None:
-                    dest[starts[i]:starts[i + 1]] = np.frombuffer(data, np.uint8)
+        items, at = list(enumerate(chunks)), 0
+        while at < len(items):  # in rounds: the chunks that end within what is allocated, then one that grows it
+            fit = bisect.bisect_right(starts, len(dest), at) - 1
+            if fit > at:  # a small tile's chunks are decoded here: handing them to threads costs more
+                _map(run, items[at:fit], threads if starts[-1] >= _PARALLEL else 1)
+                at = fit
+            else:  # decoded first, its output is real: the allocation then doubles the output
+                data = _reverse_run(stages, items[at:at + 1], chunks)[0]  # so far, in place (realloc remaps a
+                dest.resize(min(starts[-1], max(starts[at + 1], 2 * starts[at])), refcheck=False)  # large block;
+                dest[starts[at]:starts[at + 1]] = np.frombuffer(data, np.uint8)  # no view of it is left)
+                at += 1
         return memoryview(dest)
 
     def filter(self, data, *, offsets=None, sizes=None, var=None, dim_num=1, max_chunk=MAX_CHUNK,
