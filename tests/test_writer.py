@@ -839,3 +839,26 @@ def test_an_encrypted_tile_of_empty_cells_is_tiledbs(tmp_path, filters):
         assert A[:]["a"].tolist() == [b""] * 5
     assert (ours / "__fragments" / name / "a0_var.tdb").stat().st_size == \
         (src / "__fragments" / name / "a0_var.tdb").stat().st_size
+
+
+@pytest.mark.parametrize("cells", [
+    ["abc", "", "héllo", "z" * 40, ""],  # ASCII and not, empty cells first, last and between
+    ["a\x00b", "\x00", "c"],  # NULs of the cells' own: not taken for the separators
+    ["only"], [""], ["", ""], [],
+    ["text", b"bytes", "more"],  # a mix of str and bytes
+    ["\ud800"],  # a lone surrogate, which UTF-8 cannot hold
+])
+def test_var_cells_are_each_cells_utf8_bytes(cells):
+    """A column of var cells becomes its cells' bytes back to back and their lengths: what encoding each str
+    as UTF-8 (bytes as they are) gives, cell by cell."""
+    from tdbformat.array.tiling import var_cells
+    column = np.array(cells + [None], object)[:-1]  # an object column, as a write holds one
+    try:
+        want = [c.encode() if isinstance(c, str) else c for c in cells]
+    except UnicodeEncodeError:
+        with pytest.raises(UnicodeEncodeError):
+            var_cells(column, np.dtype("u1"))
+        return
+    data, lengths = var_cells(column, np.dtype("u1"))
+    assert data == b"".join(want)
+    assert lengths.dtype == np.uint64 and lengths.tolist() == [len(w) for w in want]

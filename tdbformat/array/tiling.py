@@ -86,10 +86,13 @@ def var_bytes(column: np.ndarray, numpy_dtype: np.dtype) -> list[bytes]:
 def var_cells(column: np.ndarray, numpy_dtype: np.dtype) -> tuple[bytes, np.ndarray]:
     """The var cells' stored bytes back to back (as :func:`var_bytes` makes them), and each cell's length."""
     values = column.tolist()
-    if set(map(type, values)) <= {str}:
-        text = "".join(values)
-        data = text.encode()
-        if len(data) == len(text):  # ASCII, the usual strings: a cell's bytes are its characters, one encode
-            return data, np.fromiter(map(len, values), np.uint64, len(values))
+    try:  # the usual column of str: encoded at once, a NUL after each cell to find the lengths by (1M short
+        joined = np.frombuffer("\0".join(values).encode(), np.uint8)  # strings: 22 ms, cell by cell 61)
+    except (TypeError, UnicodeEncodeError):  # other cells, or text UTF-8 cannot hold: cell by cell
+        joined = None
+    if joined is not None and len(values):
+        ends = np.flatnonzero(joined == 0)
+        if len(ends) == len(values) - 1:  # no cell holds a NUL of its own: these are the separators
+            return joined[joined != 0].tobytes(), (np.diff(ends, prepend=-1, append=len(joined)) - 1).astype(np.uint64)
     parts = var_bytes(column, numpy_dtype)
     return b"".join(parts), np.fromiter(map(len, parts), np.uint64, len(parts))
