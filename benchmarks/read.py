@@ -108,14 +108,14 @@ def with_open(uri, read):
 
 
 def decode_alone(uri: str):
-    """Every tile of every field of the array's one fragment decoded (in the read's pool), nothing else: the
-    floor a one-fragment "U" or "G" read stands on (issue #15: such reads within 1.5x of it)."""
+    """Every tile of every field of the array's one fragment decoded (in the read's pool, the fields at once
+    as a read decodes them: Tiles.columns), nothing else: the floor a one-fragment "U" or "G" read stands on
+    (issue #15: such reads within 1.5x of it)."""
     arr = open_array(uri)
     frag = arr.fragments[0]
     tiles = list(range(frag.tile_num()))
     with ThreadPoolExecutor(os.cpu_count()) as pool:
-        for f in arr.dims + arr.attrs:  # each field's tiles as a read decodes them (Tiles.field)
-            arr.tiles.field(frag, frag.index(f.name), tiles, pool)
+        arr.tiles.columns(frag, arr.dims, [frag.index(a.name) for a in arr.attrs], tiles, pool)
 
 
 def cases(tmp: Path):
