@@ -335,10 +335,15 @@ def test_global_keys_sort_as_the_global_order(tile_order, cell_order):
     assert order.global_keys([np.array([200])], dims[:1], to, co) is None  # outside the domain
 
 
+@pytest.mark.parametrize("packed", [True, False])
 @pytest.mark.parametrize("dups", [False, True])
-def test_many_fragments_merge_as_tiledb_py_reads_them(tmp_path, dups):
+def test_many_fragments_merge_as_tiledb_py_reads_them(tmp_path, dups, packed, monkeypatch):
     """Several overlapping fragments (and a delete), read in every order: the merge of sorted runs gives
-    TileDB-Py's cells in TileDB-Py's order."""
+    TileDB-Py's cells in TileDB-Py's order, whether it sorts the keys with their positions packed in (as
+    here) or sorts positions by key (as where the two would not fit in an int64)."""
+    from tdbformat.array import sparse
+    if not packed:
+        monkeypatch.setattr(sparse, "_PACKED_BITS", 0)
     uri = str(tmp_path / "frags")
     dom = tiledb.Domain(tiledb.Dim("x", domain=(-20, 79), tile=8, dtype=np.int32),
                         tiledb.Dim("y", domain=(0, 29), tile=5, dtype=np.int64))

@@ -166,9 +166,9 @@ _AT_ONCE = 1 << 17
 
 def _at_once(jobs: list, many: bool) -> list:
     """The results of ``jobs`` (calls without arguments) in order, run at once on the fields' pool when
-    ``many`` (a read on several threads): one field's tile reads and chunk headers (Python, holding the GIL) overlap another's decoding
-    (C, which lets it go). Reading three 8 MiB fields of 100 tiles took 14-17 ms instead of 22-28. A field
-    job hands its tiles and chunks to other pools, and never waits on this one."""
+    ``many`` (a read on several threads): one field's tile reads and chunk headers (Python, holding the GIL)
+    overlap another's decoding (C, which lets it go). Reading three 8 MiB fields of 100 tiles took 14-17 ms
+    instead of 22-28. A field job hands its tiles and chunks to other pools, and never waits on this one."""
     if not many or len(jobs) < 2:
         return [job() for job in jobs]
     return list(_fields_pool().map(lambda job: job(), jobs))
