@@ -426,6 +426,30 @@ def test_a_full_read_fetches_each_data_file_in_one_request(sparse, s3, server, t
     assert len(files) == (3 if sparse else 1) and len(data) == len(files), data
 
 
+def test_a_large_file_is_fetched_in_blocks_the_next_ones_ahead(s3, server, tmp_path, monkeypatch):
+    """A data file larger than a block is fetched a block (whole tiles of at most REMOTE_BLOCK bytes) at a
+    time, the next ones in the background while the first decodes; together the GETs cover the file once."""
+    import threading
+
+    from tdbformat.array import tiles
+    from tdbformat.storage import FsspecStorage
+    monkeypatch.setattr(tiles, "REMOTE_BLOCK", 64 << 10)  # the 256 KiB file of 64 tiles in 5 blocks
+    url, values = _tiled_array(server, tmp_path, sparse=False)
+    arr = tdbformat.open_array(url, storage_options=s3)
+    gets, threads, read = Gets(monkeypatch), [], FsspecStorage.read
+    monkeypatch.setattr(FsspecStorage, "read", lambda self, *a, **k: threads.append(
+        threading.current_thread().name) or read(self, *a, **k))
+    assert np.array_equal(arr.read()["v"], values)
+    [key] = {k for k, _ in gets.of_data()}
+    size, per_tile = server.fs.size(f"{BUCKET}/{key}"), server.fs.size(f"{BUCKET}/{key}") // 64
+    bounds = sorted(tuple(int(x) for x in rng.removeprefix("bytes=").split("-")) for _, rng in gets.of_data())
+    assert bounds[0][0] == 0 and bounds[-1][1] == size - 1
+    assert all(a[1] + 1 == b[0] for a, b in zip(bounds, bounds[1:]))  # back to back: no byte twice, none left
+    assert all(end - start + 1 <= 64 << 10 and (end + 1) % per_tile == 0 for start, end in bounds)
+    assert len(bounds) == -(-64 // ((64 << 10) // per_tile))
+    assert any(name.startswith("tdbformat-fetch") for name in threads)  # fetched ahead, in the background
+
+
 def test_a_one_tile_slice_fetches_that_tiles_range_only(s3, server, tmp_path, monkeypatch):
     url, values = _tiled_array(server, tmp_path, sparse=False)
     arr = tdbformat.open_array(url, storage_options=s3)

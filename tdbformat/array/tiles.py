@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -227,10 +227,10 @@ def _run(reader: Tiles, frag, idx: int, kind: str, tiles, spans, threads: int, c
 
 
 class _Spans:
-    """The bytes of a set of tiles of one field, fetched per file in one :meth:`Storage.read_many` batch on
-    first use: neighbouring tiles coalesce into one read, and an object store fetches the rest concurrently
-    (one request per run of tiles instead of one per tile; opening, sizing and seeking a local file per tile
-    cost a quarter of a one-fragment sparse read)."""
+    """The bytes of a set of tiles of one field, read per file in :class:`_Blocks` on first use: neighbouring
+    tiles coalesce into one read (one request per run of tiles instead of one per tile; opening, sizing and
+    seeking a local file per tile cost a quarter of a one-fragment sparse read), and an object store fetches
+    the blocks after the one in use in the background."""
 
     def __init__(self, storage, frag, idx: int, tiles):
         self.storage, self.frag, self.idx, self.tiles = storage, frag, idx, tiles
@@ -249,7 +249,7 @@ class _Spans:
         spans = sorted({s for s in map(lambda k: self._span(kind, k), self.tiles) if s and 0 <= s[0] <= s[1] <= size})
         if isinstance(self.storage, LocalStorage):
             return _Blocks(self.storage, path, spans)
-        return dict(zip(spans, self.storage.read_many([(path, s, e) for s, e in spans], "data file")))
+        return _Blocks(self.storage, path, spans, REMOTE_BLOCK, self.storage.MAX_GAP, REMOTE_AHEAD)
 
     def _span(self, kind: str, k: int):
         try:
@@ -259,17 +259,22 @@ class _Spans:
 
 
 class _Blocks:
-    """The tiles of a local file in blocks of about :data:`BLOCK` bytes, each read when a tile in it is first
-    asked for and let go once all its tiles are handed out (their views keep it until they are decoded).
-    A read then holds a few blocks of the file, not all of it, and the allocator reuses their memory: a
-    whole 4 MiB file read at once was mapped afresh, a page fault every 4 KiB, on every read."""
+    """The tiles of a file in blocks of about ``size`` bytes, each read when a tile in it is first asked for
+    and let go once all its tiles are handed out (their views keep it until they are decoded). A read then
+    holds a few blocks of the file, not all of it: a whole 4 MiB local file read at once was mapped afresh,
+    a page fault every 4 KiB, on every read. Tiles more than ``gap`` bytes apart start a new block (an
+    object store's gaps cost transfer). With ``ahead``, the next blocks are fetched in the background as a
+    block is first asked for: a read decodes one block while the next ones arrive (one GET of a whole
+    object made it wait for the last byte before decoding the first tile)."""
 
-    def __init__(self, storage, path, spans):
-        self.storage, self.path, self.blocks, self.where = storage, path, [], {}
+    def __init__(self, storage, path, spans, size=None, gap=None, ahead=0):
+        size = BLOCK if size is None else size
+        self.storage, self.path, self.blocks, self.where, self.ahead = storage, path, [], {}, ahead
         for span in spans:  # sorted by start
             block = self.blocks[-1] if self.blocks else None
-            if block is None or span[1] - block[0] > BLOCK:
-                block = [span[0], span[1], None, 0]  # start, end, bytes once read, tiles not yet handed out
+            if block is None or span[1] - block[0] > size or (gap is not None and span[0] - block[1] > gap):
+                # start, end, bytes once read (or their fetch), tiles not yet handed out, place
+                block = [span[0], span[1], None, 0, len(self.blocks)]
                 self.blocks.append(block)
             block[1], block[3] = max(block[1], span[1]), block[3] + 1
             self.where[span] = block
@@ -278,9 +283,14 @@ class _Blocks:
         block = self.where.get(span)
         if block is None:
             return None
+        for b in self.blocks[block[4] + 1:block[4] + 1 + self.ahead]:  # on their way while this one decodes
+            if b[2] is None and b[3] > 0:
+                b[2] = _fetches().submit(self.storage.read, self.path, b[0], b[1], what="data file")
         data = block[2]
         if data is None:  # (a tile asked for twice after its block was let go reads it again)
             data = block[2] = self.storage.read(self.path, block[0], block[1], what="data file")
+        elif isinstance(data, Future):
+            data = block[2] = data.result()
         block[3] -= 1
         if block[3] <= 0:
             block[2] = None
@@ -289,6 +299,16 @@ class _Blocks:
 
 
 BLOCK = 1 << 20
+#: an object store's blocks: fewer, larger requests (a GET costs a round trip), and blocks fetched ahead
+REMOTE_BLOCK, REMOTE_AHEAD = 8 << 20, 2
+
+
+@functools.cache
+def _fetches() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(4, thread_name_prefix="tdbformat-fetch")
+
+
+os.register_at_fork(after_in_child=_fetches.cache_clear)  # a forked child has none of the parent's threads
 
 
 def chunk_threads(pool, tiles: int) -> int:
