@@ -191,6 +191,20 @@ def test_string_rle_and_dictionary(cells, filt, typed, compress):
     assert got == data and got_offsets.tolist() == offsets.tolist()
 
 
+@PROPS
+@given(strings)
+def test_string_cells_compare_as_their_padded_bytes(cells):
+    """The rows string RLE and dictionary compare cells by (found a word at a time for short cells, a byte at
+    a time for long ones): each cell's length, then its bytes zero-padded to whole u64 words."""
+    from tdbformat.filters.strings import _cells
+    data = b"".join(cells)
+    offsets = np.cumsum([0] + [len(c) for c in cells[:-1]]).astype("<u8") if cells else np.zeros(0, "<u8")
+    _, lengths, rows = _cells(data, offsets)
+    words = 1 + -(-max(map(len, cells), default=0) // 8)
+    want = [[len(c), *np.frombuffer(c.ljust(8 * (words - 1), b"\0"), "<u8").tolist()] for c in cells]
+    assert rows.tolist() == want and lengths.tolist() == [len(c) for c in cells]
+
+
 def _records_reference(raw: bytes, skip: int, width: int):
     """Record positions by walking them one by one (the loop the vectorised walker replaces), or None if the
     last record does not fit."""

@@ -133,6 +133,10 @@ def _records(buf: np.ndarray, skip: int, width: int, what: str) -> np.ndarray:
     return np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
 
 
+#: the low j bytes of a u64 set, for j = 0..8
+_LOW_BYTES = np.array([(1 << (8 * j)) - 1 for j in range(9)], np.uint64)
+
+
 def _cells(data, offsets):
     """(u8 bytes, cell lengths, (n, k) u64 matrix whose rows are equal iff the cells are: the length, then
     the bytes zero-padded to whole words, which numpy compares and sorts eight bytes at a time)."""
@@ -144,6 +148,13 @@ def _cells(data, offsets):
     words = 1 + -(-int(lengths.max(initial=0)) // 8)
     rows = np.zeros((len(lengths), words), np.uint64)
     rows[:, 0] = lengths
+    if len(lengths) * (words - 1) <= len(buf) // 2 + len(lengths):  # short cells: a gather per word of all
+        padded = np.concatenate([buf, np.zeros(8, np.uint8)])  # cells (a cell's last word may read past it)
+        # the little-endian u64 at each byte, as the rows' memory holds it; the bytes past a cell's end cleared
+        at = np.lib.stride_tricks.as_strided(padded, (len(buf) + 1, 8), (1, 1)).view("<u8")[:, 0]
+        for k in range(words - 1):
+            rows[:, 1 + k] = at[np.minimum(offsets + 8 * k, len(buf))] & _LOW_BYTES[np.clip(lengths - 8 * k, 0, 8)]
+        return buf, lengths, rows
     rows.view(np.uint8).reshape(-1)[byte_ranges(8 * words * np.arange(len(lengths)) + 8, lengths)] = buf
     return buf, lengths, rows
 
