@@ -159,6 +159,15 @@ def _cells(data, offsets):
     return buf, lengths, rows
 
 
+def _differs(rows) -> np.ndarray:
+    """Whether each row differs from the one before it: a column at a time (``any(axis=1)`` over a few
+    columns cost ten times more)."""
+    out = rows[1:, 0] != rows[:-1, 0]
+    for k in range(1, rows.shape[1]):
+        out |= rows[1:, k] != rows[:-1, k]
+    return out
+
+
 def _distinct(rows):
     """(first index of each distinct row, in sorted order; each row's group in that order), as np.unique's
     return_index and return_inverse: a stable sort by the u64 columns (a sort of the rows as opaque
@@ -166,7 +175,7 @@ def _distinct(rows):
     order = np.lexsort(rows.T[::-1])
     ordered = rows[order]
     new = np.ones(len(rows), bool)
-    new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    new[1:] = _differs(ordered)
     inverse = np.empty(len(rows), np.int64)
     inverse[order] = np.cumsum(new) - 1
     return order[new], inverse
@@ -219,7 +228,7 @@ class StringRle:
 
     def forward_strings(self, ctx, data, offsets):
         buf, lengths, rows = _cells(data, offsets)
-        starts = np.flatnonzero(np.concatenate([[True], (rows[1:] != rows[:-1]).any(axis=1)]))
+        starts = np.flatnonzero(np.concatenate([[True], _differs(rows)]))
         runs = np.diff(np.append(starts, len(rows)))
         run_lens = lengths[starts]
         rle_w = bytesize(int(runs.max()))
