@@ -366,6 +366,36 @@ def test_many_fragments_merge_as_tiledb_py_reads_them(tmp_path, dups, packed, mo
             _same(got, want)
 
 
+@pytest.mark.parametrize("order", ["U", "G"])
+def test_a_merge_of_fragments_holds_the_coordinates_not_every_column(tmp_path, order):
+    """A read that merges fragments decodes the attributes after the merge, a fragment at a time, and puts
+    each column's parts in place without joining them first: its traced peak stays under 1.9 times its
+    result (1.68 here; every column's parts, the keys and the joined copies together took 2.15)."""
+    import tracemalloc
+    uri = str(tmp_path / "frags")
+    dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 999), tile=100, dtype=np.int64),
+                        tiledb.Dim("y", domain=(0, 999), tile=100, dtype=np.int64))
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, sparse=True, capacity=5000,
+                                                attrs=[tiledb.Attr("a", dtype=np.float64)]))
+    cells = np.random.default_rng(5).permutation(1_000_000)[:8 * 20_000].reshape(8, -1)  # no cell twice
+    for ts, part in enumerate(cells, 1):
+        with tiledb.open(uri, "w", timestamp=ts) as A:
+            A[part // 1000, part % 1000] = part.astype(np.float64)
+    arr = open_array(uri)
+    tracemalloc.start()
+    try:
+        got = arr.query(order=order)[:]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    with tiledb.open(uri) as A:
+        want = A.query(order=order)[:]
+    if order == "U":  # TileDB's unordered merge order is its own
+        got, want = canonical(got), canonical(want)
+    _same(got, want)
+    assert peak < 1.9 * sum(v.nbytes for v in got.values())
+
+
 def _peak_of_batches(query_batches):
     """(batches, traced peak bytes while each batch was read and held)."""
     import tracemalloc

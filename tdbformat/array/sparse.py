@@ -50,19 +50,11 @@ def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
              if (frag.has_timestamps if n == "__timestamps" else frag.has_delete_meta)]
     coords, decoded = arr.tiles.columns(frag, arr.dims, [*stored.values(), *map(frag.index, extra)], tiles, pool)
     decoded = dict(zip([*stored, *extra], decoded))
-    cols, validity = dict(zip(names, coords)), {}
+    cols = dict(zip(names, coords))
     n = len(cols[names[0]])
-    for f in fields:  # dimensions first: an attribute the fragment lacks takes n fill values
-        if f.name in cols:
-            continue
-        if f.name not in stored:
-            attribute = _attribute(schema, f.name)
-            cols[f.name] = np.repeat(filled(f, attribute, (1,)), n)
-            v = np.full(n, bool(attribute.get("fill_value_validity")))
-        else:
-            cols[f.name], v = (_counted(frag, f.name, c, n) for c in decoded[f.name])
-        if f.nullable:
-            validity[f.name] = v
+    attrs, validity = _attribute_columns(schema, frag, [f for f in fields if f.name not in cols],
+                                         {k: decoded[k] for k in stored}, n)
+    cols.update(attrs)
     keep = None  # None: every cell
     for j, d in enumerate(arr.dims):
         if d.name in ranges and not _inside(frag.non_empty_domain[j], ranges[d.name], d):
@@ -92,6 +84,33 @@ def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
         # with cell timestamps, only cells written at or before the delete are hit
         alive = _and(alive, kept | (t > d.timestamp) if frag.has_timestamps else kept)
     return cols, validity, (t, tile_of), alive, keep
+
+
+def _attribute_columns(schema, frag, fields, decoded: dict, n: int) -> tuple[dict, dict]:
+    """(columns, validity) of attributes ``fields`` of a fragment of ``n`` cells: the (values, validity) in
+    ``decoded`` where the fragment stores the attribute, else its fill value (an attribute added later)."""
+    cols, validity = {}, {}
+    for f in fields:
+        if f.name not in decoded:
+            attribute = _attribute(schema, f.name)
+            cols[f.name] = np.repeat(filled(f, attribute, (1,)), n)
+            v = np.full(n, bool(attribute.get("fill_value_validity")))
+        else:
+            cols[f.name], v = (_counted(frag, f.name, c, n) for c in decoded[f.name])
+        if f.nullable:
+            validity[f.name] = v
+    return cols, validity
+
+
+def _late_parts(arr, schema, kept, f, ranges, pool):
+    """Attribute ``f`` of each fragment in ``kept`` ((fragment, keep, cells) after the merge), as
+    :func:`_fragment_cells` decodes it, kept as its ``keep`` says: a (values, validity or None) per
+    fragment, each decoded when asked for."""
+    for frag, keep, n in kept:
+        idx = field_index(frag, f)
+        decoded = {} if idx is None else {f.name: arr.tiles.field(frag, idx, sparse_tiles(arr, frag, ranges), pool)}
+        cols, validity = _attribute_columns(schema, frag, [f], decoded, n)
+        yield _take(cols[f.name], keep), (_take(validity[f.name], keep) if f.nullable else None)
 
 
 def _counted(frag, name: str, values, n: int):
@@ -158,12 +177,16 @@ def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, poo
     names = [d.name for d in arr.dims]
     need = {c.comparison.field_name for d in deletes for c in _leaves(d.condition)}
     fields = arr.dims + [a for a in schema_mod.attributes(schema) if a in wanted or a.name in need]
-    columns = {f.name: [] for f in fields}
-    validity = {f.name: [] for f in fields if f.nullable}
-    stamps, tile_ofs, alives, counts = [], [], [], []
+    # attributes that neither the merge nor a delete looks at are decoded after the merge, one at a time: it
+    # then holds the coordinates alone beside its keys (20 fragments: a peak of 29 MiB instead of 37.5)
+    late = [f for f in fields[len(names):] if f.name not in need] if _mergeable(arr, frags, layout) else []
+    columns = {f.name: [] for f in fields if f not in late}
+    validity = {f.name: [] for f in fields if f.nullable and f not in late}
+    stamps, tile_ofs, alives, counts, kept = [], [], [], [], []
     for frag in frags:
-        cols, valid, (t, tile_of), alive, keep = _fragment_cells(arr, schema, frag, fields, ranges, window,
-                                                                 deletes, pool)
+        cols, valid, (t, tile_of), alive, keep = _fragment_cells(
+            arr, schema, frag, [f for f in fields if f not in late], ranges, window, deletes, pool)
+        kept.append((frag, keep, len(cols[names[0]])))
         for k, v in cols.items():
             columns[k].append(_take(v, keep))
         for k in validity:
@@ -177,8 +200,17 @@ def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, poo
         [np.ones(c, bool) if a is None else a for a, c in zip(alives, counts)])
     merged = _merge(arr, frags, columns, counts, sel, layout)
     if merged is not None:
-        out = _result(arr, fields, wanted, columns, validity, merged)
-        return dict(out, **{FRAGMENT_COLUMN: _fragment_of(counts)[merged]}) if provenance else out
+        origin = _fragment_of(counts)[merged] if provenance else None
+        place = _Placer(merged, counts)
+        del merged
+        out = _result(arr, fields, wanted, columns, validity, place, late,
+                      lambda f: _late_parts(arr, schema, kept, f, ranges, pool))
+        return dict(out, **{FRAGMENT_COLUMN: origin}) if provenance else out
+    for f in late:  # no merge after all (no integer global-order key): every column's parts, in field order
+        columns[f.name], parts = map(list, zip(*_late_parts(arr, schema, kept, f, ranges, pool)))
+        if f.nullable:
+            validity[f.name] = parts
+    columns = {f.name: columns[f.name] for f in fields}
     # a fragment is written in global order without duplicates (unless consolidated with cell timestamps,
     # which keeps every version): one fragment needs neither a dedup nor a global sort
     one = len(frags) == 1
@@ -230,8 +262,7 @@ def _merge(arr, frags, columns, counts, sel, layout):
     equal coordinates first, where deduplication keeps it. None where the general path must sort: one
     fragment, cell timestamps, duplicates in an order other than global, or no integer global-order key."""
     schema = arr.schema
-    if len(frags) < 2 or any(f.has_timestamps for f in frags) or (
-            schema.allows_dups and layout != Layout.GLOBAL_ORDER):
+    if not _mergeable(arr, frags, layout):
         return None
     # fragment by fragment, newest first, into one array: no concatenated coordinates, small temporaries
     key, at = np.empty(sum(counts), np.int64), 0
@@ -291,11 +322,65 @@ _BLOCK = 1 << 16
 _PACKED_BITS = 63
 
 
-def _result(arr, fields, wanted, columns, validity, perm) -> dict:
-    """The merged cells: each column joined and permuted in turn, its fragments' parts let go as it is."""
-    cat = {k: _joined(columns.pop(k), None)[perm] for k in list(columns)}
-    valid = {k: _joined(validity.pop(k), None)[perm] for k in list(validity)}
+def _mergeable(arr, frags, layout) -> bool:
+    """Whether :func:`_merge` may merge the fragments' sorted runs (it still needs an integer key)."""
+    return len(frags) >= 2 and not any(f.has_timestamps for f in frags) and not (
+        arr.schema.allows_dups and layout != Layout.GLOBAL_ORDER)
+
+
+def _result(arr, fields, wanted, columns, validity, place, late=(), decode=None) -> dict:
+    """The merged cells, a column at a time (``place``: a :class:`_Placer`), each column's parts let go as it
+    is placed; each of the ``late`` attributes decoded (``decode(field)``: a (values, validity) per
+    fragment) only then, a fragment at a time."""
+    cat = {k: place(columns.pop(k)) for k in list(columns)}
+    valid = {k: place(validity.pop(k)) for k in list(validity)}
+    for f in late:
+        cat[f.name], got = place((), decode(f))
+        if f.nullable:
+            valid[f.name] = got
     return _output(arr, fields, wanted, cat, valid)
+
+
+class _Placer:
+    """Puts a column's parts, one per fragment, in the merged order ``perm`` (positions in the parts laid end
+    to end): each part's cells straight into their places in the result, rather than the column joined
+    first and then permuted, which held it two and a half times. It keeps two int32 a cell (where the
+    result has fewer than 2**31 cells), made a fragment at a time."""
+
+    def __init__(self, perm, counts):
+        small = np.int16 if len(counts) < 2**15 else np.int64
+        index = np.int32 if len(perm) < 2**31 else np.int64
+        frag_of = np.repeat(np.arange(len(counts), dtype=small), counts)[perm]  # each result cell's fragment
+        self.at = np.argsort(frag_of, kind="stable").astype(index)  # the result's places, fragment by fragment
+        self.bounds = np.concatenate([[0], np.cumsum(np.bincount(frag_of, minlength=len(counts)))])
+        del frag_of
+        starts, self.src = np.cumsum([0] + list(counts)), np.empty(len(perm), index)
+        for i in range(len(counts)):  # where each comes from in its fragment's part
+            sl = slice(self.bounds[i], self.bounds[i + 1])
+            self.src[sl] = perm[self.at[sl]] - starts[i]
+
+    def __call__(self, parts, decoded=None):
+        """The placed column of ``parts``; with ``decoded`` instead (an iterator of (values, validity) per
+        fragment), (values, validity) placed as each fragment's pair arrives."""
+        out = valid = None
+        for i, part in enumerate(parts if decoded is None else decoded):
+            values, flags = (part, None) if decoded is None else part
+            sl = slice(self.bounds[i], self.bounds[i + 1])
+            out = _placed(out, values, self.at[sl], self.src[sl], len(self.at))
+            valid = None if flags is None else _placed(valid, flags, self.at[sl], self.src[sl], len(self.at))
+            if decoded is None:
+                parts[i] = None  # let go as placed
+        return out if decoded is None else (out, valid)
+
+
+def _placed(out, values, at, src, n):
+    """``out[at] = values[src]``, ``out`` made (or widened, as concatenating would) for ``values``' dtype."""
+    if out is None:
+        out = np.empty(n, values.dtype)
+    elif out.dtype != np.result_type(out, values):
+        out = out.astype(np.result_type(out, values))
+    out[at] = values[src]
+    return out
 
 
 def _sort(arr, coords, layout):
