@@ -313,3 +313,30 @@ def test_a_read_of_one_small_tile_per_field_hands_nothing_to_threads(tmp_path, m
     with tiledb.open(uri) as A:
         assert_same(got, A.multi_index[2000:2010])
     assert len(got["a"]) > 0 and handed == []
+
+
+def test_a_field_that_compresses_little_holds_a_block_of_its_stored_tiles(tmp_path, monkeypatch):
+    """A sparse field's tiles decode into one output a block of stored bytes at a time, each block let go
+    once decoded: random float64 (which zstd leaves as they are) peaks at its output and a block or two,
+    where holding all its stored tiles beside the output took twice the output."""
+    import tracemalloc
+    from concurrent.futures import ThreadPoolExecutor
+    uri = str(tmp_path / "sp")
+    dim = tiledb.Dim("x", domain=(0, 2**20), tile=1024, dtype=np.int64)
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(dim), sparse=True, capacity=8192, attrs=[
+        tiledb.Attr("a", dtype=np.float64, filters=[tiledb.ZstdFilter()])]))
+    values = np.random.default_rng(2).random(262_144)
+    with tiledb.open(uri, "w") as A:
+        A[np.arange(len(values))] = values
+    monkeypatch.setattr(tiles_mod, "BLOCK", 128 << 10)
+    arr = open_array(uri)
+    frag = arr.fragments[0]
+    with ThreadPoolExecutor(2) as pool:
+        tracemalloc.start()
+        try:
+            got, _ = arr.tiles.field(frag, frag.index("a"), list(range(frag.tile_num())), pool)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert np.array_equal(got, values)
+    assert peak < values.nbytes + 4 * (128 << 10) + (256 << 10), peak

@@ -210,20 +210,49 @@ def _joined(reader: Tiles, frag, idx: int, tiles, spans, pool):
 
 
 def _run(reader: Tiles, frag, idx: int, kind: str, tiles, spans, threads: int, cell: int):
-    """(the unfiltered bytes of ``tiles`` of ``kind``'s file back to back, the cells of each tile)."""
-    plan, chunks, sizes = reader.plan(frag, idx, kind), [], []
-    for k in tiles:
-        name, start, end = frag.tile_span(kind, idx, k)
+    """(the unfiltered bytes of ``tiles`` of ``kind``'s file back to back, the cells of each tile).
+
+    A sparse fragment's tiles hold ``capacity`` cells but its last: where that many bytes are within what
+    the stored bytes may unfilter to (16 times, and 1 MiB), the output is allocated once and the tiles
+    decode into it about :data:`BLOCK` stored bytes at a time, each block let go once decoded (a field that
+    compresses little held all its stored tiles beside its output). Otherwise, or where the tiles' chunks
+    claim other sizes (an error then, and the caller goes tile by tile), in one run."""
+    plan = reader.plan(frag, idx, kind)
+    spans_of = [frag.tile_span(kind, idx, k) for k in tiles]
+    cap = max(1, int(frag.schema.capacity))
+    expected = None if frag.dense else [max(0, min(cap, frag.cell_num - k * cap)) * cell for k in tiles]
+    # stored bytes as far as the file proves them (spans may lie: they are checked when read)
+    stored = min(sum(max(0, e - s) for _, s, e in spans_of),
+                 reader.storage.size_of(plan.path(reader.storage, spans_of[0][0]), "data file") if spans_of else 0)
+    if expected is None or sum(expected) > 16 * stored + (1 << 20):
+        chunks, sizes = _chunks(reader, plan, kind, spans_of, spans)
+        counts = np.array(sizes, np.int64)
+        if np.any(counts % cell):
+            raise FormatError("a tile holds no whole number of cells")
+        return plan.filters.unfilter(dict(num_chunks=len(chunks), chunks=chunks), threads=threads), counts // cell
+    dest, at, first = np.empty(sum(expected), np.uint8), 0, 0
+    while first < len(tiles):
+        last, stored = first, 0
+        while last < len(tiles) and (last == first or stored + spans_of[last][2] - spans_of[last][1] <= BLOCK):
+            stored, last = stored + spans_of[last][2] - spans_of[last][1], last + 1
+        size = sum(expected[first:last])
+        chunks, _ = _chunks(reader, plan, kind, spans_of[first:last], spans)
+        plan.filters.unfilter(dict(num_chunks=len(chunks), chunks=chunks), out=dest[at:at + size], threads=threads)
+        at, first = at + size, last
+    return memoryview(dest), np.array(expected, np.int64) // cell
+
+
+def _chunks(reader: Tiles, plan, kind: str, spans_of, spans) -> tuple[list, list]:
+    """(the chunks of the tiles at ``spans_of`` (file name, start, end), the bytes each tile claims)."""
+    chunks, sizes = [], []
+    for name, start, end in spans_of:
         data = spans.get(kind, plan.path(reader.storage, name), start, end)
         if data is None:
             raise FormatError("the tile is not in the batch")
         tile = read_tile(data)
         chunks += tile["chunks"]
         sizes.append(sum(c["unfiltered_size"] for c in tile["chunks"]))
-    counts = np.array(sizes, np.int64)
-    if np.any(counts % cell):
-        raise FormatError("a tile holds no whole number of cells")
-    return plan.filters.unfilter(dict(num_chunks=len(chunks), chunks=chunks), threads=threads), counts // cell
+    return chunks, sizes
 
 
 class _Spans:
