@@ -84,6 +84,8 @@ FINDS = {
                         "cells one Python call each (campaign 20261134 on a4d15e9)",
     (20261136, 562383): "memory: a damaged WebP header claimed 6,797 x 13,000-odd pixels, which libwebp allocated "
                         "before the size check (campaign 20261136 on 9bc6bca)",
+    (20261138, 658370): "memory: a lie made a sparse 10,001 x 10,001 array dense, whose 400 MB result fit the "
+                        "default budget but not the worker (campaign 20261138 on adef393)",
 }
 
 
@@ -104,3 +106,17 @@ def test_campaign_finds_rerun_clean(seed, case):
     what = CAMPAIGN_FINDS.get(case) if seed == 20261124 else {**LATER_FINDS, **FINDS}[seed, case]
     assert report["outcome"] in ("ok", "format_error", "budget"), (what, report)
     assert done.returncode == 0
+
+
+def test_the_worker_refuses_a_dense_result_over_a_quarter_of_its_memory():
+    """Campaign 20261138's case 658370: a sparse 10,001 x 10,001 array made dense by a lie. Its full read, a
+    400 MB result, fits the library's default budget (a quarter of physical memory) but not a worker's 512
+    MiB; the worker's budget is a quarter of that, so the read is refused by name ("budget") before it
+    allocates (in a fresh process the allocation happened to fit, and the case ended in a FormatError)."""
+    import json
+    import sys
+    script = Path(__file__).parents[1] / "scripts" / "fuzz.py"
+    done = subprocess.run([sys.executable, str(script), "--seed", "20261138", "--case", "658370"],
+                          capture_output=True, text=True, timeout=300)
+    report = json.loads(done.stdout[done.stdout.rindex("\n{\n"):])
+    assert report["outcome"] == "budget" and "MemoryBudgetError" in done.stdout, done.stdout[-2000:]
