@@ -422,10 +422,14 @@ class FilterPlan:
             if fit > at:  # a small tile's chunks are decoded here: handing them to threads costs more
                 _map(run, items[at:fit], threads if starts[-1] >= _PARALLEL else 1)
                 at = fit
-            else:  # decoded first, its output is real: the allocation then doubles the output
-                data = _reverse_run(stages, items[at:at + 1], chunks)[0]  # so far, in place (realloc remaps a
-                dest.resize(min(starts[-1], max(starts[at + 1], 2 * starts[at])), refcheck=False)  # large block;
-                dest[starts[at]:starts[at + 1]] = np.frombuffer(data, np.uint8)  # no view of it is left)
+            else:  # decoded first, its output is real: the allocation then doubles the output so far
+                data = _reverse_run(stages, items[at:at + 1], chunks)[0]
+                size = min(starts[-1], max(starts[at + 1], 2 * starts[at]))
+                try:  # in place (realloc remaps a large block); numpy's refcheck refuses if anything refers to it
+                    dest.resize(size)
+                except ValueError:
+                    dest = np.concatenate([dest, np.empty(size - len(dest), np.uint8)])
+                dest[starts[at]:starts[at + 1]] = np.frombuffer(data, np.uint8)
                 at += 1
         return memoryview(dest)
 
