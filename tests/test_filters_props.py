@@ -66,7 +66,7 @@ def test_highly_compressed_tile_decodes_past_the_first_allocation():
     try:
         tracemalloc.reset_peak()
         got = unfilter(Tile.parse(Tile.build(tile)), pipeline, datatype=Datatype.INT32, version=22, cell_size=4,
-                       threads=2)
+                       threads=1)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -367,7 +367,7 @@ def test_many_fragments_merge_as_tiledb_py_reads_them(tmp_path, dups, packed, mo
 
 
 @pytest.mark.parametrize("order", ["U", "G"])
-def test_a_merge_of_fragments_holds_the_coordinates_not_every_column(tmp_path, order):
+def test_a_merge_of_fragments_holds_the_coordinates_not_every_column(tmp_path, order, one_thread):
     """A read that merges fragments decodes the attributes after the merge, a fragment at a time, and puts
     each column's parts in place without joining them first: its traced peak stays under 1.9 times its
     result (1.68 here; every column's parts, the keys and the joined copies together took 2.15)."""
@@ -414,7 +414,7 @@ def _peak_of_batches(query_batches):
     return out, peak
 
 
-def test_batched_reads_stay_within_their_memory_budget(tmp_path):
+def test_batched_reads_stay_within_their_memory_budget(tmp_path, one_thread):
     """A 4 MiB budget over a 200,000-cell sparse array (~5 MiB of results, 10 MiB at a one-read peak) and a
     16 MiB dense one: each batch is read within the budget (tracemalloc) and together they are one read."""
     budget = 4 << 20
