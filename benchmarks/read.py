@@ -5,11 +5,12 @@ process; the table shows median times, their ratio tdbformat / TileDB-Py (goal: 
 each read added (VmHWM after a reset through /proc/self/clear_refs, Linux; "-" elsewhere). Run:
 ``python benchmarks/read.py [WORDS...]`` (only the rows whose name holds one of the words).
 
-The peaks are only real if memory a read frees leaves the process: glibc's malloc raises its mmap threshold
-after a large free, so later reads would reuse resident heap pages and show no peak at all. So the times are
-taken first, with the allocator as users run it; then the threshold is fixed (and pyarrow, which keeps freed
-memory in its own pool, uses the system allocator) for both readers, and the peaks taken in a second pass
-(with the threshold fixed, every large buffer is mapped and unmapped afresh, which slows both readers).
+The peaks are only real if memory a read frees leaves the process, and if the heap holds no free memory
+from earlier reads for the read to reuse unseen. So the times are taken first, with the allocator as users
+run it; then each peak is taken in a fresh process (``--peak``) that fixes glibc's mmap threshold (and sends
+pyarrow, which keeps freed memory in its own pool, to the system allocator), makes the read once untimed, and
+measures the second. Measured in the timing process, the peaks depended on which reads ran before (a
+20-fragment read showed 39 MiB there, 31 MiB in every fresh process).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -96,10 +98,21 @@ def measure(fn):
     return elapsed, (None if base is None else max(_status("VmHWM") - base, 0))
 
 
-def _peak(fn):
-    """The largest peak of ``PEAK_ROUNDS`` calls (None where it cannot be measured)."""
-    peaks = [measure(fn)[1] for _ in range(PEAK_ROUNDS)]
-    return None if peaks[0] is None else max(peaks)
+def _peak(tmp: str, name: str, reader: str):
+    """The largest peak of ``PEAK_ROUNDS`` fresh processes, each reading row ``name`` with ``reader``."""
+    runs = [subprocess.run([sys.executable, __file__, "--peak", tmp, name, reader], capture_output=True, text=True,
+                           check=True).stdout for _ in range(PEAK_ROUNDS)]
+    return None if "-" in runs else max(int(r) for r in runs)
+
+
+def _peak_here(tmp: str, name: str, reader: str):
+    """One peak, in this fresh process: the read once untimed, then measured."""
+    row = next(r for r in cases(Path(tmp)) if r[0] == name)
+    fn = row[3] if reader == "ours" else row[4]
+    _release_freed_memory()
+    fn()
+    peak = measure(fn)[1]
+    print("-" if peak is None else peak, end="")
 
 
 def with_open(uri, read):
@@ -177,9 +190,8 @@ def main():
                 b.append(measure(theirs)[0])
             times[name] = statistics.median(a), statistics.median(b)
             print(name, f"{times[name][0] * 1e3:.1f} ms vs {times[name][1] * 1e3:.1f} ms", flush=True)
-        _release_freed_memory()  # then the peaks, which need freed memory to leave the process
-        for name, _, _, ours, theirs in (r for r in rows if r[0] in keep):
-            (ta, tb), peaks = times[name], [_peak(fn) for fn in (ours, theirs)]
+        for name in (r[0] for r in rows if r[0] in keep):  # then the peaks, each in a fresh process
+            (ta, tb), peaks = times[name], [_peak(tmp, name, who) for who in ("ours", "theirs")]
             table.add_row(name, f"{ta * 1e3:.1f}", f"{tb * 1e3:.1f}", f"{ta / tb:.2f}",
                           *("-" if m is None else f"{m / 2**20:.1f}" for m in peaks))
     Console(width=140).print(table)
@@ -191,4 +203,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    _peak_here(*sys.argv[2:5]) if sys.argv[1:2] == ["--peak"] else main()
