@@ -121,7 +121,7 @@ def with_open(uri, read):
 
 
 def decode_alone(uri: str):
-    """Every tile of every field of the array's one fragment decoded (in the read's pool, the fields one by one
+    """Every tile of every field of the array's one fragment decoded (in the read's pool, the fields at once
     as a read decodes them: Tiles.columns), nothing else: the floor a one-fragment "U" or "G" read stands on
     (issue #15: such reads within 1.5x of it)."""
     arr = open_array(uri)

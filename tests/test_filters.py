@@ -418,9 +418,9 @@ ARRAY_CASES = [c for c in cases() if truth(c).get("kind", "array") == "array"]
 @pytest.mark.parametrize("case", ARRAY_CASES, ids=case_id)
 def test_corpus_arrays_read_the_same_on_any_number_of_threads(case, monkeypatch):
     """Every corpus array read on one thread and on eight: tiles decode in the read's pool and, with fewer tiles
-    than threads, their chunks in the filters' pool; on eight, every dense tile in the pool however small, and
-    a sparse field's tiles into their output a tile at a time (their thresholds set to 0 and 64 bytes here);
-    the cells and validity come out the same."""
+    than threads, their chunks in the filters' pool; on eight, the fields of a sparse fragment decode at once,
+    every dense tile in the pool however small, and a sparse field's tiles into their output a tile at a time
+    (their thresholds set to 1 cell, 0 bytes and 64 bytes here); the cells and validity come out the same."""
     from tdbformat.array import dense, tiles
     from tdbformat.errors import UnsupportedError
     arr = open_array(root(case), key=key(case))
@@ -428,6 +428,7 @@ def test_corpus_arrays_read_the_same_on_any_number_of_threads(case, monkeypatch)
         one = arr.read(threads=1)
     except UnsupportedError as e:  # a codec this installation lacks (WebP)
         pytest.skip(str(e))
+    monkeypatch.setattr(tiles, "_AT_ONCE", 1)
     monkeypatch.setattr(dense, "_PARALLEL_TILE", 0)
     monkeypatch.setattr(tiles, "BLOCK", 64)  # a sparse field's tiles decode a block (here a tile) at a time
     many = arr.read(threads=8)

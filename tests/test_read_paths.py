@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import multiprocessing
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -138,11 +140,14 @@ def _child_reads(uri, queue):
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="fork")
-def test_a_forked_child_reads_with_its_own_pool(tmp_path):
-    """The decoding pool is shared between reads; a child forked after a read does not inherit its threads."""
+def test_a_forked_child_reads_with_its_own_pool(tmp_path, monkeypatch):
+    """The decoding pools are shared between reads; a child forked after a read does not inherit their
+    threads (the fields' pool too, which reads of this size use once the threshold is 1 cell)."""
+    monkeypatch.setattr(tiles_mod, "_AT_ONCE", 1)
     uri = str(tmp_path / "sp")
     _sparse(uri, 2)
-    want = open_array(uri)[:]["a"].tolist()  # the parent's pool now has threads
+    want = open_array(uri)[:]["a"].tolist()  # the parent's pools now have threads
+    assert tiles_mod._fields_pool.cache_info().currsize == 1
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
     child = ctx.Process(target=_child_reads, args=(uri, queue))
@@ -150,6 +155,25 @@ def test_a_forked_child_reads_with_its_own_pool(tmp_path):
     child.join(60)
     assert child.exitcode == 0
     assert queue.get(timeout=5) == want
+
+
+def test_a_failing_field_leaves_no_other_field_decoding():
+    """A sparse fragment's fields decode at once; when one fails, the read raises only after the others have
+    ended, so no thread is still decoding for a read its caller saw fail (a test that stops tracemalloc next
+    would race it: tests/conftest.py)."""
+    from tdbformat import FormatError
+    ended = threading.Event()
+
+    def fails():
+        raise FormatError("a broken tile")
+
+    def slow():
+        time.sleep(0.3)
+        ended.set()
+
+    with pytest.raises(FormatError, match="a broken tile"):
+        tiles_mod._at_once([fails, slow], True)
+    assert ended.is_set()
 
 
 def test_opening_reads_no_fragment_metadata(tmp_path, monkeypatch):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import numpy as np
 
@@ -109,12 +109,13 @@ class Tiles:
         return self.columns(frag, dims, (), tiles, pool)[0]
 
     def columns(self, frag, dims, idxs, tiles, pool) -> tuple[list[np.ndarray], list]:
-        """(:meth:`coords` of ``dims``, :meth:`field` of each of ``idxs``) over ``tiles``."""
+        """(:meth:`coords` of ``dims``, :meth:`field` of each of ``idxs``) over ``tiles``, the fields decoded
+        at once (:func:`_at_once`)."""
         per_dim = FEATURES["coordinates_per_dimension"](frag.version)
         jobs = [functools.partial(self.field, frag, frag.index(d.name), tiles, pool) for d in dims] if per_dim \
             else [functools.partial(_shared_coords, self, frag, dims, tiles, pool)]
         jobs += [functools.partial(self.field, frag, i, tiles, pool) for i in idxs]
-        done = [job() for job in jobs]  # (decoding them at once on a pool of their own: two segfaults, README)
+        done = _at_once(jobs, chunk_threads(pool, 1) > 1 and len(tiles) * int(frag.schema.capacity) >= _AT_ONCE)
         fields = done[len(jobs) - len(idxs):]
         if not per_dim:
             return done[0], fields
@@ -156,6 +157,32 @@ def _shared_coords(reader: Tiles, frag, dims, tiles, pool) -> list[np.ndarray]:
     parts = list(pool.map(one, tiles))
     return [ordinal(np.concatenate([p[j] for p in parts]) if parts else np.empty(0, dtype))
             for j in range(len(dims))]
+
+
+#: cells per field (tiles x capacity) from which a sparse read decodes its fields at once: below, threads
+#: only take turns at the Python part (2 tiles of 10,000 cells: 4.7 ms instead of 3.4; 16 tiles 10.8 for 14.1)
+_AT_ONCE = 1 << 17
+
+
+def _at_once(jobs: list, many: bool) -> list:
+    """The results of ``jobs`` (calls without arguments) in order, run at once on the fields' pool when
+    ``many`` (a read on several threads): one field's tile reads and chunk headers (Python, holding the GIL)
+    overlap another's decoding (C, which lets it go). Reading three 8 MiB fields of 100 tiles took 14-17 ms
+    instead of 22-28. A field job hands its tiles and chunks to other pools, and never waits on this one.
+    Every job has ended when this returns or raises: a read that fails leaves no field decoding behind."""
+    if not many or len(jobs) < 2:
+        return [job() for job in jobs]
+    futures = [_fields_pool().submit(job) for job in jobs]
+    wait(futures)
+    return [f.result() for f in futures]
+
+
+@functools.cache
+def _fields_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(4, thread_name_prefix="tdbformat-fields")
+
+
+os.register_at_fork(after_in_child=_fields_pool.cache_clear)  # a forked child has none of the parent's threads
 
 
 def _var_cells(reader: Tiles, frag, idx: int, k: int, info, spans, threads) -> np.ndarray:
