@@ -5,6 +5,7 @@ storage's own behaviour."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 import os
@@ -606,3 +607,79 @@ def test_opening_lists_each_folder_once(s3, server, tmp_path, monkeypatch):
     kinds = sorted("schema" if "/__schema/" in key else key.rsplit("/", 1)[-1] for key, _ in gets.gets)
     assert kinds == ["__fragment_metadata.tdb", "schema"], gets.gets
     assert np.array_equal(arr.read()["v"], values)
+
+
+def _record_writes(monkeypatch, cls) -> list:
+    """The paths ``cls`` finished writing, in order: an object exists once its PUT (or a block's upload)
+    completes, and a committed file once it is renamed into place."""
+    done, depth = [], [0]
+    write, commit, writer = cls.write, cls.commit, cls.writer
+
+    def record(call):
+        def wrapped(self, path, *args):  # the outer call only: a commit may write through ``write``
+            depth[0] += 1
+            try:
+                out = call(self, path, *args)
+            finally:
+                depth[0] -= 1
+            if not depth[0]:
+                done.append(str(path))
+            return out
+        return wrapped
+
+    @contextlib.contextmanager
+    def recorded_writer(self, path):
+        with writer(self, path) as f:
+            yield f
+        done.append(str(path))
+
+    monkeypatch.setattr(cls, "write", record(write))
+    monkeypatch.setattr(cls, "commit", record(commit))
+    monkeypatch.setattr(cls, "writer", recorded_writer)
+    return done
+
+
+def _tiny_schema(tmp_path):
+    import tiledb
+    dom = tiledb.Domain(tiledb.Dim("x", (0, 9), tile=5, dtype=np.int32))
+    tiledb.Array.create(str(tmp_path / "schema"), tiledb.ArraySchema(domain=dom, attrs=[
+        tiledb.Attr("v", np.int64), tiledb.Attr("s", str, var=True)]))
+    return tdbformat.open_array(tmp_path / "schema").schema
+
+
+#: what commits a fragment: the metadata file itself (v1-4), ``<fragment>.ok`` (v5-11), ``__commits/*.wrt`` (v12+)
+_COMMITS = {4: "/__fragment_metadata.tdb", 9: ".ok", 22: ".wrt"}
+
+
+@pytest.mark.parametrize("version", sorted(_COMMITS))
+@pytest.mark.parametrize("where", ["s3", "memory", "local"])
+def test_a_write_commits_its_fragment_last(where, version, s3, server, tmp_path, monkeypatch):
+    """Every file of a fragment is whole in the store before the one that commits it is written; and a write
+    that fails before that leaves the array as it was (TileDB's protocol: a reader sees a fragment whole or
+    not at all)."""
+    pytest.importorskip("tiledb")
+    schema = _tiny_schema(tmp_path)
+    url = {"s3": f"s3://{BUCKET}/commits-{uuid.uuid4().hex}", "memory": f"memory://commits-{uuid.uuid4().hex}",
+           "local": str(tmp_path / "arr")}[where]
+    cls = LocalStorage if where == "local" else FsspecStorage
+    with tdbformat.default_storage_options(s3 if where == "s3" else {}):
+        tdbformat.create(url, schema, version=version)
+        tdbformat.write(url, {"v": np.arange(5), "s": np.array(list("abcde"), object)}, subarray=[(0, 4)])
+        done = _record_writes(monkeypatch, cls)
+        tdbformat.write(url, {"v": np.arange(5, 10), "s": np.array(list("fghij"), object)}, subarray=[(5, 9)])
+        assert done and done[-1].endswith(_COMMITS[version]), done
+        assert not any(p.endswith(_COMMITS[version]) for p in done[:-1]), done
+
+        def fail_at_the_metadata(self, path, *args):
+            if str(path).endswith("__fragment_metadata.tdb"):
+                raise FormatError("the store went away", file=str(path))
+            return (writer if args == () else write)(self, path, *args)
+        write, writer = cls.write, cls.writer
+        monkeypatch.setattr(cls, "write", fail_at_the_metadata)
+        monkeypatch.setattr(cls, "commit", fail_at_the_metadata)
+        with pytest.raises(FormatError, match="went away"):
+            tdbformat.write(url, {"v": np.zeros(10, np.int64), "s": np.array(list("zzzzzzzzzz"), object)},
+                            subarray=[(0, 9)])
+        monkeypatch.undo()
+        got = tdbformat.open_array(url).read()
+    assert got["v"].tolist() == list(range(10)) and got["s"].tolist() == list("abcdefghij")
