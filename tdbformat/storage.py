@@ -397,10 +397,10 @@ class FsspecStorage(Storage):
         return self._file_size(path) is not None
 
     def _file_size(self, path) -> int | None:
-        if path not in self._sizes and not self._in_tree(path):  # in the snapshot's tree, the listing is all
-            info = _call(lambda: self.fs.info(path), path, missing=dict)
-            if info.get("type") == "file":
-                self._sizes[path] = int(info["size"])
+        known = self._sizes.get(path)
+        # in the snapshot's tree the listing is all, but an HTTP index page lists files without their sizes
+        if known is _UNSIZED or (known is None and not self._in_tree(path)):
+            _ask_size(self, path)
         return self._sizes.get(path)
 
     def is_dir(self, path) -> bool:
@@ -435,7 +435,7 @@ class FsspecStorage(Storage):
         base = self.fs._strip_protocol(folder).rstrip("/")
         found = _call(lambda: self.fs.find(folder, detail=True), folder)
         for name, info in found.items():
-            self._sizes[str(folder).rstrip("/") + name[len(base):]] = int(info["size"])
+            _remember(self, str(folder).rstrip("/") + name[len(base):], info)
         return sorted((str(folder).rstrip("/") + n[len(base):] for n in found), key=lambda p: p.split("/"))
 
     def _read(self, path, start: int, length: int) -> bytes:
@@ -517,6 +517,31 @@ def _commit_by_rename(storage, path, data: bytes) -> None:
     storage._sizes[path] = len(data)
 
 
+#: a listed file whose size the listing did not give (HTTP index pages): asked for when first needed
+_UNSIZED = object()
+
+
+def _size_in(info) -> int | None:
+    """The size an fsspec listing or ``info`` gives, None where it gives none (or nothing a size can be)."""
+    size = info.get("size")
+    return size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None
+
+
+def _remember(storage, path: str, info) -> None:
+    size = _size_in(info)
+    storage._sizes[path] = _UNSIZED if size is None else size
+
+
+def _ask_size(storage, path) -> None:
+    """The size of ``path`` from the store's ``info``, remembered (forgotten where no file is there)."""
+    info = _call(lambda: storage.fs.info(path), path, missing=dict)
+    storage._sizes.pop(path, None)
+    if info.get("type") == "file":
+        if _size_in(info) is None:
+            raise FormatError(f"the store gives no size for this file: {info.get('size')!r}", file=str(path))
+        storage._sizes[path] = _size_in(info)
+
+
 def _tree_listing(storage, root: str, folders) -> dict:
     """``{folder: sorted names}`` of every folder below ``root`` that holds a file (and of ``folders``), from
     one recursive listing; the files' sizes remembered by ``storage``."""
@@ -529,7 +554,7 @@ def _tree_listing(storage, root: str, folders) -> dict:
         path = root + name.rstrip("/")[len(base):]
         if info.get("type") == "directory":
             continue
-        storage._sizes[path] = int(info["size"])
+        _remember(storage, path, info)
         while path != root and path.startswith(root + "/"):  # each folder up to the root lists the one below
             up = storage.parent(path)
             listings.setdefault(up, set()).add(storage.name(path))
@@ -548,7 +573,7 @@ def _entries(storage, folder, found=None) -> list[dict]:
     out = [e for e in found if e["name"].rstrip("/") != base]
     for e in out:
         if e.get("type") == "file":
-            storage._sizes[storage.join(folder, storage.name(e["name"]))] = int(e["size"])
+            _remember(storage, storage.join(folder, storage.name(e["name"])), e)
     return out
 
 

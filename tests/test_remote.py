@@ -6,6 +6,10 @@ storage's own behaviour."""
 from __future__ import annotations
 
 import contextlib
+import functools
+import http.server
+import io
+import threading
 import uuid
 
 import os
@@ -253,6 +257,26 @@ def test_memory_reads_lists_commits_and_checks_sizes(mem):
         storage.read(storage.join(root, "d", "missing.tdb"), what="data file")
     storage.delete(storage.join(root, "d", "g.tdb"))
     assert storage.list(storage.join(root, "d")) == ["f.tdb"]  # and no temporary left by commit
+
+
+@pytest.mark.parametrize("claimed", [None, -1, "10", True])
+def test_a_listing_without_sizes_asks_for_them_and_a_store_that_never_says_is_a_format_error(mem, monkeypatch,
+                                                                                           claimed):
+    """Listings that give no size (HTTP index pages) leave each file's size to an ``info`` when first needed;
+    where that gives none either, or nothing a size can be, a FormatError names the file."""
+    storage, root = mem
+    f = storage.join(root, "d", "f.tdb")
+    storage.write(f, b"0123456789")
+    storage._sizes.clear()
+    find, info = storage.fs.find, storage.fs.info
+    monkeypatch.setattr(storage.fs, "find", lambda *a, **k: {n: {**e, "size": None} for n, e in find(*a, **k).items()})
+    with storage.snapshot(prefetch=[root]):
+        assert storage.read_tail(f, 4) == (6, b"6789")  # the size from info
+        storage._sizes[f] = tdbformat.storage._UNSIZED
+        monkeypatch.setattr(storage.fs, "info", lambda path, **k: {**info(path, **k), "size": claimed})
+        with pytest.raises(FormatError, match="the store gives no size for this file") as e:
+            storage.size_of(f)
+    assert e.value.file == f
 
 
 def test_read_many_coalesces_neighbours_and_keeps_order(mem, monkeypatch):
@@ -683,3 +707,58 @@ def test_a_write_commits_its_fragment_last(where, version, s3, server, tmp_path,
         monkeypatch.undo()
         got = tdbformat.open_array(url).read()
     assert got["v"].tolist() == list(range(10)) and got["s"].tolist() == list("abcdefghij")
+
+
+class _RangedFiles(http.server.SimpleHTTPRequestHandler):
+    """Static files and index pages, with byte ranges (``Range: bytes=a-b``) as web servers serve them."""
+
+    def log_message(self, *args):
+        pass
+
+    def send_head(self):
+        path, want = self.translate_path(self.path), self.headers.get("Range", "")
+        if not want.startswith("bytes=") or not os.path.isfile(path):
+            return super().send_head()
+        size = os.path.getsize(path)
+        a, b = want.removeprefix("bytes=").split("-")
+        start = size - int(b) if a == "" else int(a)
+        end = size - 1 if a == "" or b == "" else min(int(b), size - 1)
+        with open(path, "rb") as f:
+            f.seek(start)
+            body = f.read(end - start + 1)
+        self.send_response(206)
+        self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        return io.BytesIO(body)
+
+
+@pytest.fixture(scope="module")
+def http_corpus():
+    """The corpus served over HTTP on loopback: its index pages list files without their sizes."""
+    pytest.importorskip("aiohttp")
+    handler = functools.partial(_RangedFiles, directory=str(corpus.CORPUS))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as srv:
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        yield f"http://127.0.0.1:{srv.server_address[1]}"
+        srv.shutdown()
+
+
+@pytest.mark.parametrize("case", S3_CASES, ids=corpus.case_id)
+def test_corpus_reads_equal_over_http(case, http_corpus):
+    """An array on a web server reads as the local copy does (HTTP listings give no sizes: each file's size
+    comes from a HEAD when first needed), and ``parse_file`` takes its URLs."""
+    url = f"{http_corpus}/{corpus.root(case).relative_to(corpus.CORPUS).as_posix()}"
+    local = _outcome(corpus.root(case), corpus.key(case))
+    got = _outcome(url, corpus.key(case))
+    if not isinstance(local, dict):
+        assert got is local
+        return
+    assert set(got) == set(local)
+    for name in local:
+        _equal(got[name], local[name], name)
+    schema = sorted((corpus.root(case) / "__schema").glob("__*")) if (corpus.root(case) / "__schema").is_dir() \
+        else [corpus.root(case) / "__array_schema.tdb"]
+    rel = schema[-1].relative_to(corpus.CORPUS).as_posix()
+    remote, here = (tdbformat.parse_file(p, key=corpus.key(case)) for p in (f"{http_corpus}/{rel}", schema[-1]))
+    assert (remote.kind, remote.build()) == (here.kind, schema[-1].read_bytes())
