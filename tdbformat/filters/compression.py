@@ -121,6 +121,17 @@ class CompressionCodec(Codec):
         return [done or self.reverse(ctx, md, data) for done, (md, data) in zip(out, chunks)]
 
 
+def _rows_of(parts: list, skip: int, dtype) -> np.ndarray:
+    """Equal-sized ``parts`` after their first ``skip`` bytes, as the rows of one ``dtype`` array (filled part
+    by part: one allocation, where joining them and copying into aligned rows took two)."""
+    width = len(parts[0]) - skip if parts else 0
+    out = np.empty((len(parts), width // np.dtype(dtype).itemsize), dtype)
+    rows = out.view(np.uint8)
+    for row, part in zip(rows, parts):
+        row[:] = np.frombuffer(part, np.uint8, offset=skip)
+    return out
+
+
 def _rows(parts: list, skip: int) -> np.ndarray:
     """Equal-sized ``parts`` after their first ``skip`` bytes, as the rows of a u8 array."""
     return np.frombuffer(b"".join(p[skip:] for p in parts), np.uint8).reshape(len(parts), -1)
@@ -407,9 +418,9 @@ class DoubleDelta(_Reinterpreting):
 
         def undo(shape, parts):
             bitsize, n = shape
-            rows = _rows(parts, 9)
-            return _undo_dd(rows[:, skip:].copy().view("<u8"), rows[:, :skip].copy().view(dtype).astype(np.int64),
-                            n, bitsize, dtype)
+            words = _rows_of(parts, 9 + skip, "<u8")
+            first = _rows_of([p[9:9 + skip] for p in parts], 0, dtype).astype(np.int64)
+            return _undo_dd(words, first, n, bitsize, dtype)
         return self.reverse_grouped(ctx, chunks, lambda md, data: _dd_shape(md, data, dtype, ctx.limit), undo)
 
 
@@ -478,19 +489,24 @@ def unpack_fields(words: np.ndarray, count: int, width: int) -> np.ndarray:
     A field starts in word ``w`` at ``off`` bits from the top and may end in the next one: the two words
     shifted into place give it (the shift of the second is split in two, as a shift by 64 is undefined).
     """
-    word, off, rest = _unpack_places(count, width)
+    word, after, off, rest = _unpack_places(count, width)
     padded = np.zeros((*words.shape[:-1], words.shape[-1] + 2), np.uint64)  # rows of words: rows of fields
     padded[..., :-2] = words
-    top = padded[..., word] << off
-    top |= (padded[..., word + 1] >> np.uint64(1)) >> rest
-    return top >> np.uint64(64 - width)
+    top = np.take(padded, word, axis=-1)  # shifted and merged in place: two arrays of fields, not six
+    top <<= off
+    low = np.take(padded, after, axis=-1)
+    low >>= np.uint64(1)
+    low >>= rest
+    top |= low
+    top >>= np.uint64(64 - width)
+    return top
 
 
 @functools.lru_cache(maxsize=16)
 def _unpack_places(count: int, width: int):
-    """:func:`_field_places` and the shift of each field's next word: the same for every full chunk, so kept."""
+    """:func:`_field_places`, each field's next word and its shift: the same for every full chunk, so kept."""
     word, off = _field_places(count, width)
-    return word, off, np.uint64(63) - off
+    return word, word + 1, off, np.uint64(63) - off
 
 
 def pack_fields(fields: np.ndarray, width: int) -> np.ndarray:
