@@ -8,8 +8,9 @@ use one thread.
 
 The reads table writes the same data with TileDB-Py as a dense array (8 tiles) through every single filter
 and the common two-filter pipelines (:func:`tiledb_pipelines`) and reads it with tdbformat on 1 and 2
-threads and with TileDB-Py (its default: a thread per core), alternating, median of 3; the ratios are
-tdbformat's time over TileDB-Py's (below 1: tdbformat is faster). The writes table does the same for
+threads and with TileDB-Py (its default: a thread per core), each read in a fresh process as a script
+reads, alternating, median of 3; the ratios are tdbformat's time over TileDB-Py's (below 1: tdbformat is
+faster). The writes table does the same for
 ``tdbformat.write`` against TileDB-Py's write.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import bz2
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -238,12 +240,15 @@ def _nbytes(values) -> int:
 
 def versus_tiledb(reps=3):
     """Dense reads of the same array by tdbformat (1 thread; 2 threads, which decode tiles in parallel) and
-    TileDB-Py (open and read both timed). The CPU ratio (process CPU seconds, all threads) is the work each
-    does, which a loaded machine disturbs less than the wall time."""
+    TileDB-Py (open and read both timed), each read in a fresh process after one untimed read there (a
+    script or the CLI reads in such a process: glibc hands freed memory back to the system and codecs
+    fault it in again, which a process that has freed a large block, such as one that just made the data,
+    no longer does). The CPU ratio (process CPU seconds, all threads) is the work each does."""
     import tiledb
     print(f"\n{MIB} MiB dense array of 8 tiles (strings: {MIB * 2**20 // 64:,} cells), written by TileDB-Py "
-          f"{tiledb.__version__}; median of {reps} alternating reads; ratio = tdbformat time / TileDB-Py time\n")
-    ways = {"1 thread": 1, "2 threads": 2}
+          f"{tiledb.__version__}; each read in a fresh process, median of {reps} alternating; ratio = tdbformat "
+          "time / TileDB-Py time\n")
+    ways = {"1 thread": "1", "2 threads": "2"}
     print("| pipeline | TileDB-Py MB/s | " + " | ".join(f"tdbformat {w} MB/s | ratio" for w in ways) +
           " | CPU ratio, 2 threads |")
     print("|---|---|" + "---|---|" * len(ways) + "---|")
@@ -253,25 +258,40 @@ def versus_tiledb(reps=3):
             mb = _nbytes(values) / 1e6
             path = os.path.join(tmp, _slug(name))
             write_with_tiledb(path, filters, values, encrypted)
-            times, cpu = {w: [] for w in ["TileDB-Py", *ways]}, {w: [] for w in ["TileDB-Py", *ways]}
+            np.save(os.path.join(tmp, "values.npy"), values, allow_pickle=True)
+            runs = {w: [] for w in ["TileDB-Py", *ways]}
             for _ in range(reps):
-                def tiledb_read():
-                    with tiledb.open(path, ctx=_tiledb_ctx(encrypted)) as arr:
-                        return arr[:]
-                got, t, c = cpu_timed(tiledb_read)
-                assert _same(got, values)
-                times["TileDB-Py"].append(t)
-                cpu["TileDB-Py"].append(c)
-                for w, threads in ways.items():
-                    got, t, c = cpu_timed(lambda: tdbformat.open_array(path, key=_key(encrypted)).read(threads=threads))
-                    assert _same(got, values)
-                    times[w].append(t)
-                    cpu[w].append(c)
-            med = {w: statistics.median(ts) for w, ts in times.items()}
+                for w, reader in [("TileDB-Py", "tiledb"), *ways.items()]:
+                    runs[w].append(_read_in_a_fresh_process(path, reader, encrypted, tmp))
+            med = {w: statistics.median(t for t, _ in r) for w, r in runs.items()}
+            cpu = {w: statistics.median(c for _, c in r) for w, r in runs.items()}
             row = f"| {name} | {mb / med['TileDB-Py']:,.0f} |"
             row += "".join(f" {mb / med[w]:,.0f} | {med[w] / med['TileDB-Py']:.2f} |" for w in ways)
-            row += f" {statistics.median(cpu['2 threads']) / statistics.median(cpu['TileDB-Py']):.2f} |"
-            print(row, flush=True)
+            print(row + f" {cpu['2 threads'] / cpu['TileDB-Py']:.2f} |", flush=True)
+
+
+def _read_in_a_fresh_process(path, reader, encrypted, tmp):
+    """(wall, CPU seconds) of the second read of ``path`` by ``reader`` ("tiledb", or tdbformat's thread
+    count) in a new process, which checks the cells against ``tmp``/values.npy."""
+    out = subprocess.run([sys.executable, __file__, str(MIB), "--read", path, reader, str(int(encrypted)), tmp],
+                         capture_output=True, text=True, check=True).stdout.split()
+    return float(out[0]), float(out[1])
+
+
+def _read_here(path, reader, encrypted, tmp):
+    encrypted = encrypted == "1"
+    if reader == "tiledb":
+        import tiledb
+
+        def read():
+            with tiledb.open(path, ctx=_tiledb_ctx(encrypted)) as arr:
+                return arr[:]
+    else:
+        def read():
+            return tdbformat.open_array(path, key=_key(encrypted)).read(threads=int(reader))
+    assert _same(read(), np.load(os.path.join(tmp, "values.npy"), allow_pickle=True))
+    _, wall, cpu = cpu_timed(read)
+    print(wall, cpu)
 
 
 def codecs():
@@ -343,4 +363,4 @@ def strings():
 
 
 if __name__ == "__main__":
-    main()
+    _read_here(*sys.argv[3:7]) if sys.argv[2:3] == ["--read"] else main()
