@@ -465,3 +465,34 @@ def test_webp_header_claiming_more_than_the_chunk_is_refused_before_decoding(mon
     webp_filter._check_size(webp, big, 3, 4000 * 3000 * 3)  # as large as the chunk may hold: decoded
     with pytest.raises(FormatError, match="not a WebP bitstream"):
         webp_filter._check_size(webp, b"RIFF" + bytes(40), 3, 10**9)
+
+
+def test_a_fresh_process_reads_large_filtered_tiles_without_faulting_its_work_memory_in_again(tmp_path):
+    """Each run of chunks frees its work arrays; in a process that has freed no large block yet, glibc gave
+    that memory back to the system after each run and the next one faulted it in again (about three page
+    faults per page of result). The read in a new process must fault about once per page of its result."""
+    tiledb = pytest.importorskip("tiledb")
+    import subprocess
+    import sys
+
+    if sys.platform != "linux":
+        pytest.skip("counts glibc's page faults")
+    values = np.arange(2 << 20, dtype=np.int64) * 3  # 16 MiB in two tiles of 8 MiB, 128 chunks each
+    dom = tiledb.Domain(tiledb.Dim("d", domain=(0, len(values) - 1), tile=len(values) // 2, dtype=np.int64))
+    filters = tiledb.FilterList([tiledb.ByteShuffleFilter(), tiledb.ZstdFilter()])
+    tiledb.Array.create(str(tmp_path), tiledb.ArraySchema(domain=dom, attrs=[tiledb.Attr("a", np.int64,
+                                                                                         filters=filters)]))
+    with tiledb.open(str(tmp_path), "w") as arr:
+        arr[:] = values
+    script = ("import resource, sys, numpy as np, tdbformat\n"
+              "read = lambda: tdbformat.open_array(sys.argv[1]).read(threads=1)['a']\n"
+              "first = read()  # kept: freeing its 16 MiB would raise glibc's thresholds itself\n"
+              "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+              "got = read()\n"
+              "faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before\n"
+              "ok = bool(np.array_equal(got, np.arange(len(got), dtype=np.int64) * 3))\n"
+              "print(faults, got.nbytes // 4096, ok)\n")
+    faults, pages, equal = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
+                                          text=True, check=True).stdout.split()
+    assert equal == "True" and int(pages) == len(values) * 8 // 4096
+    assert int(faults) < 1.25 * int(pages) + 500, (faults, pages)

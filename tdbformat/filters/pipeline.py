@@ -66,6 +66,24 @@ def get_threads() -> int:
 
 _RUN = 16  # chunks unfiltered together (Codec.reverse_many): 1 MiB of 64 KiB chunks stays in cache
 _PARALLEL = 256 << 10  # unfiltered bytes from which a tile's chunks are shared out over threads
+_PRIME = 8 << 20  # see _prime_allocator
+_primed = False
+
+
+def _prime_allocator():
+    """Once a process: allocate and free an untouched block of :data:`_PRIME` bytes.
+
+    Each run of chunks frees a few MiB of work arrays. In a process that has not yet freed a large block,
+    glibc keeps its defaults (blocks from 128 KiB are mapped, and more than 128 KiB free at the top of the
+    heap goes back to the system), so every run faults the same pages in again: three times the faults and
+    up to three times the time of a read (README, "In a fresh process"). Freeing a mapped block raises both
+    thresholds to its size and twice that (mallopt(3), M_MMAP_THRESHOLD), as any large free would, and the
+    runs then reuse their memory. Elsewhere this costs one untouched allocation.
+    """
+    global _primed
+    if not _primed:
+        _primed = True
+        np.empty(_PRIME, np.uint8)
 
 
 def _map(fn, items: list, threads: int | None) -> list:
@@ -80,6 +98,7 @@ def _map(fn, items: list, threads: int | None) -> list:
         return fn(items)
     # a few runs per thread even out chunks of unequal cost
     runs = min(len(items), max(-(-len(items) // _RUN), 4 * threads if threads > 1 else 1))
+    _prime_allocator()
     bounds = [len(items) * r // runs for r in range(runs + 1)]
     if threads <= 1:
         done = map(lambda r: fn(items[bounds[r]:bounds[r + 1]]), range(runs))
