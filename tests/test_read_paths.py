@@ -76,13 +76,26 @@ EXPECTED = {Datatype.STRING_UTF8: lambda c: c.decode("utf-8", "surrogateescape")
 def test_var_cells_shared_or_not_are_the_loops_values(datatype, repeat):
     """Repeated cells (shared objects, one per distinct value) and distinct ones give what slicing and
     converting cell by cell gives, bad UTF-8 and ASCII ending in NUL included."""
-    pytest.importorskip("pyarrow")
     words = [b"ab", b"", b"\xc3\xa9-\xff", b"x\0\0", b"\xe2\x82"]
     cells = [words[i % 5] for i in range(3000)] if repeat else [b"%d\xc3\xa9" % i for i in range(3000)]
     info = FieldInfo("s", datatype, VAR_NUM, True, False, None)
     got = cells_mod.split_var(*_var_tile(cells), info)
     assert got.dtype == object and got.tolist() == [EXPECTED[datatype](c) for c in cells]
     assert (len({id(v) for v in got}) <= 5) == repeat
+
+
+@pytest.mark.parametrize("spread", [16, 1])
+def test_shared_var_cells_whose_hash_slots_collide_still_get_their_own_values(monkeypatch, spread):
+    """Cells share a value only with equal cells: with a table of about one slot per distinct value, most
+    slots hold several strings, which go round again and then one by one."""
+    monkeypatch.setattr(cells_mod, "_SPREAD", spread)
+    rng = np.random.default_rng(7)
+    words = [b"w%d" % i for i in range(700)] + [b"%d-long-%d" % (i, i) * 3 for i in range(60)]  # up to 8 words
+    cells = [words[i] for i in rng.integers(0, len(words), 20_000)]
+    info = FieldInfo("s", Datatype.STRING_ASCII, VAR_NUM, True, False, None)
+    got = cells_mod.split_var(*_var_tile(cells), info)
+    assert got.tolist() == cells
+    assert len({id(v) for v in got}) < 2_000  # shared, not one value per cell
 
 
 def _sparse(uri, frags):

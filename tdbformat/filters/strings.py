@@ -18,7 +18,7 @@ from ..errors import FormatError
 from ..fields import Struct
 from .pipeline import Codec, Entries, Header, byte_ranges, register
 
-__all__ = ["StringRleHeader", "DictionaryHeader", "bytesize"]
+__all__ = ["StringRleHeader", "DictionaryHeader", "bytesize", "cell_words"]
 
 _common = (
     "num_metadata_parts" / Int32ul * "always 0",
@@ -137,6 +137,17 @@ def _records(buf: np.ndarray, skip: int, width: int, what: str) -> np.ndarray:
 _LOW_BYTES = np.array([(1 << (8 * j)) - 1 for j in range(9)], np.uint64)
 
 
+def cell_words(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, words: int) -> list:
+    """Cells of ``buf`` as columns of u64, a gather per column: their lengths, then their first ``words`` words
+    of bytes, as little-endian u64 (the bytes in memory order), zero past each cell's end."""
+    padded = np.concatenate([buf, np.zeros(8, np.uint8)])  # (a cell's last word may read past the data)
+    at = np.lib.stride_tricks.as_strided(padded, (len(buf) + 1, 8), (1, 1)).view("<u8")[:, 0]  # the u64 at each byte
+    cols = [lengths.astype(np.uint64)]
+    for k in range(words):
+        cols.append(at[np.minimum(starts + 8 * k, len(buf))] & _LOW_BYTES[np.clip(lengths - 8 * k, 0, 8)])
+    return cols
+
+
 def _cells(data, offsets):
     """(u8 bytes, cell lengths, (n, k) u64 matrix whose rows are equal iff the cells are: the length, then
     the bytes zero-padded to whole words, which numpy compares and sorts eight bytes at a time)."""
@@ -149,11 +160,8 @@ def _cells(data, offsets):
     rows = np.zeros((len(lengths), words), np.uint64)
     rows[:, 0] = lengths
     if len(lengths) * (words - 1) <= len(buf) // 2 + len(lengths):  # short cells: a gather per word of all
-        padded = np.concatenate([buf, np.zeros(8, np.uint8)])  # cells (a cell's last word may read past it)
-        # the little-endian u64 at each byte, as the rows' memory holds it; the bytes past a cell's end cleared
-        at = np.lib.stride_tricks.as_strided(padded, (len(buf) + 1, 8), (1, 1)).view("<u8")[:, 0]
-        for k in range(words - 1):
-            rows[:, 1 + k] = at[np.minimum(offsets + 8 * k, len(buf))] & _LOW_BYTES[np.clip(lengths - 8 * k, 0, 8)]
+        for k, col in enumerate(cell_words(buf, offsets, lengths, words - 1)):
+            rows[:, k] = col
         return buf, lengths, rows
     rows.view(np.uint8).reshape(-1)[byte_ranges(8 * words * np.arange(len(lengths)) + 8, lengths)] = buf
     return buf, lengths, rows
