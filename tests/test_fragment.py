@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from construct import Container
 
-from common import common
+from common import common, same
 from corpus import CORPUS, HISTORIC, case_id, cases, key, root, truth
 from tdbformat.array import open_array
 from tdbformat.enums import Datatype
@@ -20,7 +20,7 @@ from tdbformat.errors import FormatError
 from tdbformat.filters import unfilter
 from tdbformat.structs.array_schema import ArraySchema, attributes, dimensions
 from tdbformat.structs.fragment import (
-    ConsolidatedFragmentMetadata, Footer, FragmentMetadata, data_files, find_footer,
+    SECTIONS, ConsolidatedFragmentMetadata, Footer, FragmentMetadata, data_files, find_footer,
 )
 from tdbformat.structs.names import parse_timestamped_name
 from tdbformat.structs.tile import Tile, tile_nbytes
@@ -122,6 +122,25 @@ def _check_tiles(path, offsets, size):
     for start, end in zip(offsets, ends):
         assert 0 <= start < end <= size
         assert start + tile_nbytes(Tile.parse(data[start:end])) == end
+
+
+@pytest.mark.parametrize("case, folder", FRAGMENTS)
+def test_read_section_gives_what_the_declaration_parses(case, folder):
+    """Reads take sections through read_generic_tile (no construct containers of the tile): every section of
+    every v3+ fragment gives the value the declaration parses, and once that is parsed, that same value."""
+    _load.cache_clear()  # fresh metadata: the cached one has parsed its sections through the declaration
+    fast, full = _load(case, folder), FragmentMetadata.parse(
+        (folder / "__fragment_metadata.tdb").read_bytes(), schema=_load(case, folder).schema, key=key(case),
+        name=folder.name)
+    _load.cache_clear()
+    if fast.legacy is not None:
+        pytest.skip("v1-2 metadata is one generic tile, parsed whole")
+    for slot in SECTIONS:
+        for i in range(len(slot.offsets(fast.footer) or ())):
+            declared = slot.value(full._payload(slot, i))
+            assert same(fast.read_section(slot.name, i), declared), (slot.name, i)
+            again = full.read_section(slot.name, i)  # (a list is made anew from the parsed value each time)
+            assert same(again, declared) and (again is declared or isinstance(declared, list))
 
 
 @pytest.mark.parametrize("case, folder", FRAGMENTS)
@@ -370,3 +389,40 @@ def test_v11_footer_of_a_back_compat_writer(tmp_path):
     assert fm.build() == patched
     after = open_array(array).read()
     assert {k: v.tolist() for k, v in after.items()} == {k: v.tolist() for k, v in before.items()}
+
+
+_HEADER_LIES = {  # a generic tile header byte range -> what is written there
+    "datatype": (20, 21, b"\xc8"), "encryption_type": (29, 30, b"\x09"), "persisted_size": (4, 12, b"\xff" * 8),
+    "filter_pipeline_size": (30, 34, b"\x00\x10\x00\x00"), "tile_size": (12, 20, b"\x01" + b"\x00" * 7),
+    "pipeline": (34, 40, b"\xee" * 6), "num_chunks": (None, None, b"\xff" * 8),
+}
+
+
+@pytest.mark.parametrize("lie", list(_HEADER_LIES))
+@pytest.mark.parametrize("section", ["rtree", "tile_offsets"])
+def test_a_lying_section_header_is_a_format_error_on_reads_as_on_parses(lie, section):
+    """read_section's own header parse refuses what the declaration refuses, and says where."""
+    case, folder = next(p.values for p in SPARSE if "v22_" in str(p.values[0]))
+    fm = _load(case, folder)
+    start = SECTIONS[[s.name for s in SECTIONS].index(section)].offsets(fm.footer)[0]
+    data = bytearray((folder / "__fragment_metadata.tdb").read_bytes())
+    lo, hi, value = _HEADER_LIES[lie]
+    if lo is None:  # the chunk count, just after the pipeline
+        lo = start + 34 + struct.unpack_from("<I", data, start + 30)[0]
+        hi = lo + 8
+    else:
+        lo, hi = start + lo, start + hi
+    data[lo:hi] = value
+    def error(read):
+        try:
+            read(FragmentMetadata.parse(bytes(data), schema=fm.schema, key=key(case), name=folder.name))
+        except FormatError as e:
+            return e
+        return None
+
+    fast = error(lambda m: m.read_section(section, 0))
+    declared = error(lambda m: getattr(m, section) if section == "rtree" else getattr(m, section)[0])
+    assert fast is not None and declared is not None
+    assert fast.within is not None or start <= fast.offset < len(data), fast
+    if lie in ("datatype", "encryption_type"):
+        assert fast.path == lie and fast.offset == lo, fast

@@ -22,7 +22,7 @@ import numpy as np
 from construct import Container, Float64l, IfThenElse, Int32ul, Int64sl, Int64ul, ListContainer, Rebuild, this
 
 from ..enums import DatatypeEnum, OptionalSectionId
-from ..errors import FormatError
+from ..errors import FormatError, located
 from ..fields import Bounded, Counted, Raw, Section, Struct, rule, switch, text_field
 from ..numpy_array import CountedNumpy, NumpyArray
 from ..versions import FEATURES, FormatVersion, until
@@ -30,7 +30,7 @@ from .array_schema import FieldInfo, attributes, dimensions, value_dtype
 from .consolidated import ConsolidatedFragmentMetadata
 from .footer import (NEED_SCHEMA, Footer, FooterPayload, NDRectangle, OptionalSection, TileGlobalOrderOffsets,
                      _attrs, _dims, find_footer, has_footer_length, index_fields, pick_schema)
-from .generic_tile import GENERIC_TILE_BASE_SIZE, generic_tile
+from .generic_tile import GENERIC_TILE_BASE_SIZE, generic_tile, read_generic_tile
 
 __all__ = [
     "Footer", "FooterPayload", "NDRectangle", "RTree", "TileOffsets", "TileMinMax", "TileSums",
@@ -220,6 +220,8 @@ class _Slot:
         self.fields = fields  # fm -> the field of each tile (None: one tile)
         self.value = value or (lambda p: p)
         self.wrap = wrap or (lambda v: v)
+        #: the unfiltered payload alone (:meth:`FragmentMetadata.read_section`)
+        self.payload = Section(construct.title, construct.page, construct.subcon.payload)
 
     def offsets(self, footer):
         holder = _global_order(footer) if self.sub else footer
@@ -329,7 +331,7 @@ class FragmentMetadata:
         #: generic tiles between the last section and the footer that the footer does not point to: v15
         #: writers emit an empty processed-conditions tile that only v16+ footers reference (REFERENCE §17 #7)
         self.unreferenced = unreferenced
-        self._payloads = {}
+        self._payloads, self._reads = {}, {}
         for name, value in sections.items():
             slot = _SLOT[name]
             self._payloads[name] = ([slot.wrap(v) for v in value] if slot.fields else [slot.wrap(value)])
@@ -352,6 +354,29 @@ class FragmentMetadata:
             loaded[i] = slot.construct.parse(self._data[offset:_tile_end(self._data, offset)],
                                              **self._context(slot, i))
         return loaded[i]
+
+    def read_section(self, name: str, i: int = 0):
+        """What ``getattr(self, name)[i]`` gives (``i`` only for per-field sections), for reads: a section not
+        parsed yet is unfiltered by :func:`read_generic_tile` and only its payload parsed, without construct's
+        containers of the tile, which inspection and build need (a read of a few cells spent most of its time
+        on them). Kept apart from what attribute access parses; once that is there, it is what this gives."""
+        slot = _SLOT[name]
+        parsed = self._payloads.get(name)
+        if parsed is not None and parsed[i] is not None:
+            return slot.value(parsed[i])
+        offsets = slot.offsets(self.footer)
+        done = self._reads.setdefault(name, [None] * len(offsets))
+        if done[i] is None:
+            start = offsets[i]
+            try:
+                data = read_generic_tile(self._data[start:_tile_end(self._data, start)], self.key)
+            except FormatError as e:
+                raise located(e, where=f"{slot.construct.title} at file offset {start}", base=start) from None
+            try:
+                done[i] = slot.payload.parse(data, **self._context(slot, i))
+            except FormatError as e:
+                raise located(e, within=f"the unfiltered payload of the generic tile at file offset {start}") from None
+        return slot.value(done[i])
 
     def _context(self, slot, i):
         fields = slot.fields(self) if slot.fields else None
