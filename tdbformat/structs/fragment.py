@@ -364,18 +364,9 @@ class FragmentMetadata:
         parsed = self._payloads.get(name)
         if parsed is not None and parsed[i] is not None:
             return slot.value(parsed[i])
-        offsets = slot.offsets(self.footer)
-        done = self._reads.setdefault(name, [None] * len(offsets))
+        done = self._reads.setdefault(name, [None] * len(slot.offsets(self.footer)))
         if done[i] is None:
-            start = offsets[i]
-            try:
-                data = read_generic_tile(self._data[start:_tile_end(self._data, start)], self.key)
-            except FormatError as e:
-                raise located(e, where=f"{slot.construct.title} at file offset {start}", base=start) from None
-            try:
-                done[i] = slot.payload.parse(data, **self._context(slot, i))
-            except FormatError as e:
-                raise located(e, within=f"the unfiltered payload of the generic tile at file offset {start}") from None
+            done[i] = _read_payload(self, slot, i)
         return slot.value(done[i])
 
     def _context(self, slot, i):
@@ -454,6 +445,18 @@ class FragmentMetadata:
     def build(self) -> bytes:
         """The file: every section in the writer's order, the footer with their offsets, the footer length."""
         return _build_file(self)
+
+
+def _read_payload(fm: FragmentMetadata, slot: _Slot, i: int):
+    start = slot.offsets(fm.footer)[i]
+    try:
+        data = read_generic_tile(fm._data[start:_tile_end(fm._data, start)], fm.key)
+    except FormatError as e:
+        raise located(e, where=f"{slot.construct.title} at file offset {start}", base=start) from None
+    try:
+        return slot.payload.parse(data, **fm._context(slot, i))
+    except FormatError as e:
+        raise located(e, within=f"the unfiltered payload of the generic tile at file offset {start}") from None
 
 
 def fragment_sections(fm: FragmentMetadata) -> dict:
