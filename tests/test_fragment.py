@@ -20,7 +20,7 @@ from tdbformat.errors import FormatError
 from tdbformat.filters import unfilter
 from tdbformat.structs.array_schema import ArraySchema, attributes, dimensions
 from tdbformat.structs.fragment import (
-    SECTIONS, ConsolidatedFragmentMetadata, Footer, FragmentMetadata, data_files, find_footer,
+    SECTIONS, ConsolidatedFragmentMetadata, Footer, FragmentMetadata, data_files, find_footer, read_section,
 )
 from tdbformat.structs.names import parse_timestamped_name
 from tdbformat.structs.tile import Tile, tile_nbytes
@@ -138,8 +138,8 @@ def test_read_section_gives_what_the_declaration_parses(case, folder):
     for slot in SECTIONS:
         for i in range(len(slot.offsets(fast.footer) or ())):
             declared = slot.value(full._payload(slot, i))
-            assert same(fast.read_section(slot.name, i), declared), (slot.name, i)
-            again = full.read_section(slot.name, i)  # (a list is made anew from the parsed value each time)
+            assert same(read_section(fast, slot.name, i), declared), (slot.name, i)
+            again = read_section(full, slot.name, i)  # (a list is made anew from the parsed value each time)
             assert same(again, declared) and (again is declared or isinstance(declared, list))
 
 
@@ -420,7 +420,7 @@ def test_a_lying_section_header_is_a_format_error_on_reads_as_on_parses(lie, sec
             return e
         return None
 
-    fast = error(lambda m: m.read_section(section, 0))
+    fast = error(lambda m: read_section(m, section, 0))
     declared = error(lambda m: getattr(m, section) if section == "rtree" else getattr(m, section)[0])
     assert fast is not None and declared is not None
     assert fast.within is not None or start <= fast.offset < len(data), fast

@@ -121,13 +121,13 @@ class Fragment:
         per_field = meta.legacy[name] if meta.legacy is not None else getattr(meta, name)
         if per_field is None or idx >= len(per_field):
             raise FormatError(f"the fragment metadata has no {name} for field {idx}")
-        offsets = per_field[idx].data if meta.legacy is not None else meta.read_section(name, idx)
+        offsets = per_field[idx].data if meta.legacy is not None else fragment_mod.read_section(meta, name, idx)
         return fragment_mod.data_files(meta, idx)[which], offsets, getattr(meta, sizes)
 
     def mbrs(self, dims) -> list[tuple]:
         """Per dimension, the (lows, highs) of every sparse tile's minimum bounding rectangle."""
         meta = self.metadata
-        rtree = meta.read_section("rtree") if meta.legacy is None else None
+        rtree = fragment_mod.read_section(meta, "rtree") if meta.legacy is None else None
         if meta.legacy is not None:
             leaves = meta.legacy.mbrs
         elif not rtree.levels:

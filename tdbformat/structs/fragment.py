@@ -37,7 +37,7 @@ __all__ = [
     "FragmentSummary", "ProcessedConditions", "LegacyFragmentMetadata", "ConsolidatedFragmentMetadata",
     "RTreeTile", "TileOffsetsTile", "TileMinMaxTile", "TileSumsTile", "FragmentSummaryTile",
     "ProcessedConditionsTile", "LegacyFragmentMetadataFile", "fragment_sections", "TileGlobalOrderOffsets", "OptionalSection",
-    "FragmentMetadata", "SECTIONS", "index_fields", "find_footer", "pick_schema", "data_file_stem", "data_files",
+    "FragmentMetadata", "read_section", "SECTIONS", "index_fields", "find_footer", "pick_schema", "data_file_stem", "data_files",
 ]
 
 # ---------------------------------------------------------------------------------------------------------
@@ -355,20 +355,6 @@ class FragmentMetadata:
                                              **self._context(slot, i))
         return loaded[i]
 
-    def read_section(self, name: str, i: int = 0):
-        """What ``getattr(self, name)[i]`` gives (``i`` only for per-field sections), for reads: a section not
-        parsed yet is unfiltered by :func:`read_generic_tile` and only its payload parsed, without construct's
-        containers of the tile, which inspection and build need (a read of a few cells spent most of its time
-        on them). Kept apart from what attribute access parses; once that is there, it is what this gives."""
-        slot = _SLOT[name]
-        parsed = self._payloads.get(name)
-        if parsed is not None and parsed[i] is not None:
-            return slot.value(parsed[i])
-        done = self._reads.setdefault(name, [None] * len(slot.offsets(self.footer)))
-        if done[i] is None:
-            done[i] = _read_payload(self, slot, i)
-        return slot.value(done[i])
-
     def _context(self, slot, i):
         fields = slot.fields(self) if slot.fields else None
         return dict(version=self.version, schema=self.schema, key=self.key, fields=self.index_fields,
@@ -445,6 +431,21 @@ class FragmentMetadata:
     def build(self) -> bytes:
         """The file: every section in the writer's order, the footer with their offsets, the footer length."""
         return _build_file(self)
+
+
+def read_section(fm: FragmentMetadata, name: str, i: int = 0):
+    """What ``getattr(fm, name)[i]`` gives (``i`` only for per-field sections), for reads: a section not parsed
+    yet is unfiltered by :func:`read_generic_tile` and only its payload parsed, without construct's containers of
+    the tile, which inspection and build need (a read of a few cells spent most of its time on them). Kept apart
+    from what attribute access parses; once that is there, it is what this gives."""
+    slot = _SLOT[name]
+    parsed = fm._payloads.get(name)
+    if parsed is not None and parsed[i] is not None:
+        return slot.value(parsed[i])
+    done = fm._reads.setdefault(name, [None] * len(slot.offsets(fm.footer)))
+    if done[i] is None:
+        done[i] = _read_payload(fm, slot, i)
+    return slot.value(done[i])
 
 
 def _read_payload(fm: FragmentMetadata, slot: _Slot, i: int):
