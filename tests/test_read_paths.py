@@ -71,11 +71,21 @@ EXPECTED = {Datatype.STRING_UTF8: lambda c: c.decode("utf-8", "surrogateescape")
             Datatype.STRING_ASCII: lambda c: c.rstrip(b"\0"), Datatype.CHAR: lambda c: c}
 
 
+def _with_or_without_pyarrow(monkeypatch, arrow: bool):
+    """Var strings go through pyarrow where it is imported, else through numpy: pick one."""
+    if arrow:
+        pytest.importorskip("pyarrow")
+    else:
+        monkeypatch.delitem(sys.modules, "pyarrow", raising=False)
+
+
+@pytest.mark.parametrize("arrow", [True, False])
 @pytest.mark.parametrize("datatype", list(EXPECTED))
 @pytest.mark.parametrize("repeat", [True, False])
-def test_var_cells_shared_or_not_are_the_loops_values(datatype, repeat):
+def test_var_cells_shared_or_not_are_the_loops_values(datatype, repeat, arrow, monkeypatch):
     """Repeated cells (shared objects, one per distinct value) and distinct ones give what slicing and
-    converting cell by cell gives, bad UTF-8 and ASCII ending in NUL included."""
+    converting cell by cell gives, bad UTF-8 and ASCII ending in NUL included, with or without pyarrow."""
+    _with_or_without_pyarrow(monkeypatch, arrow)
     words = [b"ab", b"", b"\xc3\xa9-\xff", b"x\0\0", b"\xe2\x82"]
     cells = [words[i % 5] for i in range(3000)] if repeat else [b"%d\xc3\xa9" % i for i in range(3000)]
     info = FieldInfo("s", datatype, VAR_NUM, True, False, None)
@@ -89,6 +99,7 @@ def test_shared_var_cells_whose_hash_slots_collide_still_get_their_own_values(mo
     """Cells share a value only with equal cells: with a table of about one slot per distinct value, most
     slots hold several strings, which go round again and then one by one."""
     monkeypatch.setattr(cells_mod, "_SPREAD", spread)
+    _with_or_without_pyarrow(monkeypatch, False)
     rng = np.random.default_rng(7)
     words = [b"w%d" % i for i in range(700)] + [b"%d-long-%d" % (i, i) * 3 for i in range(60)]  # up to 8 words
     cells = [words[i] for i in rng.integers(0, len(words), 20_000)]
