@@ -862,3 +862,31 @@ def test_var_cells_are_each_cells_utf8_bytes(cells):
     data, lengths = var_cells(column, np.dtype("u1"))
     assert data == b"".join(want)
     assert lengths.dtype == np.uint64 and lengths.tolist() == [len(w) for w in want]
+
+
+@pytest.mark.parametrize("dtype, values", [
+    ("int64", [2**62, 2**62, 2**62, -5]),  # past the max: stops there
+    ("int64", [-2**62] * 3 + [7]),  # past the min
+    ("int64", [2**62, 2**62 - 1, -2**62, 3]),  # reaches the max exactly, then comes back: no stop
+    ("uint64", [2**63, 2**63, 1, 2]),  # wraps: the max
+    ("uint64", [2**62, 2**62, 2**62, 5]),  # large, no wrap
+    ("int8", [100, 100, -100, 5]),
+    ("int64", [3, -4, 5, 6]),
+])
+def test_tile_sums_stop_where_tiledbs_stop(tmp_path, dtype, values):
+    """Integer tile sums that would leave their type stop at its max or min, as TileDB's Sum<T> does; the
+    fragment written by TileDB-Py holds the expected sums."""
+    made = {}
+    for who in ("tiledb", "ours"):
+        uri = str(tmp_path / who)
+        tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(tiledb.Dim("d", domain=(0, 3), tile=4, dtype=np.int64)),
+                                                    attrs=[tiledb.Attr("a", dtype)]))
+        if who == "tiledb":
+            with tiledb.open(uri, "w") as arr:
+                arr[:] = np.array(values, dtype)
+        else:
+            write(uri, {"a": np.array(values, dtype)})
+        fm = tdbformat.open_array(uri).fragments[0].metadata
+        made[who] = (np.asarray(fm.tile_sums[0]).tobytes(), fm.fragment_summary[0])
+    assert made["ours"][0] == made["tiledb"][0]
+    assert made["ours"][1] == made["tiledb"][1]

@@ -252,6 +252,8 @@ def _saturating_sum(values, acc: str):
         return np.zeros((), acc)[()]
     if acc == "<f8":
         return np.cumsum(values, dtype=acc)[-1]
+    if len(values) * max(abs(int(values.min())), abs(int(values.max()))) < (2**64 if acc == "<u8" else 2**63):
+        return values.sum(dtype=acc)  # no running sum can leave the type: one vectorised pass, no cumsum
     if acc == "<u8":  # adding less than 2**64 wraps to below the previous sum exactly when it overflows
         sums = np.cumsum(values, dtype=acc)
         return np.uint64(2**64 - 1) if (sums[1:] < sums[:-1]).any() else sums[-1]
