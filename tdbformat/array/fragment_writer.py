@@ -186,8 +186,9 @@ class _Sink:
         self.file, self.size = file, 0
 
     def put(self, parts: list):
-        self.file.writelines(parts)
-        self.size += sum(map(len, parts))
+        data = b"".join(parts)  # one write a tile: a write per chunk piece cost more than the copy
+        self.file.write(data)
+        self.size += len(data)
 
 
 def _raw(values: np.ndarray) -> np.ndarray:

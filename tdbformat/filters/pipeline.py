@@ -32,7 +32,7 @@ from ..versions import FEATURES
 __all__ = [
     "Codec", "FilterContext", "CODECS", "STRING_CODECS", "register", "Header", "split_parts", "joined", "unfilter",
     "filter_tile", "chunk_sizes", "var_chunk_sizes", "skips_offsets", "uses_chunking", "unfilter_strings", "MAX_CHUNK",
-    "set_threads", "get_threads", "reverse_stacked", "FilterPlan", "Entries", "byte_ranges", "nonempty",
+    "set_threads", "get_threads", "reverse_stacked", "forward_stacked", "FilterPlan", "Entries", "byte_ranges", "nonempty",
 ]
 
 #: TileDB's default process-wide chunk size (v5+; v1-4 chunk by the pipeline's ``max_chunk_size``).
@@ -152,6 +152,10 @@ class Codec:
         per call than per byte on one chunk does them over all at once: large passes also run threads in
         parallel, since numpy releases the GIL for them."""
         return [self.reverse(ctx, md, data) for md, data in chunks]
+
+    def forward_many(self, ctx: FilterContext, chunks: list) -> list:
+        """``forward`` of each (metadata parts, data parts) of neighbouring chunks (see ``reverse_many``)."""
+        return [self.forward(ctx, md, parts) for md, parts in chunks]
 
 
 def nonempty(parts: list) -> list:
@@ -278,6 +282,21 @@ def reverse_stacked(codec: Codec, ctx: FilterContext, chunks: list, undo) -> lis
             for i, row in zip(members, undo(rows)):
                 out[i] = heads[i].rest(), row
     return [done or codec.reverse(ctx, md, data) for done, (md, data) in zip(out, chunks)]
+
+
+def forward_stacked(codec: Codec, ctx: FilterContext, chunks: list, do) -> list:
+    """``forward_many`` of a filter whose header is the part sizes: chunks of one part of the same size are
+    filtered together by ``do`` on their (k, n) rows, the others by ``forward``."""
+    groups, out = {}, [None] * len(chunks)
+    for i, (_, parts) in enumerate(chunks):
+        if len(parts) == 1:
+            groups.setdefault(len(parts[0]), []).append(i)
+    for n, members in groups.items():
+        if len(members) > 1 and n:
+            rows = np.frombuffer(b"".join(chunks[i][1][0] for i in members), np.uint8).reshape(len(members), n)
+            for i, row in zip(members, do(rows)):
+                out[i] = [parts_header([n]), *chunks[i][0]], [row]
+    return [done or codec.forward(ctx, md, parts) for done, (md, parts) in zip(out, chunks)]
 
 
 def _codec(filter_type) -> Codec:
@@ -540,10 +559,12 @@ def var_chunk_sizes(offsets, nbytes: int, type_size: int, max_chunk: int = MAX_C
     return np.diff(np.append(starts, nbytes)).tolist()
 
 
-def _forward_chunk(stages, md, parts):
+def _forward_run(stages, items: list) -> list:
+    """Chunks of the (metadata parts, data parts) ``items``, each stage taking all of them at once."""
     for _, codec, ctx in stages:
-        md, parts = codec.forward(ctx, md, parts)
-    return Container(metadata=b"".join(bytes(m) for m in md), data=b"".join(bytes(p) for p in parts))
+        items = codec.forward_many(ctx, items)
+    return [Container(metadata=b"".join(bytes(m) for m in md), data=b"".join(bytes(p) for p in parts))
+            for md, parts in items]
 
 
 def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, key=None,
@@ -576,7 +597,7 @@ def _filter(plan: FilterPlan, data, offsets, sizes, var, dim_num, max_chunk, thr
         if len(data) or len(offsets):
             ftype, _, ctx = stages[0]
             md, parts = STRING_CODECS[ftype].forward_strings(ctx, data, np.asarray(offsets, "<u8"))
-            chunk = _forward_chunk(stages[1:], md, parts)
+            chunk = _forward_run(stages[1:], [(md, parts)])[0]
             chunk.unfiltered_size = len(data)
             chunks.append(chunk)
         return Container(num_chunks=len(chunks), chunks=chunks)
@@ -592,7 +613,7 @@ def _filter(plan: FilterPlan, data, offsets, sizes, var, dim_num, max_chunk, thr
     starts = [0, *itertools.accumulate(sizes)]
 
     def run(indices):
-        out = [_forward_chunk(stages, [], [data[starts[r]:starts[r + 1]]]) for r in indices]
+        out = _forward_run(stages, [([], [data[starts[r]:starts[r + 1]]]) for r in indices])
         for r, chunk in zip(indices, out):
             chunk.unfiltered_size = starts[r + 1] - starts[r]
         return out

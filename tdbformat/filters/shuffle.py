@@ -20,7 +20,7 @@ from construct import Int32ul, this
 
 from ..enums import FilterType
 from ..fields import Counted, Struct
-from .pipeline import Codec, Header, joined, parts_header, register, reverse_stacked, split_parts
+from .pipeline import Codec, Header, forward_stacked, joined, parts_header, register, reverse_stacked, split_parts
 
 __all__ = ["PartSizes", "byteshuffle", "byteunshuffle", "bitshuffle", "bitunshuffle"]
 
@@ -278,6 +278,13 @@ class _Shuffle(Codec):
     def reverse_many(self, ctx, chunks):
         size = ctx.datatype.size
         return reverse_stacked(self, ctx, chunks, lambda rows: self.shuffle(rows, size, True)
+                               if self.shuffles(rows.shape[1], size) else rows)
+
+    def forward_many(self, ctx, chunks):
+        size = ctx.datatype.size
+        if any(len(self.parts(parts)) != len(parts) for _, parts in chunks):  # bitshuffle cuts a part in two
+            return super().forward_many(ctx, chunks)
+        return forward_stacked(self, ctx, chunks, lambda rows: self.shuffle(rows, size)
                                if self.shuffles(rows.shape[1], size) else rows)
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..enums import Datatype, FilterType
 from ..errors import FormatError
-from .pipeline import Codec, Header, parts_header, register, reverse_stacked, split_parts
+from .pipeline import Codec, Header, forward_stacked, parts_header, register, reverse_stacked, split_parts
 from .shuffle import PartSizes
 
 __all__ = ["xor_encode", "xor_decode"]
@@ -33,6 +33,16 @@ def xor_encode(part, size: int) -> bytes:
 
 def xor_decode(part, size: int) -> bytes:
     return np.bitwise_xor.accumulate(_values(part, size)).tobytes()
+
+
+def _xor_encode_rows(rows: np.ndarray, size: int) -> np.ndarray:
+    """:func:`xor_encode` of each row of a (k, n) u8 array."""
+    if rows.shape[1] % size:
+        raise FormatError(f"XOR: a part of {rows.shape[1]} bytes is not whole {size}-byte values")
+    x = rows.view(f"<i{size}")
+    out = x.copy()
+    out[:, 1:] ^= x[:, :-1]
+    return out.view(np.uint8)
 
 
 def _xor_decode_rows(rows: np.ndarray, size: int) -> np.ndarray:
@@ -62,3 +72,6 @@ class Xor(Codec):
 
     def reverse_many(self, ctx, chunks):
         return reverse_stacked(self, ctx, chunks, lambda rows: _xor_decode_rows(rows, ctx.datatype.size))
+
+    def forward_many(self, ctx, chunks):
+        return forward_stacked(self, ctx, chunks, lambda rows: _xor_encode_rows(rows, ctx.datatype.size))
