@@ -241,19 +241,21 @@ def _tile_stats(info, cells, mask, is_dim):
     if _has_sum(info):
         values = np.asarray(cells).view(value_dtype(info.datatype))
         values = values if mask is None else values[mask]
-        total = _saturating_sum(values, _sum_dtype(values.dtype.kind))
+        bounds = (lo, hi) if lo is not None and len(values) else None  # (a pass each over the tile: kept)
+        total = _saturating_sum(values, _sum_dtype(values.dtype.kind), bounds)
     return lo, hi, total, nulls
 
 
-def _saturating_sum(values, acc: str):
+def _saturating_sum(values, acc: str, bounds=None):
     """``values`` added one after the other as TileDB's metadata generator adds them (Sum<T>::sum,
     compute_fragment_sum): an integer sum that would leave its type stops at the type's max (or min); floats
-    add in order."""
+    add in order. ``bounds``: their (min, max) if known."""
     if not len(values):
         return np.zeros((), acc)[()]
     if acc == "<f8":
         return np.cumsum(values, dtype=acc)[-1]
-    if len(values) * max(abs(int(values.min())), abs(int(values.max()))) < (2**64 if acc == "<u8" else 2**63):
+    lo, hi = bounds or (values.min(), values.max())
+    if len(values) * max(abs(int(lo)), abs(int(hi))) < (2**64 if acc == "<u8" else 2**63):
         return values.sum(dtype=acc)  # no running sum can leave the type: one vectorised pass, no cumsum
     if acc == "<u8":  # adding less than 2**64 wraps to below the previous sum exactly when it overflows
         sums = np.cumsum(values, dtype=acc)

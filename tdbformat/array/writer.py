@@ -23,7 +23,7 @@ from .cells import cell_dtype, range_bound
 from .create import create, default_fill, new_uuid, now_ms
 from .fragment_writer import FragmentWrite, write_fragment
 from .metadata import delete_metadata, put_metadata
-from .tiling import dense_tiles, sparse_order, tile_bounds
+from .tiling import dense_box, dense_tiles, sparse_order, tile_bounds
 
 __all__ = ["open_writer", "write", "ArrayWriter", "create"]
 
@@ -104,10 +104,12 @@ def _dense_fragment(schema, schema_name, subarray, data, validity) -> FragmentWr
         if mask is not None:
             valid[info.name] = list(dense_tiles(mask, subarray, schema.domain.dimensions, False, *order))
     cells = int(np.prod([int(d.tile_extent) for d in schema.domain.dimensions]))
-    written = dense_tiles(np.ones(shape, bool), subarray, schema.domain.dimensions, False, *order)
+    counts, extents, _ = dense_box(schema.domain.dimensions, subarray)
+    written = None  # whole tiles: every cell written
+    if list(shape) != [c * e for c, e in zip(counts, extents)]:
+        written = list(dense_tiles(np.ones(shape, bool), subarray, schema.domain.dimensions, False, *order))
     ned = [np.array([lo, hi], value_dtype(d.datatype)) for d, (lo, hi) in zip(dims, subarray)]
-    return FragmentWrite(schema, schema_name, True, ned, tiles, valid, last_tile_cell_num=cells,
-                         written=None if written.all() else list(written))
+    return FragmentWrite(schema, schema_name, True, ned, tiles, valid, last_tile_cell_num=cells, written=written)
 
 
 def _coordinate(values, info, name) -> np.ndarray:
