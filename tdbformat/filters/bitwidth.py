@@ -142,6 +142,57 @@ PositiveDeltaHeader = Struct(
 )
 
 
+def _bit_width_encode(data: list, max_window: int, dtype) -> tuple:
+    """(window headers, the encoded bytes, their size per window) of bit-width reduction over ``data``'s parts."""
+    size, full = dtype.itemsize, 8 * dtype.itemsize
+    headers, outs, all_sizes = [], [], []
+    for buf, sizes, starts in _windows_of(data, max_window, dtype):
+        nelts = sizes // size
+        head = np.zeros(len(sizes), _header_dtype(dtype, True))
+        head["nbytes"] = sizes
+        head["bits"] = full
+        out_sizes = sizes.copy()
+        groups = []
+        for n in np.unique(nelts[nelts > 0]):
+            sel = np.flatnonzero(nelts == n)
+            values = _gather(buf, starts[sel], n * size).view(dtype)
+            mins, maxs = values.min(axis=1), values.max(axis=1)
+            bits = _bits_needed(mins, maxs, dtype)
+            head["offset"][sel] = mins
+            head["bits"][sel] = bits
+            packs = (bits < full) & (sizes[sel] % size == 0)
+            out_sizes[sel[packs]] = n * bits[packs] // 8
+            groups.append((sel, values, mins, bits, packs))
+        out = np.empty(int(out_sizes.sum()), np.uint8)
+        out_starts = np.cumsum(out_sizes) - out_sizes
+        raw = np.ones(len(sizes), bool)
+        for sel, values, mins, bits, packs in groups:
+            for b in np.unique(bits[packs]):
+                rows = packs & (bits == b)
+                rel = (values[rows] - mins[rows, None]).astype(_signed_or_unsigned(dtype, int(b)))
+                _scatter(out, out_starts[sel[rows]], rel.view(np.uint8))
+                raw[sel[rows]] = False
+        for i in np.flatnonzero(raw):  # raw windows are few: incompressible ones and a ragged tail
+            out[out_starts[i]:out_starts[i] + sizes[i]] = buf[starts[i]:starts[i] + sizes[i]]
+        headers.append(head)
+        outs.append(out.tobytes())
+        all_sizes.append(out_sizes)
+    head = np.concatenate(headers) if headers else np.zeros(0, _header_dtype(dtype, True))
+    return head, b"".join(outs), np.concatenate(all_sizes) if all_sizes else np.zeros(0, np.int64)
+
+
+def _even(chunks: list, max_window: int, size: int):
+    """The part size of ``chunks`` if they window as one buffer of them all would (each one part of the same
+    size, a whole number of equal windows of ``size``-byte values), else None."""
+    if len(chunks) < 2 or any(len(parts) != 1 for _, parts in chunks):
+        return None
+    lengths = {len(parts[0]) for _, parts in chunks}
+    nbytes = lengths.pop() if len(lengths) == 1 else 0
+    window = min(nbytes, max_window) // size * size
+    joined = min(nbytes * len(chunks), max_window) // size * size
+    return nbytes if window and window == joined and nbytes % window == 0 else None
+
+
 @register(FilterType.BIT_WIDTH_REDUCTION)
 class BitWidthReduction(Codec):
     metadata = BitWidthHeader
@@ -150,41 +201,21 @@ class BitWidthReduction(Codec):
         dtype = _value_type(ctx, one_byte=False)
         if dtype is None:
             return metadata, data
-        size, full = dtype.itemsize, 8 * dtype.itemsize
-        headers, outs = [], []
-        for buf, sizes, starts in _windows_of(data, ctx.options["max_window_size"], dtype):
-            nelts = sizes // size
-            head = np.zeros(len(sizes), _header_dtype(dtype, True))
-            head["nbytes"] = sizes
-            head["bits"] = full
-            out_sizes = sizes.copy()
-            groups = []
-            for n in np.unique(nelts[nelts > 0]):
-                sel = np.flatnonzero(nelts == n)
-                values = _gather(buf, starts[sel], n * size).view(dtype)
-                mins, maxs = values.min(axis=1), values.max(axis=1)
-                bits = _bits_needed(mins, maxs, dtype)
-                head["offset"][sel] = mins
-                head["bits"][sel] = bits
-                packs = (bits < full) & (sizes[sel] % size == 0)
-                out_sizes[sel[packs]] = n * bits[packs] // 8
-                groups.append((sel, values, mins, bits, packs))
-            out = np.empty(int(out_sizes.sum()), np.uint8)
-            out_starts = np.cumsum(out_sizes) - out_sizes
-            raw = np.ones(len(sizes), bool)
-            for sel, values, mins, bits, packs in groups:
-                for b in np.unique(bits[packs]):
-                    rows = packs & (bits == b)
-                    rel = (values[rows] - mins[rows, None]).astype(_signed_or_unsigned(dtype, int(b)))
-                    _scatter(out, out_starts[sel[rows]], rel.view(np.uint8))
-                    raw[sel[rows]] = False
-            for i in np.flatnonzero(raw):  # raw windows are few: incompressible ones and a ragged tail
-                out[out_starts[i]:out_starts[i] + sizes[i]] = buf[starts[i]:starts[i] + sizes[i]]
-            headers.append(head)
-            outs.append(out.tobytes())
-        head = np.concatenate(headers) if headers else np.zeros(0, _header_dtype(dtype, True))
+        head, out, _ = _bit_width_encode(data, ctx.options["max_window_size"], dtype)
         total = sum(len(p) for p in data)
-        return [np.array([total, len(head)], "<u4").tobytes() + head.tobytes(), *metadata], [b"".join(outs)]
+        return [np.array([total, len(head)], "<u4").tobytes() + head.tobytes(), *metadata], [out]
+
+    def forward_many(self, ctx, chunks):
+        dtype = _value_type(ctx, one_byte=False)
+        size = None if dtype is None else _even(chunks, ctx.options["max_window_size"], dtype.itemsize)
+        if size is None:
+            return super().forward_many(ctx, chunks)
+        head, out, out_sizes = _bit_width_encode([b"".join(p[0] for _, p in chunks)], ctx.options["max_window_size"],
+                                                 dtype)
+        per = len(head) // len(chunks)
+        ends = np.append(0, np.cumsum(out_sizes)[per - 1::per]).tolist()
+        return [([np.array([size, per], "<u4").tobytes() + head[i * per:(i + 1) * per].tobytes(), *md],
+                 [out[ends[i]:ends[i + 1]]]) for i, (md, _) in enumerate(chunks)]
 
     def reverse(self, ctx, metadata, data):
         dtype = _value_type(ctx, one_byte=False)
@@ -220,6 +251,32 @@ class BitWidthReduction(Codec):
         return head.rest(), out
 
 
+def _positive_delta_encode(data: list, max_window: int, dtype) -> tuple:
+    """(window headers, the encoded bytes) of positive delta over ``data``'s parts (as long as the input)."""
+    size = dtype.itemsize
+    headers, outs = [], []
+    for buf, sizes, starts in _windows_of(data, max_window, dtype):
+        head = np.zeros(len(sizes), _header_dtype(dtype, False))
+        head["nbytes"] = sizes
+        out = buf.copy()
+        whole = sizes % size == 0
+        for n in np.unique(sizes[whole] // size):
+            sel = np.flatnonzero(whole & (sizes // size == n))
+            values = _gather(buf, starts[sel], n * size).view(dtype)
+            if np.any(values[:, 1:] < values[:, :-1]):
+                raise FormatError("POSITIVE_DELTA: the values decrease, which the filter cannot encode")
+            head["offset"][sel] = values[:, 0]
+            deltas = np.diff(values, axis=1, prepend=values[:, :1])
+            _scatter(out, starts[sel], deltas.view(np.uint8))
+        for i in np.flatnonzero(~whole):  # the window's first value, read as TileDB does
+            first = buf[starts[i]:starts[i] + size]
+            head["offset"][i] = np.frombuffer(np.append(first, np.zeros(size - len(first), np.uint8)), dtype)[0]
+        headers.append(head)
+        outs.append(out.tobytes())
+    head = np.concatenate(headers) if headers else np.zeros(0, _header_dtype(dtype, False))
+    return head, b"".join(outs)
+
+
 @register(FilterType.POSITIVE_DELTA)
 class PositiveDelta(Codec):
     metadata = PositiveDeltaHeader
@@ -228,28 +285,18 @@ class PositiveDelta(Codec):
         dtype = _value_type(ctx, one_byte=True)
         if dtype is None:
             return metadata, data
-        size = dtype.itemsize
-        headers, outs = [], []
-        for buf, sizes, starts in _windows_of(data, ctx.options["max_window_size"], dtype):
-            head = np.zeros(len(sizes), _header_dtype(dtype, False))
-            head["nbytes"] = sizes
-            out = buf.copy()
-            whole = sizes % size == 0
-            for n in np.unique(sizes[whole] // size):
-                sel = np.flatnonzero(whole & (sizes // size == n))
-                values = _gather(buf, starts[sel], n * size).view(dtype)
-                if np.any(values[:, 1:] < values[:, :-1]):
-                    raise FormatError("POSITIVE_DELTA: the values decrease, which the filter cannot encode")
-                head["offset"][sel] = values[:, 0]
-                deltas = np.diff(values, axis=1, prepend=values[:, :1])
-                _scatter(out, starts[sel], deltas.view(np.uint8))
-            for i in np.flatnonzero(~whole):  # the window's first value, read as TileDB does
-                first = buf[starts[i]:starts[i] + size]
-                head["offset"][i] = np.frombuffer(np.append(first, np.zeros(size - len(first), np.uint8)), dtype)[0]
-            headers.append(head)
-            outs.append(out.tobytes())
-        head = np.concatenate(headers) if headers else np.zeros(0, _header_dtype(dtype, False))
-        return [np.array([len(head)], "<u4").tobytes() + head.tobytes(), *metadata], [b"".join(outs)]
+        head, out = _positive_delta_encode(data, ctx.options["max_window_size"], dtype)
+        return [np.array([len(head)], "<u4").tobytes() + head.tobytes(), *metadata], [out]
+
+    def forward_many(self, ctx, chunks):
+        dtype = _value_type(ctx, one_byte=True)
+        size = None if dtype is None else _even(chunks, ctx.options["max_window_size"], dtype.itemsize)
+        if size is None:
+            return super().forward_many(ctx, chunks)
+        head, out = _positive_delta_encode([b"".join(p[0] for _, p in chunks)], ctx.options["max_window_size"], dtype)
+        per = len(head) // len(chunks)
+        return [([np.array([per], "<u4").tobytes() + head[i * per:(i + 1) * per].tobytes(), *md],
+                 [out[i * size:(i + 1) * size]]) for i, (md, _) in enumerate(chunks)]
 
     def reverse(self, ctx, metadata, data):
         dtype = _value_type(ctx, one_byte=True)
