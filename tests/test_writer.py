@@ -4,6 +4,7 @@ fragments rewritten from their own cells equal TileDB's bytes; a failed write le
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
@@ -336,6 +337,39 @@ def test_a_write_failing_before_its_commit_leaves_the_array_as_it_was(tmp_path, 
     write(path, third, timestamp=3)
     with tiledb.open(path) as A:
         assert A[:]["i"].tolist() == third["i"].tolist()
+
+
+@pytest.mark.parametrize("version", [4, 22])
+def test_a_data_file_that_cannot_be_written_fails_the_write_and_leaves_the_array_as_it_was(tmp_path, monkeypatch,
+                                                                                          version):
+    """Tiles go to their files in a thread of their own: a tile the disk refuses (after the first) still fails
+    the write, naming the file, before anything commits."""
+    schema = dense_schema(tmp_path, version >= 7)
+    path = str(tmp_path / "a")
+    create(path, schema, version)
+    first = dense_data(np.random.default_rng(1), (8, 6), version >= 7)
+    write(path, first, timestamp=1)
+    real = LocalStorage.writer
+
+    @contextlib.contextmanager
+    def full_disk(self, p):
+        with real(self, p) as f:
+            class Full:
+                calls = 0
+
+                def write(self, data):
+                    Full.calls += 1
+                    if Full.calls > 1:
+                        raise OSError(28, "No space left on device")
+                    return f.write(data)
+            yield Full()
+    monkeypatch.setattr(LocalStorage, "writer", full_disk)
+    with pytest.raises(tdbformat.FormatError, match="No space left") as err:
+        write(path, dense_data(np.random.default_rng(2), (8, 6), version >= 7), timestamp=2, max_chunk_size=64)
+    assert err.value.file is not None and err.value.file.endswith(".tdb")
+    monkeypatch.undo()
+    with tiledb.open(path) as A:
+        assert A[:]["i"].tolist() == first["i"].tolist()
 
 
 @pytest.mark.parametrize("version, feature, since", [(6, "nullable", 7), (4, "var-sized dimensions", 5),

@@ -9,6 +9,9 @@ itself v1-4) is written last through ``storage.commit``, so a reader sees the wh
 
 from __future__ import annotations
 
+import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
@@ -127,8 +130,10 @@ class _Encoder:
         var_bound = self.var_bound(info, tiles, dense, written) if tiles else None
         with ExitStack() as files:
             def sink(suffix):
-                return _Sink(files.enter_context(self.storage.writer(self.storage.join(self.folder,
+                made = _Sink(files.enter_context(self.storage.writer(self.storage.join(self.folder,
                                                                                          f"{stem}{suffix}.tdb"))))
+                files.callback(made.wait)  # (before the file closes)
+                return made
             fixed = sink("")
             var = sink("_var") if info.var else _Sink(None)
             valid = sink("_validity") if info.nullable else _Sink(None)
@@ -167,8 +172,9 @@ class _Encoder:
         zipped = FEATURES["zipped_coordinates"](self.version) and not (
             {FilterType(f.type) for f in pipeline.filters} & _COMPRESSORS)
         datatype = dims[0].datatype
-        with self.storage.writer(self.storage.join(self.folder, "__coords.tdb")) as f:
+        with self.storage.writer(self.storage.join(self.folder, "__coords.tdb")) as f, ExitStack() as waits:
             data = _Sink(f)
+            waits.callback(data.wait)
             for cols in zip(*(tiles[d.name] for d in dims)):
                 out.offsets.append(data.size)
                 raw = np.stack(cols, axis=1) if zipped else np.concatenate(cols)
@@ -180,15 +186,31 @@ class _Encoder:
 
 
 class _Sink:
-    """A data file written tile by tile; its size so far is the next tile's offset (None: no file)."""
+    """A data file written tile by tile; its size so far is the next tile's offset (None: no file).
+
+    A tile goes to its file in a thread of its own while the next one is filtered (the write lets the GIL
+    go); at most one tile a file waits, and :meth:`wait` (before the file closes) raises what a write raised."""
 
     def __init__(self, file):
-        self.file, self.size = file, 0
+        self.file, self.size, self._pending = file, 0, None
 
     def put(self, parts: list):
-        data = b"".join(parts)  # one write a tile: a write per chunk piece cost more than the copy
-        self.file.write(data)
-        self.size += len(data)
+        self.wait()
+        self.size += sum(map(len, parts))
+        self._pending = _writes().submit(lambda: self.file.write(b"".join(parts)))  # one write call a tile
+
+    def wait(self):
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()
+
+
+@functools.cache
+def _writes() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(1, thread_name_prefix="tdbformat-writes")  # one: a file's tiles stay in order
+
+
+os.register_at_fork(after_in_child=_writes.cache_clear)  # a forked child has none of the parent's threads
 
 
 def _raw(values: np.ndarray) -> np.ndarray:
