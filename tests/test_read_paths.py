@@ -18,6 +18,7 @@ from oracle import assert_same
 from tdbformat import open_array
 from tdbformat.array import cells as cells_mod
 from tdbformat.array import order as order_mod
+from tdbformat.filters import strings as strings_mod
 from tdbformat.array import tiles as tiles_mod
 from tdbformat.enums import Datatype, Layout
 from tdbformat.structs.array_schema import VAR_NUM, FieldInfo
@@ -98,7 +99,7 @@ def test_var_cells_shared_or_not_are_the_loops_values(datatype, repeat, arrow, m
 def test_shared_var_cells_whose_hash_slots_collide_still_get_their_own_values(monkeypatch, spread):
     """Cells share a value only with equal cells: with a table of about one slot per distinct value, most
     slots hold several strings, which go round again and then one by one."""
-    monkeypatch.setattr(cells_mod, "_SPREAD", spread)
+    monkeypatch.setattr(strings_mod, "_SPREAD", spread)
     _with_or_without_pyarrow(monkeypatch, False)
     rng = np.random.default_rng(7)
     words = [b"w%d" % i for i in range(700)] + [b"%d-long-%d" % (i, i) * 3 for i in range(60)]  # up to 8 words

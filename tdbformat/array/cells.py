@@ -9,7 +9,7 @@ import numpy as np
 
 from ..enums import Datatype
 from ..errors import FormatError
-from ..filters.strings import cell_words
+from ..filters.strings import SAMPLE, cell_words, equal_cells, sampled_distinct
 from ..structs import array_schema as schema_mod
 
 __all__ = ["cell_dtype", "result_bytes", "result_dtype", "empty_column", "split_var", "filled", "masked", "metadata_value",
@@ -120,7 +120,7 @@ def _arrow_shared(cells, info):
     """:func:`_shared` through pyarrow: a hash pass in C (``dictionary_encode``), the loop's conversion of each
     distinct value, then a gather (2.7 ms a tile of 100,000 cells of 1,000 words, where numpy's table takes
     6.3)."""
-    sample = cells.take(np.linspace(0, len(cells) - 1, min(len(cells), _SAMPLE)).astype(np.int64))
+    sample = cells.take(np.linspace(0, len(cells) - 1, min(len(cells), SAMPLE)).astype(np.int64))
     if len(sample.unique()) * 4 > len(sample):
         return None
     coded = cells.dictionary_encode()
@@ -134,10 +134,8 @@ def _shared(data: bytes, offsets: np.ndarray, info):
     distinct byte string, shared by its cells (as pandas' ``to_pandas`` does by default); None where they do
     not repeat enough to pay, or are too long for their words to be cheap.
 
-    Equal cells are found in numpy: each cell's length and bytes as u64 words, hashed to a slot of a table
-    that keeps one cell per slot. A cell equal, word for word, to its slot's cell takes that cell's value;
-    the others (slots that different strings share) go round again on other bits of the hash, and then one by
-    one (without pyarrow; no sort, which costs numpy more than the whole pass)."""
+    Equal cells are found in numpy, without pyarrow (:func:`~tdbformat.filters.strings.equal_cells`); each
+    group's value is made once."""
     n = len(offsets)
     starts = offsets.astype(np.int64)
     lengths = np.diff(np.append(starts, len(data)))
@@ -145,46 +143,18 @@ def _shared(data: bytes, offsets: np.ndarray, info):
     if n < 64 or words > _WORDS:
         return None
     buf = np.frombuffer(data, np.uint8)
-    pick = np.linspace(0, n - 1, min(n, _SAMPLE)).astype(np.int64)
-    distinct = len(np.unique(_hash(cell_words(buf, starts[pick], lengths[pick], words))))
-    if distinct * 4 > len(pick):
+    pick = np.linspace(0, n - 1, min(n, SAMPLE)).astype(np.int64)
+    distinct, sampled = sampled_distinct(cell_words(buf, starts[pick], lengths[pick], words))
+    if distinct * 4 > sampled:
         return None
-    cols = cell_words(buf, starts, lengths, words)
-    hashes, bits = _hash(cols), max(_MIN_BITS, (_SPREAD * distinct).bit_length())
-    out, todo = np.empty(n, object), np.arange(n)
-    for shift in (64 - bits, 64 - 2 * bits):  # the top bits of a multiplicative hash mix best
-        slot = ((hashes[todo] >> np.uint64(shift)) & np.uint64((1 << bits) - 1)).astype(np.intp)
-        table, used = np.empty(1 << bits, np.intp), np.zeros(1 << bits, bool)
-        table[slot], used[slot] = todo, True
-        held = table[slot]
-        same = np.ones(len(todo), bool)
-        for col in cols:
-            same &= col[todo] == col[held]
-        first = table[used]
-        values = np.empty(len(first), object)
-        values[:] = _values([data[a:a + b] for a, b in zip(starts[first].tolist(), lengths[first].tolist())], info)
-        out[todo[same]] = values[(np.cumsum(used) - 1)[slot[same]]]
-        todo = todo[~same]
-    out[todo] = _values([data[a:a + b] for a, b in zip(starts[todo].tolist(), lengths[todo].tolist())], info)
-    return out
+    first, group = equal_cells(cell_words(buf, starts, lengths, words), distinct)
+    values = np.empty(len(first), object)
+    values[:] = _values([data[a:a + b] for a, b in zip(starts[first].tolist(), lengths[first].tolist())], info)
+    return values[group]
 
 
-def _hash(cols: list) -> np.ndarray:
-    out = cols[0] * _GOLDEN
-    for col in cols[1:]:
-        out ^= col
-        out *= _GOLDEN
-    return out
-
-
-#: cells sampled to decide whether a var tile's values repeat: sharing pays from about one distinct value in
-#: four cells, and a sample this size sees up to some 2,000 distinct values repeat
-_SAMPLE = 8192
 #: longest cells shared, in words of 8 bytes (past that, the words cost more than the loop saves)
 _WORDS = 8
-#: table slots per distinct value of the sample (a power of two above), and the fewest bits of a table
-_SPREAD, _MIN_BITS = 16, 10
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: Fibonacci hashing
 
 
 def filled(info, attribute, shape, empty: bool = False) -> np.ndarray:
