@@ -18,6 +18,7 @@ from tdbformat.filters import filter_tile, unfilter, unfilter_strings
 from tdbformat.filters.pipeline import chunk_sizes, var_chunk_sizes
 from tdbformat.filters.shuffle import bitshuffle, bitunshuffle
 from tdbformat.structs.tile import Tile
+from tdbformat.filters.strings import DictionaryHeader
 
 PROPS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 INTEGERS = [Datatype.INT8, Datatype.UINT8, Datatype.INT16, Datatype.UINT16, Datatype.INT32, Datatype.UINT32,
@@ -189,6 +190,31 @@ def test_string_rle_and_dictionary(cells, filt, typed, compress):
     assert tile.num_chunks == (1 if cells else 0)
     got, got_offsets = unfilter_strings(Tile.parse(Tile.build(tile)), pipeline, datatype=datatype, version=version)
     assert got == data and got_offsets.tolist() == offsets.tolist()
+
+
+@PROPS
+@given(strings, st.sampled_from([16, 0]))
+def test_dictionary_lists_the_distinct_strings_in_first_seen_order(cells, spread):
+    """The dictionary TileDB writes: each distinct string once, in the order the cells first show it, and the
+    cells' ids into it; also with a table of two slots (``spread`` 0), where most cells are left to the sort."""
+    from tdbformat.filters import strings as strings_mod
+    data = b"".join(cells)
+    offsets = np.cumsum([0] + [len(c) for c in cells[:-1]]).astype("<u8") if cells else np.zeros(0, "<u8")
+    if not cells:
+        return
+    saved = strings_mod._SPREAD, strings_mod._MIN_BITS
+    strings_mod._SPREAD, strings_mod._MIN_BITS = spread, 10 if spread else 1
+    try:
+        md, parts = strings_mod.StringDictionary().forward_strings(None, data, offsets)
+    finally:
+        strings_mod._SPREAD, strings_mod._MIN_BITS = saved
+    head = DictionaryHeader.parse(md[0])
+    distinct = list(dict.fromkeys(cells))
+    want = b"".join(len(c).to_bytes(head.strlen_bytesize, "big") + c for c in distinct)
+    assert head.dictionary == want
+    width = head.ids_bytesize
+    ids = [int.from_bytes(parts[0][i:i + width], "big") for i in range(0, len(parts[0]), width)]
+    assert ids == [distinct.index(c) for c in cells]
 
 
 @PROPS
