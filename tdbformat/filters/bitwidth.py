@@ -277,6 +277,28 @@ def _positive_delta_encode(data: list, max_window: int, dtype) -> tuple:
     return head, b"".join(outs)
 
 
+def _positive_delta_decode(windows: np.ndarray, buf: np.ndarray, dtype) -> np.ndarray:
+    """The values of positive delta's ``windows`` (their headers) over the bytes ``buf``."""
+    size = dtype.itemsize
+    sizes = windows["nbytes"].astype(np.int64)
+    out = np.empty_like(buf)
+    starts = np.cumsum(sizes) - sizes
+    whole = sizes % size == 0
+    for n in np.unique(sizes[whole] // size):
+        sel = np.flatnonzero(whole & (sizes // size == n))
+        deltas = _gather(buf, starts[sel], n * size).view(dtype)
+        # one running sum over all the windows (a sum along short rows costs numpy more), each row then
+        # moved by its first value less what the rows before it added up to
+        values = np.cumsum(deltas.reshape(-1), dtype=dtype).reshape(deltas.shape)
+        base = windows["offset"][sel].astype(dtype)
+        base[1:] -= values[:-1, -1]
+        values += base[:, None]
+        _scatter(out, starts[sel], values.view(np.uint8))
+    for i in np.flatnonzero(~whole):  # a ragged tail stays as it is
+        out[starts[i]:starts[i] + sizes[i]] = buf[starts[i]:starts[i] + sizes[i]]
+    return out
+
+
 @register(FilterType.POSITIVE_DELTA)
 class PositiveDelta(Codec):
     metadata = PositiveDeltaHeader
@@ -302,26 +324,29 @@ class PositiveDelta(Codec):
         dtype = _value_type(ctx, one_byte=True)
         if dtype is None:
             return metadata, bytes(data)
-        size = dtype.itemsize
         head = Header(metadata, "POSITIVE_DELTA")
         windows = head.array(_header_dtype(dtype, False), head.u32())
         sizes = windows["nbytes"].astype(np.int64)
         if int(sizes.sum()) != len(data):
             raise FormatError(f"POSITIVE_DELTA: windows of {int(sizes.sum())} bytes but the data has {len(data)}")
-        buf = np.frombuffer(data, np.uint8)
-        out = np.empty_like(buf)
-        starts = np.cumsum(sizes) - sizes
-        whole = sizes % size == 0
-        for n in np.unique(sizes[whole] // size):
-            sel = np.flatnonzero(whole & (sizes // size == n))
-            deltas = _gather(buf, starts[sel], n * size).view(dtype)
-            # one running sum over all the windows (a sum along short rows costs numpy more), each row then
-            # moved by its first value less what the rows before it added up to
-            values = np.cumsum(deltas.reshape(-1), dtype=dtype).reshape(deltas.shape)
-            base = windows["offset"][sel].astype(dtype)
-            base[1:] -= values[:-1, -1]
-            values += base[:, None]
-            _scatter(out, starts[sel], values.view(np.uint8))
-        for i in np.flatnonzero(~whole):  # a ragged tail stays as it is
-            out[starts[i]:starts[i] + sizes[i]] = buf[starts[i]:starts[i] + sizes[i]]
-        return head.rest(), out
+        return head.rest(), _positive_delta_decode(windows, np.frombuffer(data, np.uint8), dtype)
+
+    def reverse_many(self, ctx, chunks):
+        """The chunks' windows decoded as one run of windows (a chunk's numpy passes cost more per call than per
+        byte); any header that does not add up: chunk by chunk, which says what is wrong."""
+        dtype = _value_type(ctx, one_byte=True)
+        if dtype is None or len(chunks) < 2:
+            return super().reverse_many(ctx, chunks)
+        heads = []
+        try:
+            for md, data in chunks:
+                head = Header(md, "POSITIVE_DELTA")
+                heads.append((head, head.array(_header_dtype(dtype, False), head.u32())))
+        except FormatError:
+            return super().reverse_many(ctx, chunks)
+        if any(int(w["nbytes"].astype(np.int64).sum()) != len(d) for (_, w), (_, d) in zip(heads, chunks)):
+            return super().reverse_many(ctx, chunks)
+        out = _positive_delta_decode(np.concatenate([w for _, w in heads]),
+                                     np.frombuffer(b"".join(d for _, d in chunks), np.uint8), dtype)
+        ends = np.cumsum([0] + [len(d) for _, d in chunks]).tolist()
+        return [(head.rest(), out[ends[i]:ends[i + 1]]) for i, (head, _) in enumerate(heads)]
