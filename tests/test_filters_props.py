@@ -339,6 +339,32 @@ def test_webp_lossless_round_trip(fmt):
     assert tile.num_chunks == 1
 
 
+@pytest.mark.parametrize("lossless", [1, 0])
+@pytest.mark.parametrize("fmt", list(WebpInputFormat)[1:])
+def test_webp_encodes_as_tiledb_calls_libwebp(fmt, lossless):
+    """TileDB's filter calls libwebp's simple API (WebPEncodeLosslessRGB, WebPEncodeBGR(.., quality), ...;
+    webp_filter.cc); the same call into the webp package's own libwebp makes our bytes, quality 100 or not."""
+    import ctypes
+    webp = pytest.importorskip("webp")
+    lib = ctypes.CDLL(webp._webp.__file__)
+    depth = 4 if "A" in fmt.name[5:] else 3
+    rng = np.random.default_rng(3)
+    # (an image on which libwebp's lossless output at quality 100 and at 70 differ in all four layouts)
+    image = (np.add.outer(np.arange(64), np.arange(64 * depth)) + rng.integers(0, 20, (64, 64 * depth))).astype(np.uint8)
+    pipeline = _pipeline(_filter(FilterType.WEBP, quality=100.0 if lossless else 42.0, input_format=fmt,
+                                 lossless=lossless, y_extent=64, x_extent=64 * depth, padding=bytes(2)))
+    tile = filter_tile(image.tobytes(), pipeline, datatype=Datatype.UINT8, version=22, cell_size=1)
+    call = getattr(lib, "WebPEncode" + ("Lossless" if lossless else "") + fmt.name[5:])
+    call.restype = ctypes.c_size_t
+    out = ctypes.POINTER(ctypes.c_uint8)()
+    args = (image.ctypes.data_as(ctypes.c_void_p), 64, 64, 64 * depth) + (() if lossless else (ctypes.c_float(42.0),))
+    size = call(*args, ctypes.byref(out))
+    assert size > 0
+    want = ctypes.string_at(out, size)
+    lib.WebPFree(out)
+    assert tile.chunks[0].data == want
+
+
 def _corpus_tiles():
     """(tile, pipeline, datatype, version, var strings?) of one tile per filter case of the newest corpus copies."""
     import test_filters as tf

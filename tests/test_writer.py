@@ -339,6 +339,92 @@ def test_a_write_failing_before_its_commit_leaves_the_array_as_it_was(tmp_path, 
         assert A[:]["i"].tolist() == third["i"].tolist()
 
 
+def _threads_schema(tmp_path, sparse):
+    """Every kind of field a writer filters tile by tile: fixed cells through chunked codecs, var strings through
+    the one-chunk string filters, nullable cells; many tiles."""
+    dims = [tiledb.Dim("d", domain=(0, 9999), tile=700, dtype=np.int64)]
+    attrs = [tiledb.Attr("dd", dtype=np.int64, filters=[tiledb.DoubleDeltaFilter(), tiledb.ZstdFilter()]),
+             tiledb.Attr("sh", dtype=np.float64, filters=[tiledb.ByteShuffleFilter(), tiledb.LZ4Filter()]),
+             tiledb.Attr("rle", dtype="ascii", var=True, filters=[tiledb.RleFilter()]),
+             tiledb.Attr("dict", dtype="ascii", var=True, filters=[tiledb.DictionaryFilter()]),
+             tiledb.Attr("n", dtype=np.int32, nullable=True, filters=[tiledb.ChecksumSHA256Filter()])]
+    return py_schema(tmp_path, tiledb.ArraySchema(domain=tiledb.Domain(*dims), attrs=attrs, sparse=sparse,
+                                                  capacity=900), f"threads{sparse}")
+
+
+@pytest.mark.parametrize("version", [13, 22])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_write_on_any_number_of_threads_makes_the_same_bytes(tmp_path, sparse, version):
+    """Tiles are filtered several at once: 1, 2 and 5 threads write byte-identical fragments, which TileDB-Py
+    reads back as written."""
+    rng = np.random.default_rng(5)
+    words = np.array(["", "a", "bb", "ccc-long-enough-for-two-words", "z"], object)
+    data = {"dd": np.cumsum(rng.integers(-3, 4, 10000)), "sh": rng.random(10000),
+            "rle": words[np.repeat(rng.integers(0, 5, 10000), 3)[:10000]], "dict": words[rng.integers(0, 5, 10000)],
+            "n": np.ma.masked_array(rng.integers(0, 99, 10000, dtype=np.int32), mask=rng.random(10000) < 0.3)}
+    schema = _threads_schema(tmp_path, sparse)
+    coords = {"coords": [rng.permutation(10000)]} if sparse else {}
+    folders = []
+    create(str(tmp_path / "empty"), schema, version)
+    for threads in (1, 2, 5):
+        path = tmp_path / f"t{threads}"
+        shutil.copytree(tmp_path / "empty", path)  # (one schema, whose name the fragment metadata holds)
+        write(str(path), data, timestamp=7, uuid="ab" * 16, threads=threads, **coords)
+        folders.append(Path(next(p for p in glob.glob(f"{path}/**/*{'ab' * 16}*", recursive=True) if os.path.isdir(p))))
+    assert len(os.listdir(folders[0])) >= 7
+    for name in sorted(os.listdir(folders[0])):
+        assert {(f / name).read_bytes() for f in folders} == {(folders[0] / name).read_bytes()}, name
+    with tiledb.open(str(tmp_path / "t5")) as A:
+        got = A.query(order="C")[:]  # (sparse: by coordinate)
+    order = np.argsort(coords["coords"][0]) if sparse else np.arange(10000)
+    for name, want in data.items():
+        values = [v.decode() if isinstance(v, bytes) else v for v in np.ma.getdata(got[name]).tolist()]  # (ASCII)
+        assert values == np.ma.getdata(want[order]).tolist(), name
+    assert np.ma.getmaskarray(got["n"]).tolist() == data["n"].mask[order].tolist()
+
+
+@pytest.mark.parametrize("threads", [0, -2, 1.5, True, "2"])
+def test_a_thread_count_that_is_not_a_count_is_a_value_error_naming_threads(tmp_path, threads):
+    path = str(tmp_path / "a")
+    create(path, dense_schema(tmp_path, False), 22)
+    with pytest.raises(ValueError, match="threads"):
+        write(path, dense_data(np.random.default_rng(0), (8, 6), False), threads=threads)
+    assert not os.listdir(tmp_path / "a" / "__fragments")
+    with pytest.raises(ValueError, match="threads"):
+        tdbformat.open_array(path).read(threads=threads)
+
+
+def test_a_tile_that_fails_to_filter_fails_the_write_once_no_tile_is_filtering(tmp_path, monkeypatch):
+    """A failure in one of the tiles filtered at once reaches the caller after the others have ended (none still
+    runs in the background), and nothing commits."""
+    import threading
+    import time
+    from tdbformat.array import fragment_writer
+    schema = _threads_schema(tmp_path, False)
+    path = str(tmp_path / "a")
+    create(path, schema, 22)
+    real, running, lock = fragment_writer._Encoder.tile, [0], threading.Lock()
+
+    def tile(self, info, cells, *args):
+        with lock:
+            running[0] += 1
+        try:
+            time.sleep(0.02)
+            if info.name == "sh" and len(cells) and cells[0] == 2100.0:  # (its fourth tile)
+                raise ValueError("this tile cannot be filtered")
+            return real(self, info, cells, *args)
+        finally:
+            with lock:
+                running[0] -= 1
+    monkeypatch.setattr(fragment_writer._Encoder, "tile", tile)
+    sh = np.arange(10000, dtype=np.float64)
+    with pytest.raises(ValueError, match="cannot be filtered"):
+        write(path, {"dd": np.zeros(10000, np.int64), "sh": sh, "rle": np.full(10000, "a", object),
+                     "dict": np.full(10000, "b", object), "n": np.zeros(10000, np.int32)}, threads=3)
+    assert running[0] == 0
+    assert not glob.glob(f"{path}/__commits/*")
+
+
 @pytest.mark.parametrize("version", [4, 22])
 def test_a_data_file_that_cannot_be_written_fails_the_write_and_leaves_the_array_as_it_was(tmp_path, monkeypatch,
                                                                                           version):

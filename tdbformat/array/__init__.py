@@ -22,6 +22,7 @@ from .. import directory, show
 from ..errors import FormatError
 from ..enums import ArrayType, EncryptionType, Layout
 from ..filters.encryption import normalize_key
+from ..filters.pipeline import thread_count
 from ..structs import array_schema as schema_mod
 from ..structs import enumeration as enumeration_mod
 from ..structs.names import parse_timestamped_name
@@ -202,9 +203,7 @@ os.register_at_fork(after_in_child=_POOLS.clear)  # a forked child has none of t
 
 def _pool(threads) -> ThreadPoolExecutor:
     # one thread per core by default: more only contend for the GIL between the codecs' GIL-free stretches
-    n = threads or os.cpu_count() or 1
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"threads: expected a number of threads (an int >= 1), not {threads!r}")
+    n = thread_count(threads, os.cpu_count() or 1)
     if n == 1:
         return _INLINE
     pool = _POOLS.get(n)

@@ -9,8 +9,10 @@ itself v1-4) is written last through ``storage.commit``, so a reader sees the wh
 
 from __future__ import annotations
 
+import collections
 import functools
 import os
+from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -22,7 +24,7 @@ from ..directory import COMMITS_DIR, FRAGMENT_METADATA, FRAGMENTS_DIR
 from ..enums import Datatype, FilterType, OptionalSectionId
 from ..filters import chunk_sizes, filter_tile, skips_offsets, uses_chunking
 from ..filters.encryption import normalize_key
-from ..filters.pipeline import MAX_CHUNK
+from ..filters.pipeline import MAX_CHUNK, thread_count
 from ..structs.array_schema import FieldInfo, attributes, dimensions, value_dtype
 from ..structs.fragment import FragmentMetadata, ProcessedConditionsTile, data_file_stem, index_fields
 from ..structs.names import timestamped_name
@@ -94,19 +96,20 @@ def fragment_name(version: int, t, uuid: str) -> str:
 
 
 class _Encoder:
-    def __init__(self, schema, version, key, max_chunk, storage, folder):
-        self.schema, self.version, self.max_chunk = schema, version, max_chunk
+    def __init__(self, schema, version, key, max_chunk, storage, folder, threads):
+        self.schema, self.version, self.max_chunk, self.threads = schema, version, max_chunk, threads
         self.storage, self.folder = storage, folder
         self.key = normalize_key(key)
 
-    def stored(self, data, pipeline, datatype, cell_size, offsets=None, dim_num=1, var_bound=None) -> list:
-        """The stored tile, as pieces of bytes (``var_bound``: the chunk bound of v5-10 var data)."""
+    def stored(self, data, pipeline, datatype, cell_size, offsets=None, dim_num=1, var_bound=None, threads=None) -> list:
+        """The stored tile, as pieces of bytes (``var_bound``: the chunk bound of v5-10 var data; ``threads``: for
+        its chunks, default all)."""
         sizes = None
         if var_bound is not None and uses_chunking(pipeline, datatype, self.version, True):
             sizes = chunk_sizes(len(data), cell_size, min(self.max_chunk, var_bound))
         tile = filter_tile(data, pipeline, datatype=datatype, version=self.version, cell_size=cell_size, key=self.key,
                            encrypted=self.key is not None, offsets=offsets, var=offsets is not None,
-                           dim_num=dim_num, max_chunk=self.max_chunk, sizes=sizes)
+                           dim_num=dim_num, max_chunk=self.max_chunk, sizes=sizes, threads=threads or self.threads)
         return tile_parts(tile)
 
     def var_bound(self, info: FieldInfo, tiles, dense: bool, written) -> int | None:
@@ -125,9 +128,18 @@ class _Encoder:
 
     def field(self, info: FieldInfo, tiles, validity, stem, stats: bool, is_dim: bool, written=None,
               dense: bool = False) -> _Out:
-        """Store a field's tiles, file by file as they are made (a data file is never held whole)."""
+        """Store a field's tiles, file by file as they are made (a data file is never held whole), filtered
+        :attr:`threads` tiles at once (:func:`_in_order`)."""
         out = _Out()
         var_bound = self.var_bound(info, tiles, dense, written) if tiles else None
+        at_once = min(self.threads, len(tiles))
+        chunk_threads = max(1, self.threads // max(1, at_once))  # a lone tile's chunks get every thread
+
+        def tile(t):
+            return self.tile(info, tiles[t], None if validity is None else validity[t], var_bound, chunk_threads,
+                             stats and (slice(None) if written is None or not _WRITTEN_CELL_STATS(self.version)
+                                        else written[t]), is_dim)
+
         with ExitStack() as files:
             def sink(suffix):
                 made = _Sink(files.enter_context(self.storage.writer(self.storage.join(self.folder,
@@ -137,32 +149,42 @@ class _Encoder:
             fixed = sink("")
             var = sink("_var") if info.var else _Sink(None)
             valid = sink("_validity") if info.nullable else _Sink(None)
-            for t, cells in enumerate(tiles):
+            for fixed_parts, var_parts, var_size, valid_parts, tile_stats in _in_order(tile, len(tiles), at_once):
                 out.offsets.append(fixed.size)
                 if info.var:
-                    data, offsets = _var_data(cells, info)
                     out.var_offsets.append(var.size)
-                    out.var_sizes.append(len(data))
-                    fixed.put([_EMPTY_TILE] if skips_offsets(info.filters, info.datatype, self.version) else
-                              self.stored(offsets, self.schema.cell_var_offsets_filters, Datatype.UINT64, 8))
-                    var.put(self.stored(data, info.filters, info.datatype, info.datatype.size, offsets=offsets,
-                                        var_bound=var_bound))
-                else:
-                    fixed.put(self.stored(_raw(cells), info.filters, info.datatype,
-                                          info.datatype.size * info.cell_val_num))
-                mask = None
+                    out.var_sizes.append(var_size)
+                    var.put(var_parts)
+                fixed.put(fixed_parts)
                 if info.nullable:
-                    mask = np.asarray(validity[t], bool)
                     out.validity_offsets.append(valid.size)
-                    valid.put(self.stored(_raw(mask.astype(np.uint8)), self.schema.cell_validity_filters,
-                                          Datatype.UINT8, 1))
-                if stats:  # of the whole tile, padding too, until TileDB 2.12 counted only the cells written
-                    sel = slice(None) if written is None or not _WRITTEN_CELL_STATS(self.version) else written[t]
-                    out.stats.append(_tile_stats(info, cells[sel], None if mask is None else mask[sel], is_dim))
-                else:
-                    out.stats.append(None)
+                    valid.put(valid_parts)
+                out.stats.append(tile_stats)
         out.sizes = [fixed.size, var.size, valid.size]
         return out
+
+    def tile(self, info: FieldInfo, cells, validity, var_bound, threads, stats, is_dim) -> tuple:
+        """(fixed parts, var parts, the var data's size, validity parts, statistics) of one tile; ``stats``: the
+        cells they are of (False: none)."""
+        var_parts = valid_parts = mask = var_size = None
+        if info.var:
+            data, offsets = _var_data(cells, info)
+            fixed_parts = [_EMPTY_TILE] if skips_offsets(info.filters, info.datatype, self.version) else \
+                self.stored(offsets, self.schema.cell_var_offsets_filters, Datatype.UINT64, 8, threads=threads)
+            var_parts = self.stored(data, info.filters, info.datatype, info.datatype.size, offsets=offsets,
+                                    var_bound=var_bound, threads=threads)
+            var_size = len(data)
+        else:
+            fixed_parts = self.stored(_raw(cells), info.filters, info.datatype, info.datatype.size * info.cell_val_num,
+                                      threads=threads)
+        if info.nullable:
+            mask = np.asarray(validity, bool)
+            valid_parts = self.stored(_raw(mask.astype(np.uint8)), self.schema.cell_validity_filters, Datatype.UINT8,
+                                      1, threads=threads)
+        # of the whole tile, padding too, until TileDB 2.12 counted only the cells written
+        tile_stats = None if stats is False else \
+            _tile_stats(info, cells[stats], None if mask is None else mask[stats], is_dim)
+        return fixed_parts, var_parts, var_size, valid_parts, tile_stats
 
     def coords(self, tiles, dims) -> _Out:
         """The v1-4 ``__coords`` field: every dimension's coordinates of a tile together, zipped (x1 y1 x2 y2...)
@@ -205,12 +227,36 @@ class _Sink:
             pending.result()
 
 
+def _in_order(fn, n: int, threads: int):
+    """``fn(0)``, ..., ``fn(n - 1)``, in order, computed ``threads`` at once on the encoders' pool: at most that
+    many filtered tiles wait for their turn. If one fails, the others end before the error is raised."""
+    if threads <= 1:
+        yield from map(fn, range(n))
+        return
+    pool, pending = _encodes(threads), collections.deque()
+    try:
+        for t in range(n):
+            pending.append(pool.submit(fn, t))
+            if len(pending) == threads:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        futures.wait(pending)
+
+
+@functools.cache
+def _encodes(threads: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(threads, thread_name_prefix="tdbformat-encode")
+
+
 @functools.cache
 def _writes() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(1, thread_name_prefix="tdbformat-writes")  # one: a file's tiles stay in order
 
 
-os.register_at_fork(after_in_child=_writes.cache_clear)  # a forked child has none of the parent's threads
+for _cache in (_writes, _encodes):  # a forked child has none of the parent's threads
+    os.register_at_fork(after_in_child=_cache.cache_clear)
 
 
 def _raw(values: np.ndarray) -> np.ndarray:
@@ -309,15 +355,16 @@ def _index_data(fw: FragmentWrite, version: int) -> list:
 
 
 def write_fragment(storage, root, fw: FragmentWrite, *, timestamp: int, uuid: str, key=None,
-                   max_chunk: int = MAX_CHUNK) -> str:
-    """Write the fragment ``fw`` into the array at ``root`` and commit it; returns the fragment's name."""
+                   max_chunk: int = MAX_CHUNK, threads: int | None = None) -> str:
+    """Write the fragment ``fw`` into the array at ``root`` and commit it; returns the fragment's name.
+    ``threads`` filter its tiles (default :func:`filters.set_threads`'); any number gives the same bytes."""
     schema = fw.schema
     version = schema.version
     name = fragment_name(version, timestamp, uuid)
     folder = storage.join(root, FRAGMENTS_DIR, name) if FEATURES["fragments_folder"](version) else \
         storage.join(root, name)
     storage.makedirs(folder)
-    enc = _Encoder(schema, version, key, max_chunk, storage, folder)
+    enc = _Encoder(schema, version, key, max_chunk, storage, folder, thread_count(threads))
     fields = _fields(fw, version)
     stats = version >= 11
     outs = {}

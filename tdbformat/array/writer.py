@@ -16,7 +16,7 @@ from construct import Container
 
 from ..directory import load_schemas
 from ..enums import ArrayType, Layout
-from ..filters.pipeline import MAX_CHUNK
+from ..filters.pipeline import MAX_CHUNK, thread_count
 from ..storage import storage_for
 from ..structs.array_schema import attributes, dimensions, value_dtype
 from .cells import cell_dtype, range_bound
@@ -263,8 +263,8 @@ def _sparse_bounds(dims, keys, columns, starts, bounds):
 class ArrayWriter:
     """An array opened for writing (:func:`open_writer`): each assignment writes one fragment."""
 
-    def __init__(self, path, timestamp=None, key=None, max_chunk_size: int = MAX_CHUNK):
-        self.path = path
+    def __init__(self, path, timestamp=None, key=None, max_chunk_size: int = MAX_CHUNK, threads: int | None = None):
+        self.path, self.threads = path, None if threads is None else thread_count(threads)
         self.storage, self.root = storage_for(path)
         self.key, self.timestamp, self.max_chunk_size = key, _timestamp(timestamp), _chunk_bound(max_chunk_size)
         schemas = load_schemas(self.storage, self.root, key=key)
@@ -325,7 +325,7 @@ class ArrayWriter:
             fw = _sparse_fragment(self.schema, self.schema_name, list(coords), data, validity, meta)
         t = now_ms() if self.timestamp is None else self.timestamp
         name = write_fragment(self.storage, self.root, fw, timestamp=t, uuid=_uuid(uuid), key=self.key,
-                              max_chunk=self.max_chunk_size)
+                              max_chunk=self.max_chunk_size, threads=self.threads)
         self.fragments.append(name)
         return name
 
@@ -425,18 +425,21 @@ def _check_subarray(schema, subarray) -> list:
     return out
 
 
-def open_writer(path, timestamp=None, key=None, max_chunk_size: int = MAX_CHUNK) -> ArrayWriter:
+def open_writer(path, timestamp=None, key=None, max_chunk_size: int = MAX_CHUNK, threads: int | None = None) \
+        -> ArrayWriter:
     """The array at ``path`` opened for writing (``tdbformat.open_array(path, "w")``): assignments write
     fragments at ``timestamp`` (ms; default now), encrypted with ``key``; tiles are chunked at
-    ``max_chunk_size`` bytes from v5 (TileDB's default 64 KiB; v1-4 chunk by the pipeline's bound)."""
-    return ArrayWriter(path, timestamp=timestamp, key=key, max_chunk_size=max_chunk_size)
+    ``max_chunk_size`` bytes from v5 (TileDB's default 64 KiB; v1-4 chunk by the pipeline's bound) and
+    filtered by ``threads`` threads (default ``tdbformat.filters.set_threads``: one per core), which give
+    the same bytes in any number."""
+    return ArrayWriter(path, timestamp=timestamp, key=key, max_chunk_size=max_chunk_size, threads=threads)
 
 
 def write(path, data, *, subarray=None, coords=None, validity=None, timestamp=None, key=None,
           max_chunk_size: int = MAX_CHUNK, uuid: str | None = None, cell_timestamps=None, delete_timestamps=None,
-          delete_conditions=None, processed_conditions=None) -> str:
+          delete_conditions=None, processed_conditions=None, threads: int | None = None) -> str:
     """Write one fragment to the array at ``path`` (see :meth:`ArrayWriter.write`); returns its name."""
-    return open_writer(path, timestamp, key, max_chunk_size).write(
+    return open_writer(path, timestamp, key, max_chunk_size, threads).write(
         data, subarray=subarray, coords=coords, validity=validity, uuid=uuid, cell_timestamps=cell_timestamps,
         delete_timestamps=delete_timestamps, delete_conditions=delete_conditions,
         processed_conditions=processed_conditions)

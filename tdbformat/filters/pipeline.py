@@ -32,7 +32,7 @@ from ..versions import FEATURES
 __all__ = [
     "Codec", "FilterContext", "CODECS", "STRING_CODECS", "register", "Header", "split_parts", "joined", "unfilter",
     "filter_tile", "chunk_sizes", "var_chunk_sizes", "skips_offsets", "uses_chunking", "unfilter_strings", "MAX_CHUNK",
-    "set_threads", "get_threads", "reverse_stacked", "forward_stacked", "FilterPlan", "Entries", "byte_ranges", "nonempty",
+    "set_threads", "get_threads", "thread_count", "reverse_stacked", "forward_stacked", "FilterPlan", "Entries", "byte_ranges", "nonempty",
 ]
 
 #: TileDB's default process-wide chunk size (v5+; v1-4 chunk by the pipeline's ``max_chunk_size``).
@@ -53,15 +53,23 @@ os.register_at_fork(after_in_child=_forget_pool)  # a forked child has none of t
 
 
 def set_threads(n: int):
-    """Threads per tile for :func:`unfilter` and :func:`filter_tile` when they are not given ``threads=``."""
+    """Threads per tile for :func:`unfilter` and :func:`filter_tile` when they are not given ``threads=``, and
+    per write (``tdbformat.write``)."""
     global _threads
-    if n < 1:
-        raise ValueError(f"threads must be at least 1, not {n}")
-    _threads = int(n)
+    _threads = thread_count(n)
 
 
 def get_threads() -> int:
     return _threads
+
+
+def thread_count(threads, default: int | None = None) -> int:
+    """``threads``, checked to be a number of threads (an int >= 1); None: ``default``, else :func:`get_threads`."""
+    if threads is None:
+        return default or _threads
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ValueError(f"threads: expected a number of threads (an int >= 1), not {threads!r}")
+    return int(threads)
 
 
 _RUN = 16  # chunks unfiltered together (Codec.reverse_many): 1 MiB of 64 KiB chunks stays in cache

@@ -55,7 +55,10 @@ class Webp(Codec):
         webp = webp_module()
         order, height, width = _layout(ctx)
         depth = len(order)
-        config = webp.WebPConfig.new(quality=ctx.options["quality"], lossless=bool(ctx.options["lossless"]))
+        lossless = bool(ctx.options["lossless"])
+        # TileDB calls libwebp's simple API (WebPEncodeRGB, WebPEncodeLosslessRGB, ...), which sets the default
+        # preset at the filter's quality, or at 70 for lossless (whatever the filter's quality)
+        config = webp.WebPConfig.new(quality=70.0 if lossless else ctx.options["quality"], lossless=lossless)
         out = []
         for part in data:
             pixels = np.frombuffer(part, np.uint8)
