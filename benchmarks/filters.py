@@ -141,6 +141,7 @@ def tiledb_pipelines():
         ("AES-256-GCM", [], i64, True),
         ("string RLE", [t.RleFilter()], s, False),
         ("string dictionary", [t.DictionaryFilter()], s, False),
+        ("string zstd", [t.ZstdFilter()], s, False),
         ("bitshuffle+lz4", [t.BitShuffleFilter(), t.LZ4Filter()], i64, False),
         ("byteshuffle+zstd", [t.ByteShuffleFilter(), t.ZstdFilter()], i64, False),
         ("byteshuffle+lz4", [t.ByteShuffleFilter(), t.LZ4Filter()], i64, False),

@@ -339,6 +339,41 @@ def test_webp_lossless_round_trip(fmt):
     assert tile.num_chunks == 1
 
 
+def _tiledb_var_chunks(offsets, nbytes, chunk):
+    """FilterPipeline::get_var_chunk_sizes, cell by cell as TileDB walks (filter_pipeline.cc), as sizes."""
+    starts, current = [0], 0
+    for c, start in enumerate(offsets):
+        size = (nbytes if c == len(offsets) - 1 else offsets[c + 1]) - start
+        if current + size > chunk:
+            if current <= chunk // 2 or current + size <= chunk + chunk // 2:
+                starts.append(start + size)
+                current = 0
+            else:
+                starts.append(start)
+                if size > chunk:
+                    if c != len(offsets) - 1:
+                        starts.append(start + size)
+                    current = 0
+                else:
+                    current = size
+        else:
+            current += size
+    return np.diff(np.append(starts, nbytes)).tolist()
+
+
+@settings(PROPS, max_examples=400)
+@given(st.lists(st.one_of(st.integers(0, 40), st.integers(0, 300), st.sampled_from([0, 50, 100, 150])), min_size=1,
+                max_size=200), st.sampled_from([64, 100, 101]))
+def test_var_chunks_are_tiledbs_walk(sizes, chunk):
+    """Chunks found a chunk at a time are those of TileDB's cell-by-cell walk: cells that fit, overflow into
+    the 150%, are larger than a chunk, empty, or end a chunk exactly at the end (an empty last chunk)."""
+    offsets = np.cumsum([0] + sizes[:-1])
+    nbytes = int(sum(sizes))
+    if nbytes == chunk or chunk > nbytes:  # (one chunk: TileDB does not chunk a tile that fits)
+        return
+    assert var_chunk_sizes(offsets, nbytes, 1, chunk) == _tiledb_var_chunks(offsets.tolist(), nbytes, chunk)
+
+
 @pytest.mark.parametrize("lossless", [1, 0])
 @pytest.mark.parametrize("fmt", list(WebpInputFormat)[1:])
 def test_webp_encodes_as_tiledb_calls_libwebp(fmt, lossless):

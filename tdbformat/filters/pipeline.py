@@ -539,31 +539,31 @@ def var_chunk_sizes(offsets, nbytes: int, type_size: int, max_chunk: int = MAX_C
 
     A cell that would overflow the chunk still joins it if the chunk is at most half full or the result
     at most 150%; otherwise it starts the next chunk (alone, if it is bigger than a chunk). The walk can
-    close a chunk exactly at the end, and TileDB then writes an empty last chunk: so do we.
+    close a chunk exactly at the end, and TileDB then writes an empty last chunk: so do we. TileDB walks
+    cell by cell; we go chunk by chunk, finding the cell that overflows each with a binary search.
     """
     chunk = max(type_size, (min(max_chunk, nbytes) // type_size) * type_size)
     if nbytes == chunk:
         return [nbytes]
     offsets = np.asarray(offsets, np.int64)
-    cells = np.diff(np.append(offsets, nbytes))
-    starts, current = [0], 0
-    # one step per cell: the rule depends on the running size, so it does not vectorise
-    last = len(offsets) - 1
-    for c, (start, size) in enumerate(zip(offsets.tolist(), cells.tolist())):
-        new = current + size
-        if new <= chunk:
-            current = new
-        elif current <= chunk // 2 or new <= chunk + chunk // 2:
-            starts.append(start + size)
-            current = 0
-        else:
-            starts.append(start)
-            if size > chunk:
-                if c != last:
-                    starts.append(start + size)
-                current = 0
-            else:
-                current = size
+    ends = np.append(offsets[1:], nbytes)
+    n, starts, first, begin = len(offsets), [0], 0, 0  # the chunk holds cells from ``first``, bytes from ``begin``
+    while first < n:
+        over = int(np.searchsorted(ends, begin + chunk, "right"))  # the first cell that does not fit
+        if over == n:
+            break
+        current, size = int(offsets[over]) - begin, int(ends[over] - offsets[over])
+        if current <= chunk // 2 or current + size <= chunk + chunk // 2:  # it joins, and closes the chunk
+            starts.append(int(ends[over]))
+            first, begin = over + 1, int(ends[over])
+        elif size > chunk:  # it closes the chunk before it, and takes one of its own
+            starts.append(int(offsets[over]))
+            if over != n - 1:
+                starts.append(int(ends[over]))
+            first, begin = over + 1, int(ends[over])
+        else:  # it starts the next chunk
+            starts.append(int(offsets[over]))
+            first, begin = over, int(offsets[over])
     return np.diff(np.append(starts, nbytes)).tolist()
 
 
