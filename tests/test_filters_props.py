@@ -339,6 +339,39 @@ def test_webp_lossless_round_trip(fmt):
     assert tile.num_chunks == 1
 
 
+def _strncmp(a: bytes, b: bytes, n: int) -> int:
+    for x, y in zip(a[:n], b[:n]):
+        if x != y or not x:
+            return x - y
+    return 0
+
+
+def _tiledb_min_max(cells):
+    """TileMetadataGenerator::min_max_var, cell after cell as TileDB scans (tile_metadata_generator.cc)."""
+    lo = hi = cells[0]
+    for value in cells[1:]:
+        cmp = _strncmp(lo, value, min(len(lo), len(value)))
+        lo = value if cmp > 0 or cmp == 0 and len(value) < len(lo) else lo
+        cmp = _strncmp(hi, value, min(len(hi), len(value)))
+        hi = value if cmp < 0 or cmp == 0 and len(value) > len(hi) else hi
+    return lo, hi
+
+
+@settings(PROPS, max_examples=300)
+@given(st.lists(st.binary(max_size=20) | st.sampled_from([b"", b"a", b"a\0", b"a\0z", b"a\0y", b"a\0\0\0\0\0\0\0\0",
+                                                           b"\xff", b"ab" * 9, b"\0", b"\0\xff"]), min_size=1, max_size=60))
+def test_extreme_cell_is_tiledbs_strncmp_scan(cells):
+    """The least and greatest cells, found a word at a time, are those TileDB's scan keeps with strncmp (bytes
+    to the first NUL, unsigned; then the shorter; the first of equals), NULs inside cells included."""
+    from tdbformat.filters.strings import extreme_cell
+    sizes = np.array([len(c) for c in cells])
+    buf = np.frombuffer(b"".join(cells), np.uint8)
+    starts = np.cumsum(sizes) - sizes
+    lo, hi = _tiledb_min_max(cells)
+    assert cells[extreme_cell(buf, starts, sizes)] == lo
+    assert cells[extreme_cell(buf, starts, sizes, largest=True)] == hi
+
+
 def _tiledb_var_chunks(offsets, nbytes, chunk):
     """FilterPipeline::get_var_chunk_sizes, cell by cell as TileDB walks (filter_pipeline.cc), as sizes."""
     starts, current = [0], 0

@@ -18,7 +18,8 @@ import tiledb
 import tdbformat
 from tdbformat.array.create import create, schema_at
 from tdbformat.array.writer import open_writer, write
-from tdbformat.directory import load_schemas
+from tdbformat import parse_file
+from tdbformat.directory import FRAGMENT_METADATA, load_schemas
 from tdbformat.storage import LocalStorage, storage_for
 from tdbformat.enums import FilterType
 from tdbformat.structs.fragment import SECTIONS, data_files
@@ -351,6 +352,59 @@ def test_a_write_failing_before_its_commit_leaves_the_array_as_it_was(tmp_path, 
     write(path, third, timestamp=3)
     with tiledb.open(path) as A:
         assert A[:]["i"].tolist() == third["i"].tolist()
+
+
+def test_string_tile_statistics_equal_tiledb_pys(tmp_path):
+    """The min and max of ASCII and fixed CHAR tiles (NULs inside, and at the end of fixed cells; prefixes,
+    bytes above 0x7f, null cells skipped, a tile of nulls only): our write's fragment metadata is TileDB-Py's,
+    byte for byte."""
+    dom = tiledb.Domain(tiledb.Dim("d", domain=(0, 39), tile=10, dtype=np.int64))
+    attrs = [tiledb.Attr("s", dtype="ascii", var=True, nullable=True), tiledb.Attr("c", dtype=np.dtype("S3"))]
+    tiledb.Array.create(str(tmp_path / "theirs"), tiledb.ArraySchema(domain=dom, attrs=attrs))
+    shutil.copytree(tmp_path / "theirs", tmp_path / "ours")
+    rng = np.random.default_rng(0)
+    # (TileDB-Py cuts the trailing NULs of var cells it writes: those only in the fixed cells)
+    pool = [b"", b"a", b"ab", b"\xff", b"b\0c", b"zz", b"a\0\0\0\0\0\0\0\0b", b"\0x", b"a\0", b"\0"]
+    strings = np.array([pool[i] for i in rng.integers(0, 8, 40)], object)
+    valid = rng.random(40) < 0.6
+    valid[20:30] = False
+    chars = np.array([pool[i][:3] for i in rng.integers(0, 10, 40)], "S3")
+    with tiledb.open(str(tmp_path / "theirs"), "w", timestamp=7) as A:
+        A[:] = {"s": np.where(valid, strings, None), "c": chars}  # (TileDB-Py's nulls of var cells: None)
+    under = np.where(valid, strings, b"None")  # (what TileDB-Py stores in a null cell it was given as None)
+    write(str(tmp_path / "ours"), {"s": np.ma.masked_array(under, ~valid), "c": chars}, timestamp=7)
+    theirs, ours = (next((tmp_path / side).rglob(FRAGMENT_METADATA)) for side in ("theirs", "ours"))
+    assert parse_file(ours).value.tile_maxes[0].var == parse_file(theirs).value.tile_maxes[0].var
+    assert ours.read_bytes() == theirs.read_bytes()
+
+
+def _tiledb_fixed_string_bound(values, cell_val_num, largest):
+    """FragmentMetadata::compute_fragment_min_max_sum<char> as TileDB runs it (fragment_metadata.cc): it
+    steps through the stored tile values only for tiles not all null."""
+    stored = [v or bytes(cell_val_num) for v in values]
+    best, k = None, 0
+    for v in values:
+        if v is not None:
+            value, k = stored[k], k + 1
+            a, b = (value, best) if largest else (best, value)
+            best = value if best is None or next((x - y for x, y in zip(b, a) if x != y or not x), 0) < 0 else best
+    return best
+
+
+@pytest.mark.parametrize("largest", [False, True])
+def test_fixed_string_fragment_bounds_step_as_tiledbs_loop(largest):
+    """The fragment's min and max of fixed-size strings whose tiles are sometimes all null (None): TileDB
+    compares the first values stored, one per tile not all null."""
+    from tdbformat.array.fragment_writer import _summary_bound
+    from tdbformat.structs.array_schema import FieldInfo
+    from tdbformat.enums import Datatype
+    info = FieldInfo("c", Datatype.STRING_ASCII, 3, False, True, None)
+    rng = np.random.default_rng(4)
+    pool = [b"zz\0", b"a\0\0", b"\xff\0\0", b"ab\0", b"b\0c", None]
+    for _ in range(200):
+        values = [pool[i] for i in rng.integers(0, len(pool), 6)]
+        want = _tiledb_fixed_string_bound(values, 3, largest)
+        assert _summary_bound(info, values, largest) == (want if want is not None else b""), values
 
 
 def _threads_schema(tmp_path, sparse):

@@ -69,9 +69,7 @@ def _values(cells: list, info) -> list:
     # as empty, as TileDB-Py's unpack_buffer gives it
     if info.datatype == Datatype.STRING_UTF8:
         return ["" if c == b"\0" else c.decode("utf-8", "surrogateescape") for c in cells]
-    if info.datatype == Datatype.STRING_ASCII:  # TileDB-Py reads ASCII through numpy "S": no trailing NULs
-        return [c.rstrip(b"\0") for c in cells]
-    if info.datatype == Datatype.CHAR:
+    if info.datatype in (Datatype.STRING_ASCII, Datatype.CHAR):  # (trailing NULs kept, as TileDB-Py 0.36 keeps them)
         return [b"" if c == b"\0" else c for c in cells]
     if info.datatype in (Datatype.BLOB, Datatype.ANY):
         return cells
@@ -84,10 +82,9 @@ def _values(cells: list, info) -> list:
 def _arrow_strings(data: bytes, offsets: np.ndarray, info):
     """Var string cells as an object array built by pyarrow from the offsets and bytes in C loops (about 4x
     faster than slicing and decoding cell by cell; benchmarks/read.py), or None where the cell-by-cell loop
-    must run: UTF-8 that does not validate (the loop keeps bad bytes as surrogates), ASCII cells ending in NUL
-    (the loop strips them, as numpy "S" does for TileDB-Py). Only once pyarrow is imported (``import tiledb``
-    does it, as do ``.df`` and ``to_arrow``): importing it maps some 230 MiB of address space, which a
-    process under a memory limit, like the fuzzer's workers, cannot spare."""
+    must run: UTF-8 that does not validate (the loop keeps bad bytes as surrogates). Only once pyarrow is
+    imported (``import tiledb`` does it, as do ``.df`` and ``to_arrow``): importing it maps some 230 MiB of
+    address space, which a process under a memory limit, like the fuzzer's workers, cannot spare."""
     pa = sys.modules.get("pyarrow")
     if pa is None or len(offsets) < 64:  # too few cells to pay for the round trip
         return None
@@ -97,10 +94,6 @@ def _arrow_strings(data: bytes, offsets: np.ndarray, info):
     shared = _arrow_shared(cells, info)
     if shared is not None:
         return shared
-    if info.datatype == Datatype.STRING_ASCII:
-        last = bounds[1:] - 1
-        if np.any(np.frombuffer(data, np.uint8)[last[bounds[1:] > bounds[:-1]]] == 0):
-            return None
     if info.datatype == Datatype.STRING_UTF8:
         cells = cells.view(pa.large_string())
         try:

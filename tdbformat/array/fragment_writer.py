@@ -24,6 +24,7 @@ from ..directory import COMMITS_DIR, FRAGMENT_METADATA, FRAGMENTS_DIR
 from ..enums import Datatype, FilterType, OptionalSectionId
 from ..filters import chunk_sizes, filter_tile, skips_offsets, uses_chunking
 from ..filters.encryption import normalize_key
+from ..filters.strings import extreme_cell
 from ..filters.pipeline import MAX_CHUNK, thread_count
 from ..structs.array_schema import FieldInfo, attributes, dimensions, value_dtype
 from ..structs.fragment import FragmentMetadata, ProcessedConditionsTile, data_file_stem, index_fields
@@ -31,7 +32,7 @@ from ..structs.names import timestamped_name
 from ..structs.tile import Tile, tile_parts
 from ..versions import FEATURES, Feature
 from .rtree import FANOUT, build_levels
-from .tiling import var_bytes, var_cells
+from .tiling import var_cells
 
 __all__ = ["FragmentWrite", "write_fragment", "fragment_name"]
 
@@ -166,9 +167,11 @@ class _Encoder:
     def tile(self, info: FieldInfo, cells, validity, var_bound, threads, stats, is_dim) -> tuple:
         """(fixed parts, var parts, the var data's size, validity parts, statistics) of one tile; ``stats``: the
         cells they are of (False: none)."""
-        var_parts = valid_parts = mask = var_size = None
+        var_parts = valid_parts = mask = var_size = var = None
         if info.var:
             data, offsets = _var_data(cells, info)
+            starts = offsets.astype(np.int64)
+            var = np.frombuffer(data, np.uint8), starts, np.diff(starts, append=len(data))
             fixed_parts = [_EMPTY_TILE] if skips_offsets(info.filters, info.datatype, self.version) else \
                 self.stored(offsets, self.schema.cell_var_offsets_filters, Datatype.UINT64, 8, threads=threads)
             var_parts = self.stored(data, info.filters, info.datatype, info.datatype.size, offsets=offsets,
@@ -182,8 +185,8 @@ class _Encoder:
             valid_parts = self.stored(_raw(mask.astype(np.uint8)), self.schema.cell_validity_filters, Datatype.UINT8,
                                       1, threads=threads)
         # of the whole tile, padding too, until TileDB 2.12 counted only the cells written
-        tile_stats = None if stats is False else \
-            _tile_stats(info, cells[stats], None if mask is None else mask[stats], is_dim)
+        tile_stats = None if stats is False else _tile_stats(info, cells[stats], None if mask is None else mask[stats],
+                                                             is_dim, var and tuple(var[:1]) + (var[1][stats], var[2][stats]))
         return fixed_parts, var_parts, var_size, valid_parts, tile_stats
 
     def coords(self, tiles, dims) -> _Out:
@@ -286,17 +289,15 @@ def _sum_dtype(kind: str) -> str:
     return "<f8" if kind == "f" else "<u8" if kind in "ub" else "<i8"
 
 
-def _tile_stats(info, cells, mask, is_dim):
+def _tile_stats(info, cells, mask, is_dim, var=None):
     """(min, max, sum, null count) of a tile as TileDB's metadata generator makes them: min and max skip null
-    cells (none valid: the type's max and lowest), sums add cell after cell (None where the field has none)."""
+    cells (none valid: the type's max and lowest), sums add cell after cell (None where the field has none).
+    ``var``: the var cells as (u8 data, starts, lengths)."""
     nulls = 0 if mask is None else int((~mask).sum())
     lo = hi = total = None
     if _has_min_max(info, is_dim):
         if info.datatype in _CHARS:
-            parts = var_bytes(cells, info.datatype.numpy_dtype) if info.var else \
-                [bytes(c) for c in np.asarray(cells).view(f"S{info.cell_val_num}").tolist()]
-            parts = [p for p, ok in zip(parts, mask if mask is not None else [True] * len(parts)) if ok]
-            lo, hi = (min(parts), max(parts)) if parts else (None, None)
+            lo, hi = _string_min_max(info, cells, mask, var)
         else:
             values = np.asarray(cells).view(value_dtype(info.datatype))
             values = values if mask is None else values[mask]
@@ -312,6 +313,21 @@ def _tile_stats(info, cells, mask, is_dim):
         bounds = (lo, hi) if lo is not None and len(values) else None  # (a pass each over the tile: kept)
         total = _saturating_sum(values, _sum_dtype(values.dtype.kind), bounds)
     return lo, hi, total, nulls
+
+
+def _string_min_max(info, cells, mask, var) -> tuple:
+    """The least and greatest valid string cells as TileDB keeps them (:func:`extreme_cell`), as bytes
+    (None, None: no valid cell)."""
+    if var is None:
+        width = info.cell_val_num
+        buf = np.ascontiguousarray(cells).view(np.uint8).reshape(-1)
+        var = buf, np.arange(len(buf) // width) * width, np.full(len(buf) // width, width)
+    buf, starts, sizes = var
+    valid = np.arange(len(starts)) if mask is None else np.flatnonzero(mask)
+    if not len(valid):
+        return None, None
+    picks = (valid[extreme_cell(buf, starts[valid], sizes[valid], largest)] for largest in (False, True))
+    return tuple(buf[int(starts[i]):int(starts[i] + sizes[i])].tobytes() for i in picks)
 
 
 def _saturating_sum(values, acc: str, bounds=None):
@@ -453,12 +469,21 @@ def _min_max(info, values, has):
     return Container(fixed=np.array(values, bound), var=b"")
 
 
-def _summary_bound(info, values, pick):
+def _summary_bound(info, values, largest: bool):
+    """The fragment's min or max of a field from its tiles' (None: a tile of nulls), as
+    FragmentMetadata::compute_fragment_min_max_sum does. Its loop over fixed-size strings steps through the
+    tiles' values only for the tiles it uses, so with k such tiles it compares the first k values stored."""
     found = [v for v in values if v is not None]
     if not found:
         return b""
-    best = pick(found)
-    return best if isinstance(best, bytes) else np.asarray(best, value_dtype(info.datatype)).tobytes()
+    if info.datatype not in _CHARS:
+        best = max(found) if largest else min(found)
+        return np.asarray(best, value_dtype(info.datatype)).tobytes()
+    if not info.var:
+        found = [v or bytes(info.cell_val_num) for v in values][:len(found)]
+    sizes = np.array([len(v) for v in found], np.int64)
+    buf = np.frombuffer(b"".join(found), np.uint8)
+    return found[extreme_cell(buf, np.cumsum(sizes) - sizes, sizes, largest)]
 
 
 def _coords_stats(info, tile_num):
@@ -491,8 +516,8 @@ def _stat_sections(footer, sections, fields, outs, version, zeros, tile_num, att
         sums.append(tile_sums)
         nulls.append(tile_nulls)
         total = _saturating_sum(tile_sums, acc).item() if len(tile_sums) else 0
-        summary.append(Container(min=_summary_bound(info, [s[0] for s in st], min) if has_mm else b"",
-                                 max=_summary_bound(info, [s[1] for s in st], max) if has_mm else b"",
+        summary.append(Container(min=_summary_bound(info, [s[0] for s in st], False) if has_mm else b"",
+                                 max=_summary_bound(info, [s[1] for s in st], True) if has_mm else b"",
                                  sum=total, null_count=int(tile_nulls.sum())))
     for key in ("tile_min_offsets", "tile_max_offsets", "tile_sum_offsets", "tile_null_count_offsets"):
         footer[key] = zeros

@@ -18,7 +18,8 @@ from ..errors import FormatError
 from ..fields import Struct
 from .pipeline import Codec, Entries, Header, byte_ranges, register
 
-__all__ = ["StringRleHeader", "DictionaryHeader", "bytesize", "cell_words", "cell_hash", "equal_cells", "sampled_distinct", "SAMPLE"]
+__all__ = ["StringRleHeader", "DictionaryHeader", "bytesize", "cell_words", "extreme_cell", "cell_hash", "equal_cells",
+           "sampled_distinct", "SAMPLE"]
 
 _common = (
     "num_metadata_parts" / Int32ul * "always 0",
@@ -137,15 +138,43 @@ def _records(buf: np.ndarray, skip: int, width: int, what: str) -> np.ndarray:
 _LOW_BYTES = np.array([(1 << (8 * j)) - 1 for j in range(9)], np.uint64)
 
 
+def _word_at(buf: np.ndarray) -> np.ndarray:
+    """The little-endian u64 at each byte of ``buf`` (the bytes in memory order; zeros past the end)."""
+    padded = np.concatenate([buf, np.zeros(8, np.uint8)])  # (a cell's last word may read past the data)
+    return np.lib.stride_tricks.as_strided(padded, (len(buf) + 1, 8), (1, 1)).view("<u8")[:, 0]
+
+
+def _word(at: np.ndarray, starts, lengths, k: int) -> np.ndarray:
+    """Word ``k`` of each cell [start, start+length), zero past the cell's end (np.take: half the time of
+    indexing a strided view)."""
+    return np.take(at, np.minimum(starts + 8 * k, len(at) - 1)) & np.take(_LOW_BYTES, np.clip(lengths - 8 * k, 0, 8))
+
+
 def cell_words(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, words: int) -> list:
     """Cells of ``buf`` as columns of u64, a gather per column: their lengths, then their first ``words`` words
     of bytes, as little-endian u64 (the bytes in memory order), zero past each cell's end."""
-    padded = np.concatenate([buf, np.zeros(8, np.uint8)])  # (a cell's last word may read past the data)
-    at = np.lib.stride_tricks.as_strided(padded, (len(buf) + 1, 8), (1, 1)).view("<u8")[:, 0]  # the u64 at each byte
-    cols = [lengths.astype(np.uint64)]
-    for k in range(words):
-        cols.append(at[np.minimum(starts + 8 * k, len(buf))] & _LOW_BYTES[np.clip(lengths - 8 * k, 0, 8)])
-    return cols
+    at = _word_at(buf)
+    return [lengths.astype(np.uint64)] + [_word(at, starts, lengths, k) for k in range(words)]
+
+
+def extreme_cell(buf: np.ndarray, starts, sizes, largest: bool = False) -> int:
+    """The index of the cell TileDB keeps as the least (``largest``: greatest) of the cells [start, start+size)
+    of ``buf`` (TileMetadataGenerator::min_max<char> and min_max_var, and the fragment's bound of them). It
+    compares with strncmp over the shorter size, which stops at a NUL, then by size (the shorter is less),
+    and keeps the first of equals: an order by the bytes before the first NUL, then by size. We compare
+    those bytes a word at a time, big-endian, among the cells still tied."""
+    starts, sizes = np.asarray(starts, np.int64), np.asarray(sizes, np.int64)
+    nul = np.flatnonzero(buf == 0)
+    lengths = sizes
+    if len(nul):  # each cell's bytes up to its first NUL
+        after = np.searchsorted(nul, starts)
+        lengths = np.minimum(sizes, np.where(after < len(nul), nul[np.minimum(after, len(nul) - 1)] - starts, sizes))
+    at, tied, k = _word_at(buf), np.arange(len(starts)), 0
+    while len(tied) > 1 and 8 * k < lengths[tied].max():
+        word = _word(at, starts[tied], lengths[tied], k).byteswap()
+        tied = tied[word == (word.max() if largest else word.min())]
+        k += 1
+    return int(tied[np.argmax(sizes[tied]) if largest else np.argmin(sizes[tied])])
 
 
 def _cells(data, offsets):
