@@ -219,16 +219,38 @@ def test_dictionary_lists_the_distinct_strings_in_first_seen_order(cells, spread
 
 @PROPS
 @given(strings)
+def test_string_dictionary_encodes_the_same_with_or_without_pyarrow(cells):
+    """pyarrow's dictionary_encode (once pyarrow is imported) and the numpy hash table number the strings the
+    same (first seen first), so both write the same bytes."""
+    import sys
+    pa = pytest.importorskip("pyarrow")
+    from tdbformat.filters.strings import StringDictionary
+    data = b"".join(cells)
+    offsets = np.cumsum([0] + [len(c) for c in cells[:-1]]).astype("<u8") if cells else np.zeros(0, "<u8")
+    if not len(offsets):
+        return
+    with_arrow = StringDictionary().forward_strings(None, data, offsets)
+    try:
+        del sys.modules["pyarrow"]
+        without = StringDictionary().forward_strings(None, data, offsets)
+    finally:
+        sys.modules["pyarrow"] = pa
+    assert with_arrow == without
+
+
+@PROPS
+@given(strings)
 def test_string_cells_compare_as_their_padded_bytes(cells):
     """The rows string RLE and dictionary compare cells by (found a word at a time for short cells, a byte at
     a time for long ones): each cell's length, then its bytes zero-padded to whole u64 words."""
     from tdbformat.filters.strings import _cells
     data = b"".join(cells)
     offsets = np.cumsum([0] + [len(c) for c in cells[:-1]]).astype("<u8") if cells else np.zeros(0, "<u8")
-    _, lengths, rows = _cells(data, offsets)
+    _, lengths, cols = _cells(data, offsets)
     words = 1 + -(-max(map(len, cells), default=0) // 8)
     want = [[len(c), *np.frombuffer(c.ljust(8 * (words - 1), b"\0"), "<u8").tolist()] for c in cells]
-    assert rows.tolist() == want and lengths.tolist() == [len(c) for c in cells]
+    assert np.stack(cols, axis=1).tolist() == (want or np.zeros((0, words)).tolist())
+    assert lengths.tolist() == [len(c) for c in cells]
 
 
 def _records_reference(raw: bytes, skip: int, width: int):
