@@ -135,12 +135,11 @@ def _shared(data: bytes, offsets: np.ndarray, info):
     words = -(-int(lengths.max(initial=0)) // 8)
     if n < 64 or words > _WORDS:
         return None
-    buf = np.frombuffer(data, np.uint8)
-    pick = np.linspace(0, n - 1, min(n, SAMPLE)).astype(np.int64)
-    distinct, sampled = sampled_distinct(cell_words(buf, starts[pick], lengths[pick], words))
+    cols = cell_words(np.frombuffer(data, np.uint8), starts, lengths, words)
+    distinct, sampled = sampled_distinct(cols)
     if distinct * 4 > sampled:
         return None
-    first, group = equal_cells(cell_words(buf, starts, lengths, words), distinct)
+    first, group = equal_cells(cols, distinct)
     values = np.empty(len(first), object)
     values[:] = _values([data[a:a + b] for a, b in zip(starts[first].tolist(), lengths[first].tolist())], info)
     return values[group]
