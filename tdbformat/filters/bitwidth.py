@@ -22,7 +22,7 @@ from ..errors import FormatError
 from ..fields import Counted, Struct, rule
 from ..numpy_array import NumpyArray
 from ..versions import FEATURES
-from .pipeline import Codec, Header, register
+from .pipeline import Codec, Header, byte_ranges, register
 
 __all__ = ["BitWidthHeader", "PositiveDeltaHeader", "window_sizes"]
 
@@ -221,34 +221,67 @@ class BitWidthReduction(Codec):
         dtype = _value_type(ctx, one_byte=False)
         if dtype is None:
             return metadata, bytes(data)
-        size, full = dtype.itemsize, 8 * dtype.itemsize
-        head = Header(metadata, "BIT_WIDTH_REDUCTION")
-        length, count = head.u32(), head.u32()
-        windows = head.array(_header_dtype(dtype, True), count)
-        sizes, bits = windows["nbytes"].astype(np.int64), windows["bits"].astype(np.int64)
-        if int(sizes.sum()) != length or length > ctx.limit:
-            raise FormatError(f"BIT_WIDTH_REDUCTION: windows of {int(sizes.sum())} bytes for an input of {length}")
-        if not _WIDTHS[windows["bits"]].all():
-            raise FormatError(f"BIT_WIDTH_REDUCTION: window bit widths {sorted(set(bits.tolist()))} are not "
-                              "8, 16, 32 or 64")
-        packed = (bits < full) & (sizes % size == 0)
-        in_sizes = np.where(packed, sizes // size * bits // 8, sizes)
-        if int(in_sizes.sum()) != len(data):
-            raise FormatError(f"BIT_WIDTH_REDUCTION: the windows hold {int(in_sizes.sum())} bytes but the data has "
-                              f"{len(data)}")
-        buf = np.frombuffer(data, np.uint8)
-        in_starts, out_starts = np.cumsum(in_sizes) - in_sizes, np.cumsum(sizes) - sizes
-        out = np.empty(length, np.uint8)
-        shapes = sizes // size * 128 + bits  # windows of n values of b bits, as one number (b < 128)
-        for shape in np.unique(shapes[packed]).tolist():
-            n, b = divmod(shape, 128)
-            sel = np.flatnonzero(packed & (shapes == shape))
-            rel = _gather(buf, in_starts[sel], n * b // 8).view(_signed_or_unsigned(dtype, b))
-            values = rel.astype(dtype) + windows["offset"][sel, None]
-            _scatter(out, out_starts[sel], values.view(np.uint8))
-        for i in np.flatnonzero(~packed):
-            out[out_starts[i]:out_starts[i] + sizes[i]] = buf[in_starts[i]:in_starts[i] + sizes[i]]
-        return head.rest(), out
+        head, length, windows = _bit_width_header(metadata, dtype, len(data), ctx.limit)
+        return head.rest(), _bit_width_decode(windows, np.frombuffer(data, np.uint8), dtype, length)
+
+    def reverse_many(self, ctx, chunks):
+        """The chunks' windows decoded as one run of windows (a chunk's numpy passes cost more per call than per
+        byte, and held the GIL from other threads); any header that does not add up: chunk by chunk, which says
+        what is wrong."""
+        dtype = _value_type(ctx, one_byte=False)
+        if dtype is None or len(chunks) < 2:
+            return super().reverse_many(ctx, chunks)
+        try:
+            heads = [_bit_width_header(md, dtype, len(data), ctx.limit) for md, data in chunks]
+        except FormatError:
+            return super().reverse_many(ctx, chunks)
+        lengths = [length for _, length, _ in heads]
+        out = _bit_width_decode(np.concatenate([w for _, _, w in heads]),
+                                np.frombuffer(b"".join(d for _, d in chunks), np.uint8), dtype, sum(lengths))
+        ends = np.cumsum([0] + lengths).tolist()
+        return [(head.rest(), out[ends[i]:ends[i + 1]]) for i, (head, _, _) in enumerate(heads)]
+
+
+def _bit_width_header(metadata, dtype, data_size: int, limit: int) -> tuple:
+    """(the header, the unfiltered length, the windows) of a bit-width reduction chunk, checked to add up to
+    its ``data_size`` bytes."""
+    full = 8 * dtype.itemsize
+    head = Header(metadata, "BIT_WIDTH_REDUCTION")
+    length, count = head.u32(), head.u32()
+    windows = head.array(_header_dtype(dtype, True), count)
+    sizes, bits = windows["nbytes"].astype(np.int64), windows["bits"].astype(np.int64)
+    if int(sizes.sum()) != length or length > limit:
+        raise FormatError(f"BIT_WIDTH_REDUCTION: windows of {int(sizes.sum())} bytes for an input of {length}")
+    if not _WIDTHS[windows["bits"]].all():
+        raise FormatError(f"BIT_WIDTH_REDUCTION: window bit widths {sorted(set(bits.tolist()))} are not "
+                          "8, 16, 32 or 64")
+    packed = (bits < full) & (sizes % dtype.itemsize == 0)
+    in_size = int(np.where(packed, sizes // dtype.itemsize * bits // 8, sizes).sum())
+    if in_size != data_size:
+        raise FormatError(f"BIT_WIDTH_REDUCTION: the windows hold {in_size} bytes but the data has {data_size}")
+    return head, length, windows
+
+
+def _bit_width_decode(windows, buf: np.ndarray, dtype, length: int) -> np.ndarray:
+    """The ``length`` bytes that bit-width reduction ``windows`` (checked) packed into ``buf``: the windows of
+    one shape (values, bits) unpack together."""
+    size, full = dtype.itemsize, 8 * dtype.itemsize
+    sizes, bits = windows["nbytes"].astype(np.int64), windows["bits"].astype(np.int64)
+    packed = (bits < full) & (sizes % size == 0)
+    in_sizes = np.where(packed, sizes // size * bits // 8, sizes)
+    in_starts, out_starts = np.cumsum(in_sizes) - in_sizes, np.cumsum(sizes) - sizes
+    out = np.empty(length, np.uint8)
+    shapes = sizes // size * 128 + bits  # windows of n values of b bits, as one number (b < 128)
+    for shape in np.unique(shapes[packed]).tolist():
+        n, b = divmod(shape, 128)
+        sel = np.flatnonzero(packed & (shapes == shape))
+        rel = _gather(buf, in_starts[sel], n * b // 8).view(_signed_or_unsigned(dtype, b))
+        values = rel.astype(dtype) + windows["offset"][sel, None]
+        _scatter(out, out_starts[sel], values.view(np.uint8))
+    raw = np.flatnonzero(~packed)
+    if len(raw):  # windows stored as they were
+        out[byte_ranges(out_starts[raw], sizes[raw])] = buf[byte_ranges(in_starts[raw], sizes[raw])]
+    return out
 
 
 def _positive_delta_encode(data: list, max_window: int, dtype) -> tuple:
