@@ -453,18 +453,29 @@ def test_few_tiles_share_the_threads_among_their_chunks():
 
 def test_webp_header_claiming_more_than_the_chunk_is_refused_before_decoding(monkeypatch):
     """Campaign 20261136 case 562383: a damaged header claimed some 6,797 x 13,000 pixels, which libwebp
-    allocated before the size check. The header's size is checked first now, and nothing is decoded."""
+    allocated before the size check. The headers' sizes are checked first now, and nothing is decoded."""
     webp = pytest.importorskip("webp")
+    from tdbformat.enums import WebpInputFormat
     from tdbformat.errors import FormatError
-    from tdbformat.filters import webp as webp_filter
-    big = bytes(webp.WebPPicture.from_numpy(np.zeros((3000, 4000, 3), np.uint8)).encode(
-        webp.WebPConfig.new(lossless=True)).buffer())
-    monkeypatch.setattr(webp.WebPData, "decode", lambda *a: pytest.fail("decoded"))
-    with pytest.raises(FormatError, match="claims 4000 x 3000 pixels"):
-        webp_filter._check_size(webp, big, 3, 100 * 3000 * 3)
-    webp_filter._check_size(webp, big, 3, 4000 * 3000 * 3)  # as large as the chunk may hold: decoded
+    from tdbformat.filters.pipeline import CODECS, FilterContext, parts_header
+    image = np.random.default_rng(0).integers(0, 256, (300, 400, 3), dtype=np.uint8)
+    big = bytes(webp.WebPPicture.from_numpy(image).encode(webp.WebPConfig.new(lossless=True)).buffer())
+    options = Container(input_format=WebpInputFormat.WEBP_RGB, y_extent=300, x_extent=1200)
+    codec, metadata = CODECS[FilterType.WEBP], parts_header([len(big), len(big)])
+
+    def reverse(limit):
+        return codec.reverse(FilterContext(options=options, limit=limit), memoryview(metadata), big + big)
+    real = webp.lib
+    monkeypatch.setattr(webp, "lib", type("NoDecode", (), {"WebPDecode": lambda *a: pytest.fail("decoded"),
+                                                             **{k: getattr(real, k) for k in dir(real)
+                                                                if k != "WebPDecode"}}))
+    with pytest.raises(FormatError, match="claim 400 x 300 \\+ 400 x 300 pixels"):
+        reverse(2 * 400 * 300 * 3 - 1)
+    monkeypatch.undo()
+    _, out = reverse(2 * 400 * 300 * 3)  # as large as the chunk may hold: decoded, each image in its place
+    assert bytes(out) == image.tobytes() * 2
     with pytest.raises(FormatError, match="not a WebP bitstream"):
-        webp_filter._check_size(webp, b"RIFF" + bytes(40), 3, 10**9)
+        codec.reverse(FilterContext(options=options), memoryview(parts_header([44])), b"RIFF" + bytes(40))
 
 
 def test_a_fresh_process_reads_large_filtered_tiles_without_faulting_its_work_memory_in_again(tmp_path):

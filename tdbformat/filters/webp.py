@@ -36,15 +36,28 @@ def _layout(ctx):
     return _CHANNELS[fmt], ctx.options["y_extent"], ctx.options["x_extent"]
 
 
-def _check_size(webp, part: bytes, channels: int, limit: int):
-    """Refuse an image whose header claims more pixels than the chunk may hold, before libwebp allocates
-    them (a damaged header claims up to 16383 x 16383)."""
+def _image_shape(webp, part: bytes) -> tuple[int, int]:
+    """(width, height) that the header of the WebP image ``part`` claims (a damaged header claims up to
+    16383 x 16383: its size is checked before anything is allocated for it)."""
     features = webp.ffi.new("WebPBitstreamFeatures*")
     if webp.lib.WebPGetFeatures(part, len(part), features) != webp.lib.VP8_STATUS_OK:
         raise FormatError("WEBP: the image does not decode: its header is not a WebP bitstream's")
-    if features.width * features.height * channels > limit:
-        raise FormatError(f"WEBP: the image's header claims {features.width} x {features.height} pixels, more "
-                          "than the chunk holds")
+    return features.width, features.height
+
+
+def _decode_into(webp, part: bytes, order: str, width: int, into: np.ndarray):
+    """Decode the image ``part`` (``width`` pixels a row) into ``into``, in the pixel layout ``order``, as the
+    package's ``WebPData.decode`` does into an array of its own (libwebp refuses a buffer too small)."""
+    config = webp.WebPDecoderConfig.new().ptr
+    config.output.colorspace = webp.WebPColorMode[order].value
+    config.output.u.RGBA.rgba = webp.ffi.cast("uint8_t*", webp.ffi.from_buffer(into))
+    config.output.u.RGBA.size = into.size
+    config.output.u.RGBA.stride = width * len(order)
+    config.output.is_external_memory = 1
+    status = webp.lib.WebPDecode(part, len(part), config)
+    webp.lib.WebPFreeDecBuffer(webp.ffi.addressof(config, "output"))
+    if status != webp.lib.VP8_STATUS_OK:
+        raise FormatError(f"WEBP: the image does not decode (libwebp status {status})")
 
 
 @register(FilterType.WEBP)
@@ -72,16 +85,16 @@ class Webp(Codec):
 
     def reverse(self, ctx, metadata, data):
         webp = webp_module()
-        order, height, width = _layout(ctx)
+        order, _, _ = _layout(ctx)
         head = Header(metadata, "WEBP")
-        out = []
-        for part in split_parts(data, head.parts(), "WEBP"):
-            _check_size(webp, bytes(part), len(order), ctx.limit)
-            try:
-                image = webp.WebPData.from_buffer(bytes(part)).decode(webp.WebPColorMode[order])
-            except webp.WebPError as e:
-                raise FormatError(f"WEBP: the image does not decode: {e}") from None
-            if image.size > ctx.limit:
-                raise FormatError(f"WEBP: the image decodes to {image.size} bytes, more than the chunk holds")
-            out.append(image.tobytes())
-        return head.rest(), b"".join(out)
+        parts = [bytes(part) for part in split_parts(data, head.parts(), "WEBP")]
+        shapes = [_image_shape(webp, part) for part in parts]
+        sizes = [w * h * len(order) for w, h in shapes]
+        if sum(sizes) > ctx.limit:
+            raise FormatError(f"WEBP: the images' headers claim {' + '.join(f'{w} x {h}' for w, h in shapes)} "
+                              "pixels, more than the chunk holds")
+        out, at = np.empty(sum(sizes), np.uint8), 0
+        for part, (w, _), size in zip(parts, shapes, sizes):  # each straight into its place
+            _decode_into(webp, part, order, w, out[at:at + size])
+            at += size
+        return head.rest(), out
