@@ -203,14 +203,20 @@ class Zstd(CompressionCodec):
         except zstandard.ZstdError:
             return super().reverse_many(ctx, chunks)
         done = [memoryview(out[i]) for i in range(len(frames))]
-        if any(len(part) != orig for part, (orig, _) in zip(done, frames)):
-            return super().reverse_many(ctx, chunks)
-        result, i = [], 0
-        for (md, _), (parts, end) in zip(chunks, heads):
-            # as reverse: the metadata part, decompressed, is what the filter before gets (else the rest)
-            result.append((done[i], done[i + 1]) if len(parts) == 2 else (md[end:], done[i]))
-            i += len(parts)
-        return result
+        return _as_reversed(chunks, heads, done, [orig for orig, _ in frames]) or super().reverse_many(ctx, chunks)
+
+
+def _as_reversed(chunks, heads, done: list, sizes: list):
+    """What ``reverse`` gives for each chunk, from the decompressed parts ``done`` of all of them in order (of
+    the ``sizes`` their headers claim; None if one is not)."""
+    if any(len(part) != orig for part, orig in zip(done, sizes)):
+        return None
+    result, i = [], 0
+    for (md, _), (parts, end) in zip(chunks, heads):
+        # as reverse: the metadata part, decompressed, is what the filter before gets (else the rest)
+        result.append((done[i], done[i + 1]) if len(parts) == 2 else (md[end:], done[i]))
+        i += len(parts)
+    return result
 
 
 def _one_or_two_parts(metadata, data, limit):
@@ -262,6 +268,20 @@ class Lz4(CompressionCodec):
 
     def decompress(self, ctx, packed, orig_size):
         return _bounded(lambda p, n: lz4.block.decompress(p, uncompressed_size=n), packed, orig_size, "lz4")
+
+    def reverse_many(self, ctx, chunks):
+        """The parts of chunks of one data part, and at most one metadata part, decompress in one loop of lz4
+        calls, their headers read with struct: a chunk's ``reverse`` cost 15% more than lz4 itself. Any other
+        shape, or an error, goes chunk by chunk (which names it)."""
+        heads = [_one_or_two_parts(md, data, ctx.limit) for md, data in chunks]
+        if len(chunks) < 2 or not all(heads):
+            return super().reverse_many(ctx, chunks)
+        frames = [(orig, data[start:end]) for (_, data), (parts, _) in zip(chunks, heads) for orig, start, end in parts]
+        try:
+            done = [lz4.block.decompress(frame, uncompressed_size=orig) for orig, frame in frames]
+        except lz4.block.LZ4BlockError:
+            return super().reverse_many(ctx, chunks)
+        return _as_reversed(chunks, heads, done, [orig for orig, _ in frames]) or super().reverse_many(ctx, chunks)
 
 
 @register(FilterType.BZIP2)
