@@ -94,11 +94,10 @@ EXPECTED = {Datatype.STRING_UTF8: lambda c: c.decode("utf-8", "surrogateescape")
 
 
 def _with_or_without_pyarrow(monkeypatch, arrow: bool):
-    """Var strings go through pyarrow where it is imported, else through numpy: pick one."""
+    """Var strings go through pyarrow where it is installed, else through numpy: pick one."""
     if arrow:
         pytest.importorskip("pyarrow")
-    else:
-        monkeypatch.delitem(sys.modules, "pyarrow", raising=False)
+    monkeypatch.setattr(strings_mod, "_pyarrow", arrow)
 
 
 @pytest.mark.parametrize("arrow", [True, False])
@@ -114,6 +113,54 @@ def test_var_cells_shared_or_not_are_the_loops_values(datatype, repeat, arrow, m
     got = cells_mod.split_var(*_var_tile(cells), info)
     assert got.dtype == object and got.tolist() == [EXPECTED[datatype](c) for c in cells]
     assert (len({id(v) for v in got}) <= 5) == repeat
+
+
+@pytest.mark.parametrize("arrow", [True, False])
+@pytest.mark.parametrize("dtype", [str, "ascii"])
+@pytest.mark.parametrize("pipeline", ["RLE", "dictionary", "RLE+zstd"])
+def test_string_rle_and_dictionary_tiles_read_as_tiledb_py_reads_them(tmp_path, monkeypatch, pipeline, dtype, arrow):
+    """Tiles TileDB-Py wrote through string RLE or dictionary, whose strings repeat in runs and across runs
+    (a value made once per distinct string), with empty cells, cells of one NUL and long cells, read as
+    TileDB-Py reads them, with or without pyarrow."""
+    _with_or_without_pyarrow(monkeypatch, arrow)
+    rng = np.random.default_rng(11)
+    words = np.array(["", "\0", "a", "é-ü", "w3-é" * 3, "long " * 12] + [f"w{i}" for i in range(300)], object)
+    values = words[np.repeat(rng.integers(0, len(words), 9000), rng.integers(1, 6, 9000))[:30_000]]
+    if dtype == "ascii":
+        values = np.array([v.encode("utf-8").replace("é".encode(), b"e").replace("ü".encode(), b"u")
+                           for v in values], object)
+    first = tiledb.DictionaryFilter() if pipeline == "dictionary" else tiledb.RleFilter()
+    filters = [first, tiledb.ZstdFilter()] if pipeline.endswith("zstd") else [first]
+    uri = str(tmp_path / "a")
+    dim = tiledb.Dim("i", domain=(0, len(values) - 1), tile=7_500, dtype=np.int64)
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(dim), attrs=[
+        tiledb.Attr("s", dtype=dtype, var=True, filters=filters)]))
+    with tiledb.open(uri, "w") as A:
+        A[:] = {"s": values}
+    with tiledb.open(uri) as A:
+        want = A[:]["s"]
+        part = A[1234:20001]["s"]
+    got = open_array(uri).read()["s"]
+    assert got.tolist() == want.tolist()
+    assert open_array(uri)[1234:20001]["s"].tolist() == part.tolist()
+    assert len({id(v) for v in got}) < 4 * len(words)  # a value per distinct string (and tile), not per run
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_pyarrow_is_imported_for_large_string_tiles_only_and_can_be_turned_off(tmp_path, enabled):
+    """Where pyarrow is installed, a process that reads var strings imports it once a tile is large enough to
+    pay for the import, as pandas imports it where it is installed; never for small tiles, nor once turned
+    off (set_pyarrow)."""
+    pytest.importorskip("pyarrow")
+    import subprocess
+    for name, n in [("small", 2_000), ("large", 80_000)]:  # (tiles of a quarter: 500 and 20,000 cells)
+        _strings(str(tmp_path / name), WORDS[np.arange(n) % len(WORDS)])
+    code = (f"import sys, tdbformat\nfrom tdbformat.filters.strings import set_pyarrow\nset_pyarrow({enabled})\n"
+            f"a = tdbformat.open_array(sys.argv[1]).read()\nprint('pyarrow' in sys.modules)\n"
+            f"b = tdbformat.open_array(sys.argv[2]).read()\nprint('pyarrow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "small"), str(tmp_path / "large")],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", str(enabled)]
 
 
 @pytest.mark.parametrize("spread", [16, 1])

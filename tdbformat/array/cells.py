@@ -3,17 +3,16 @@ fill values and the empty columns TileDB-Py gives (REFERENCE.md §4, §8)."""
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 from ..enums import Datatype
 from ..errors import FormatError
-from ..filters.strings import SAMPLE, cell_words, equal_cells, sampled_distinct
+from ..filters.strings import SAMPLE, arrow, cell_words, equal_cells, sampled_distinct
 from ..structs import array_schema as schema_mod
 
-__all__ = ["cell_dtype", "result_bytes", "result_dtype", "empty_column", "split_var", "filled", "masked", "metadata_value",
-           "tiledb_py_metadata", "nonempty_bound", "like", "U64", "ordinal", "from_ordinal", "range_bound"]
+__all__ = ["cell_dtype", "result_bytes", "result_dtype", "empty_column", "split_var", "entry_values", "filled",
+           "masked", "metadata_value", "tiledb_py_metadata", "nonempty_bound", "like", "U64", "ordinal", "from_ordinal",
+           "range_bound"]
 
 U64 = np.dtype("<u8")
 _STRINGS = {Datatype.STRING_ASCII, Datatype.STRING_UTF8, Datatype.CHAR, Datatype.BLOB}
@@ -52,14 +51,37 @@ def split_var(data: bytes, offsets: np.ndarray, info) -> np.ndarray:
     n = len(offsets)
     if n and (offsets[0] != 0 or np.any(offsets[1:] < offsets[:-1]) or offsets[-1] > len(data)):
         raise FormatError(f"var offsets do not rise from 0 to at most the {len(data)} bytes of the var tile")
-    if info.datatype in _STRINGS:  # pyarrow's C loops where it is imported, else numpy
-        fast = _arrow_strings(data, offsets, info) if "pyarrow" in sys.modules else _shared(data, offsets, info)
+    if info.datatype in _STRINGS:  # pyarrow's C loops where it is installed, else numpy
+        pa = arrow(n)
+        starts = offsets.astype(np.int64)
+        fast = _arrow_strings(pa, data, starts, info) if pa else _shared(data, starts, _lengths(starts, data), info)
         if fast is not None:
             return fast
     ends = np.append(offsets[1:], np.uint64(len(data))).tolist()
-    out = np.empty(n, object)
-    out[:] = _values([data[a:b] for a, b in zip(offsets.tolist(), ends)], info)
+    return _objects(_values([data[a:b] for a, b in zip(offsets.tolist(), ends)], info))
+
+
+def entry_values(entries, info) -> np.ndarray:
+    """The values of the cells of string RLE or dictionary :class:`~tdbformat.filters.pipeline.Entries`,
+    each string's value made once (the same string in several runs too), then shared by its cells."""
+    data, starts, lengths = entries.buf.tobytes(), entries.starts, entries.lengths
+    # (a dictionary's strings differ: only runs are grouped)
+    values = _shared(data, starts, lengths, info) if entries.repeats is not None else None
+    if values is None:
+        values = _objects(_values([data[a:a + b] for a, b in zip(starts.tolist(), lengths.tolist())], info))
+    if entries.repeats is not None:
+        return np.repeat(values, entries.repeats)  # (repeating objects: a quarter of repeating ids, then a gather)
+    return values if entries.codes is None else np.take(values, entries.codes)
+
+
+def _objects(values: list) -> np.ndarray:
+    out = np.empty(len(values), object)  # (np.array would make arrays of equal-length cells one 2-D array)
+    out[:] = values
     return out
+
+
+def _lengths(starts: np.ndarray, data) -> np.ndarray:
+    return np.diff(np.append(starts, len(data)))
 
 
 def _values(cells: list, info) -> list:
@@ -79,18 +101,12 @@ def _values(cells: list, info) -> list:
     return [np.frombuffer(c, info.datatype.numpy_dtype) for c in cells]
 
 
-def _arrow_strings(data: bytes, offsets: np.ndarray, info):
+def _arrow_strings(pa, data: bytes, starts: np.ndarray, info):
     """Var string cells as an object array built by pyarrow from the offsets and bytes in C loops (about 4x
     faster than slicing and decoding cell by cell; benchmarks/read.py), or None where the cell-by-cell loop
-    must run: UTF-8 that does not validate (the loop keeps bad bytes as surrogates). Only once pyarrow is
-    imported (``import tiledb`` does it, as do ``.df`` and ``to_arrow``): importing it maps some 230 MiB of
-    address space, which a process under a memory limit, like the fuzzer's workers, cannot spare."""
-    pa = sys.modules.get("pyarrow")
-    if pa is None or len(offsets) < 64:  # too few cells to pay for the round trip
-        return None
-    bounds = np.empty(len(offsets) + 1, np.int64)
-    bounds[:-1], bounds[-1] = offsets, len(data)
-    cells = pa.Array.from_buffers(pa.large_binary(), len(offsets), [None, pa.py_buffer(bounds), pa.py_buffer(data)])
+    must run: UTF-8 that does not validate (the loop keeps bad bytes as surrogates)."""
+    bounds = np.append(starts, len(data))
+    cells = pa.Array.from_buffers(pa.large_binary(), len(starts), [None, pa.py_buffer(bounds), pa.py_buffer(data)])
     shared = _arrow_shared(cells, info)
     if shared is not None:
         return shared
@@ -100,8 +116,7 @@ def _arrow_strings(data: bytes, offsets: np.ndarray, info):
             cells.validate(full=True)
         except pa.ArrowInvalid:
             return None
-    out = np.empty(len(cells), object)
-    out[:] = cells.to_pylist()  # (to_numpy would import pandas, 0.4 s, for the same objects)
+    out = _objects(cells.to_pylist())  # (to_numpy would import pandas, 0.4 s, for the same objects)
     lone = np.flatnonzero(np.diff(bounds) == 1)  # cells of one byte: a NUL one reads as empty (_values)
     lone = lone[np.frombuffer(data, np.uint8)[bounds[lone]] == 0]
     if len(lone):
@@ -117,32 +132,27 @@ def _arrow_shared(cells, info):
     if len(sample.unique()) * 4 > len(sample):
         return None
     coded = cells.dictionary_encode()
-    values = np.empty(len(coded.dictionary), object)
-    values[:] = _values(coded.dictionary.to_pylist(), info)
-    return values[coded.indices.to_numpy()]
+    values = _objects(_values(coded.dictionary.to_pylist(), info))
+    return np.take(values, coded.indices.to_numpy())
 
 
-def _shared(data: bytes, offsets: np.ndarray, info):
-    """Where a sample shows a tile's string cells repeat, its cells as an object array holding one value per
-    distinct byte string, shared by its cells (as pandas' ``to_pandas`` does by default); None where they do
-    not repeat enough to pay, or are too long for their words to be cheap.
+def _shared(data: bytes, starts: np.ndarray, lengths: np.ndarray, info):
+    """Where a sample shows the strings ``data`` [start, start+length) repeat, their values as an object array
+    holding one value per distinct byte string, shared by its cells (as pandas' ``to_pandas`` does by
+    default); None where they do not repeat enough to pay, or are too long for their words to be cheap.
 
     Equal cells are found in numpy, without pyarrow (:func:`~tdbformat.filters.strings.equal_cells`); each
     group's value is made once."""
-    n = len(offsets)
-    starts = offsets.astype(np.int64)
-    lengths = np.diff(np.append(starts, len(data)))
     words = -(-int(lengths.max(initial=0)) // 8)
-    if n < 64 or words > _WORDS:
+    if len(starts) < 64 or words > _WORDS:
         return None
     cols = cell_words(np.frombuffer(data, np.uint8), starts, lengths, words)
     distinct, sampled = sampled_distinct(cols)
     if distinct * 4 > sampled:
         return None
     first, group = equal_cells(cols, distinct)
-    values = np.empty(len(first), object)
-    values[:] = _values([data[a:a + b] for a, b in zip(starts[first].tolist(), lengths[first].tolist())], info)
-    return values[group]
+    values = _objects(_values([data[a:a + b] for a, b in zip(starts[first].tolist(), lengths[first].tolist())], info))
+    return np.take(values, group)
 
 
 #: longest cells shared, in words of 8 bytes (past that, the words cost more than the loop saves)

@@ -13,11 +13,12 @@ import numpy as np
 from ..enums import Datatype, EncryptionType
 from ..errors import FormatError, located
 from ..filters import FilterPlan
+from ..filters.pipeline import Entries
 from ..filters.coords import coords_zipped, unzip_coords
 from ..storage import LocalStorage
 from ..structs.tile import read_tile
 from ..versions import FEATURES
-from .cells import U64, cell_dtype, ordinal, result_dtype, split_var
+from .cells import U64, cell_dtype, entry_values, ordinal, result_dtype, split_var
 
 __all__ = ["Tiles"]
 
@@ -39,8 +40,8 @@ class Tiles:
     def raw(self, frag, idx: int, kind: str, k: int, strings: bool = False, cells=None, spans=None, threads=1,
             entries=False):
         """Tile ``k`` of index-space field ``idx``'s ``kind`` file ("", "_var", "_validity"), unfiltered:
-        bytes; with ``strings`` (var strings that carry their own offsets, §4.2) (data, offsets), and with
-        ``entries`` too (data, offsets, codes) of :class:`~tdbformat.filters.pipeline.Entries`; with
+        bytes; with ``strings`` (var strings that carry their own offsets, §4.2) (data, offsets), or with
+        ``entries`` the :class:`~tdbformat.filters.pipeline.Entries` string RLE or dictionary decode to; with
         ``cells=(count, field)`` a numpy array of that many cells, decoded in place once the chunk headers
         prove that size (so a lying tile extent allocates nothing); ``cells=(count, field, into)``: into the
         array ``into`` when it is that many contiguous cells of the field's dtype. ``spans``: a :class:`_Spans` that read the
@@ -188,11 +189,13 @@ os.register_at_fork(after_in_child=_fields_pool.cache_clear)  # a forked child h
 def _var_cells(reader: Tiles, frag, idx: int, k: int, info, spans, threads) -> np.ndarray:
     """The values of var tile ``k``: from the offsets tile, or from the strings that string RLE and dictionary
     decode to, a value per distinct string, then one per cell."""
-    data, offsets, codes = reader.raw(frag, idx, "_var", k, strings=True, spans=spans, threads=threads, entries=True)
+    got = reader.raw(frag, idx, "_var", k, strings=True, spans=spans, threads=threads, entries=True)
+    if isinstance(got, Entries):
+        return reader._located(frag, idx, k, lambda: entry_values(got, info))
+    data, offsets = got
     if offsets is None:
         offsets = reader._array(frag, idx, "", k, U64, spans, threads)
-    values = reader._located(frag, idx, k, lambda: split_var(bytes(data), np.asarray(offsets, U64), info))
-    return values if codes is None else values[codes]
+    return reader._located(frag, idx, k, lambda: split_var(bytes(data), np.asarray(offsets, U64), info))
 
 
 def _joined(reader: Tiles, frag, idx: int, tiles, spans, pool):

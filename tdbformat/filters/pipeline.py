@@ -182,24 +182,24 @@ def byte_ranges(starts, lengths) -> np.ndarray:
 
 
 class Entries(NamedTuple):
-    """A var string tile as string RLE and dictionary decode it: distinct strings (``data`` at ``offsets``),
-    and the string of each cell (``codes``; None: one string per cell), which a reader turns into values
-    once per string rather than once per cell."""
+    """A var string tile as string RLE and dictionary decode it: strings, each the bytes ``buf`` [start,
+    start+length) (not back to back), and which string each cell holds: string ``codes[i]`` (dictionary),
+    or string j for the next ``repeats[j]`` cells (RLE). A reader turns each string into a value once,
+    rather than each cell."""
 
-    data: bytes
-    offsets: np.ndarray
+    buf: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
     codes: np.ndarray | None
+    repeats: np.ndarray | None
     #: bytes of the cells' data (what the chunk header states)
     nbytes: int
 
     def expand(self) -> tuple[bytes, np.ndarray]:
         """(data, u64 offsets) of the cells."""
-        if self.codes is None:
-            return self.data, self.offsets
-        starts = self.offsets.astype(np.int64)
-        lengths = np.diff(np.append(starts, len(self.data)))[self.codes]
-        data = np.frombuffer(self.data, np.uint8)[byte_ranges(starts[self.codes], lengths)].tobytes()
-        return data, (np.cumsum(lengths) - lengths).astype("<u8")
+        pick = self.codes if self.repeats is None else np.repeat(np.arange(len(self.starts)), self.repeats)
+        starts, lengths = (self.starts, self.lengths) if pick is None else (self.starts[pick], self.lengths[pick])
+        return self.buf[byte_ranges(starts, lengths)].tobytes(), (np.cumsum(lengths) - lengths).astype("<u8")
 
 
 #: filter type -> codec
@@ -434,13 +434,11 @@ class FilterPlan:
         return stages
 
     def decode(self, tile, *, var=False, out=None, threads=None, entries=False):
-        """``(data, offsets)``: :meth:`unfilter_strings` for var data that carries its offsets, else
-        ``(unfilter(...), None)``; with ``entries``, ``(data, offsets, codes)`` (:class:`Entries`)."""
+        """``(data, offsets)``: :meth:`unfilter_strings` for var data that carries its offsets (with
+        ``entries``, the :class:`Entries` they decode to), else ``(unfilter(...), None)``."""
         if var and self.strings:
-            got = self.unfilter_strings(tile, entries=entries)
-            return got[:3] if entries else got
-        got = self.unfilter(tile, out=out, threads=threads)
-        return (got, None, None) if entries else (got, None)
+            return self.unfilter_strings(tile, entries=entries)
+        return self.unfilter(tile, out=out, threads=threads), None
 
     def unfilter(self, tile, *, out=None, threads=None) -> memoryview:
         """See :func:`unfilter`."""
@@ -495,7 +493,8 @@ class FilterPlan:
         if tile["num_chunks"] > 1:
             raise FormatError(f"a string RLE/dictionary tile is one chunk, this one has {tile['num_chunks']}")
         if not tile["chunks"]:
-            got = Entries(b"", np.zeros(0, "<u8"), None, 0)
+            none = np.zeros(0, np.int64)
+            got = Entries(np.zeros(0, np.uint8), none, none, None, None, 0)
         else:
             limit = 1 << (16 * tile["chunks"][0]["unfiltered_size"] + 4095).bit_length()
             got = _reverse_chunk([(t, codec, replace(ctx, limit=limit)) for t, codec, ctx in stages],

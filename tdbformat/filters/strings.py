@@ -10,6 +10,7 @@ size of the offsets), then their own fields; lengths, run lengths and ids are bi
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import numpy as np
@@ -21,7 +22,7 @@ from ..fields import Struct
 from .pipeline import Codec, Entries, Header, byte_ranges, register
 
 __all__ = ["StringRleHeader", "DictionaryHeader", "bytesize", "cell_words", "extreme_cell", "cell_hash", "equal_cells",
-           "sampled_distinct", "SAMPLE"]
+           "sampled_distinct", "SAMPLE", "arrow", "set_pyarrow"]
 
 _common = (
     "num_metadata_parts" / Int32ul * "always 0",
@@ -48,6 +49,38 @@ DictionaryHeader = Struct(
 )
 
 _WIDTHS = (1, 2, 4, 8)
+
+#: whether var strings go through pyarrow where it is installed (:func:`set_pyarrow`)
+_pyarrow = True
+#: cells of a tile from which pyarrow is imported for it: the import takes some 75 ms once, what pyarrow
+#: saves on about 60,000 cells (3.5 of a tile's 4.6 ms per 131,072 cells of 2,005 words)
+_IMPORT_FROM = 1 << 14
+
+
+def set_pyarrow(enabled: bool):
+    """Whether var strings are grouped and turned into values by pyarrow where it is installed (the default),
+    or by numpy alone. The results are the same."""
+    global _pyarrow
+    _pyarrow = bool(enabled)
+
+
+def arrow(cells: int):
+    """pyarrow for a tile of ``cells`` var strings, or None: too few cells to pay for the round trip, not
+    installed, or turned off (:func:`set_pyarrow`). It is imported once a tile of :data:`_IMPORT_FROM` cells
+    wants it, as pandas imports it where it is installed."""
+    if not _pyarrow or cells < 64 or ("pyarrow" not in sys.modules and cells < _IMPORT_FROM):
+        return None
+    return _import_pyarrow()  # (an import, even of a loaded module: it waits for another thread's to end)
+
+
+@functools.cache
+def _import_pyarrow():
+    try:
+        import pyarrow
+    except ImportError:
+        return None
+    return pyarrow
+
 
 
 def bytesize(n: int) -> int:
@@ -94,7 +127,7 @@ def _chain(step: np.ndarray) -> np.ndarray:
     and 16, and a second table 64 on: this is the fastest over short, long and mixed strings.)"""
     sink, far = len(step) - 1, step
     for _ in range(2):
-        far = far[far]
+        far = np.take(far, far)  # (np.take: half the time of far[far])
     at, walk, far = 0, [], memoryview(far)  # (a memoryview gives Python ints, at a third of numpy's cost)
     while at < sink:
         walk.append(at)
@@ -102,7 +135,7 @@ def _chain(step: np.ndarray) -> np.ndarray:
     rows = np.empty((4, len(walk)), np.int32)
     rows[0] = walk
     for j in range(1, 4):
-        rows[j] = step[rows[j - 1]]
+        rows[j] = np.take(step, rows[j - 1])
     chain = rows.T.reshape(-1)
     return chain[chain < sink]
 
@@ -292,14 +325,11 @@ def _assemble(fields, buf, starts, lengths) -> bytes:
     return out.tobytes()
 
 
-def _entries(buf, starts, lengths, codes, total: int, expect: int, what: str) -> Entries:
-    """The cells ``codes`` picks from the strings of ``buf`` [start, start+length), which add up to ``total``
-    bytes."""
+def _entries(buf, starts, lengths, codes, repeats, total: int, expect: int, what: str) -> Entries:
+    """Entries of the strings of ``buf`` [start, start+length), whose cells add up to ``total`` bytes."""
     if total != expect:
         raise FormatError(f"{what}: the cells add up to {total} bytes, the header says {expect}")
-    lengths = np.asarray(lengths, np.int64)
-    return Entries(buf[byte_ranges(starts, lengths)].tobytes(), (np.cumsum(lengths) - lengths).astype("<u8"),
-                   codes, total)
+    return Entries(buf, starts, lengths, codes, repeats, total)
 
 
 def _common_header(head: Header, data, what: str, limit: int):
@@ -331,7 +361,7 @@ def _runs(data, offsets) -> tuple:
 
 def _dictionary(data, offsets) -> tuple:
     """(each cell's id, (bytes, starts, lengths) of each distinct string), ids in the order strings are first
-    seen (TileDB's): :func:`_arrow_coded` once pyarrow is imported (1.9 ms a tile of 131,072 cells of 2,005
+    seen (TileDB's): :func:`_arrow_coded` through pyarrow (1.9 ms a tile of 131,072 cells of 2,005
     words), else through :func:`equal_cells` (5.6 ms)."""
     coded = _arrow_coded(data, offsets)
     if coded is not None:
@@ -349,9 +379,8 @@ def _dictionary(data, offsets) -> tuple:
 
 def _arrow_coded(data, offsets):
     """pyarrow's ``dictionary_encode`` of the cells, which numbers strings in the order first seen: (each
-    cell's id, (bytes, starts, lengths) of each distinct string); None if pyarrow is not imported (``import
-    tiledb`` imports it; importing it ourselves maps some 230 MiB, see array.cells)."""
-    pa = sys.modules.get("pyarrow")
+    cell's id, (bytes, starts, lengths) of each distinct string); None without pyarrow (:func:`arrow`)."""
+    pa = arrow(len(offsets))
     if pa is None:
         return None
     bounds = np.empty(len(offsets) + 1, np.int64)
@@ -391,8 +420,7 @@ class StringRle:
         runs, lens, starts = _be_at(buf, at, rle_w), _be_at(buf, at + rle_w, str_w), at + rle_w + str_w
         if (runs < 0).any() or (runs > osize).any() or runs.sum() > osize:
             raise FormatError(f"string RLE: the runs make {runs.sum()} cells, more than the {osize} offsets allowed")
-        total = int((runs * lens).sum())
-        return head.rest(), _entries(buf, starts, lens, np.repeat(np.arange(len(runs)), runs), total, size, "string RLE")
+        return head.rest(), _entries(buf, starts, lens, None, runs, int((runs * lens).sum()), size, "string RLE")
 
 
 @register(FilterType.DICTIONARY, strings=True)
@@ -422,8 +450,7 @@ class StringDictionary:
         wrong = ids[(ids >= len(lens)) | (ids < 0)]
         if len(wrong):
             raise FormatError(f"string dictionary: id {int(wrong[0]) % 2**64} but the dictionary has {len(lens)} entries")
-        total = int(lens[ids].sum())
-        return head.rest(), _entries(buf, starts, lens, ids, total, size, "string dictionary")
+        return head.rest(), _entries(buf, starts, lens, ids, None, int(lens[ids].sum()), size, "string dictionary")
 
 
 @register(FilterType.DICTIONARY)

@@ -23,6 +23,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 
 import tdbformat.array
+from tdbformat.filters.strings import arrow
 
 from .mutate import BEHAVIOURS, CORPUS
 from .targets import cpu_seconds, run_case
@@ -64,6 +65,7 @@ def _limit_memory(margin_mib: int):
     domain that fits the budget but not the worker (a lie turned a sparse 10,001 x 10,001 array dense, a
     400 MB result: case 658370 of campaign 20261138) is then refused by name, as it would be on a machine
     of 512 MiB, instead of failing to allocate."""
+    arrow(1 << 30)  # pyarrow, where installed, as a large string tile imports it: mapped before the baseline
     with open("/proc/self/statm") as f:
         baseline = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     resource.setrlimit(resource.RLIMIT_AS, (baseline + (margin_mib << 20), resource.RLIM_INFINITY))
