@@ -815,3 +815,22 @@ def test_zstd_runs_decode_as_chunk_by_chunk(chunks, damage, where):
             raw[(where if damage == "flip" else 8 + where % 8) % len(raw)] ^= 0x21
         made[i][part] = bytes(raw)
     _run_decodes_as_chunk_by_chunk(codec, ctx, made)
+
+
+@PROPS
+@given(st.integers(1, 12_000), st.integers(1, 60_000), st.integers(0, 2**32 - 1))
+def test_sampled_distinct_counts_the_sample_within_a_few_percent(distinct, cells, seed):
+    """The estimate of distinct cells in the sample (which sizes the equal-cells table and decides whether
+    values are shared) is within 2% and 2 of the exact count of distinct (length, words) rows sampled."""
+    from tdbformat.filters.strings import SAMPLE, cell_words, sampled_distinct
+    rng = np.random.default_rng(seed)
+    words = [b"w%d-" % i * (i % 3 + 1) for i in range(distinct)]
+    picked = [words[i] for i in rng.integers(0, distinct, cells)]
+    buf = np.frombuffer(b"".join(picked), np.uint8)
+    lengths = np.array([len(c) for c in picked], np.int64)
+    cols = cell_words(buf, np.cumsum(lengths) - lengths, lengths, 3)
+    pick = np.linspace(0, cells - 1, min(cells, SAMPLE)).astype(np.int64)
+    exact = len({picked[i] for i in pick})
+    estimate, sampled = sampled_distinct(cols)
+    assert sampled == len(pick)
+    assert abs(estimate - exact) <= 2 + 0.02 * exact
