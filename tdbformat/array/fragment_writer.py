@@ -24,7 +24,7 @@ from ..directory import COMMITS_DIR, FRAGMENT_METADATA, FRAGMENTS_DIR
 from ..enums import Datatype, FilterType, OptionalSectionId
 from ..filters import chunk_sizes, filter_tile, skips_offsets, uses_chunking
 from ..filters.encryption import normalize_key
-from ..filters.strings import extreme_cell
+from ..filters.strings import extreme_cells
 from ..filters.pipeline import MAX_CHUNK, thread_count
 from ..structs.array_schema import FieldInfo, attributes, dimensions, value_dtype
 from ..structs.fragment import FragmentMetadata, ProcessedConditionsTile, data_file_stem, index_fields
@@ -316,7 +316,7 @@ def _tile_stats(info, cells, mask, is_dim, var=None):
 
 
 def _string_min_max(info, cells, mask, var) -> tuple:
-    """The least and greatest valid string cells as TileDB keeps them (:func:`extreme_cell`), as bytes
+    """The least and greatest valid string cells as TileDB keeps them (:func:`extreme_cells`), as bytes
     (None, None: no valid cell)."""
     if var is None:
         width = info.cell_val_num
@@ -326,7 +326,7 @@ def _string_min_max(info, cells, mask, var) -> tuple:
     valid = np.arange(len(starts)) if mask is None else np.flatnonzero(mask)
     if not len(valid):
         return None, None
-    picks = (valid[extreme_cell(buf, starts[valid], sizes[valid], largest)] for largest in (False, True))
+    picks = valid[list(extreme_cells(buf, starts[valid], sizes[valid]))]
     return tuple(buf[int(starts[i]):int(starts[i] + sizes[i])].tobytes() for i in picks)
 
 
@@ -483,7 +483,7 @@ def _summary_bound(info, values, largest: bool):
         found = [v or bytes(info.cell_val_num) for v in values][:len(found)]
     sizes = np.array([len(v) for v in found], np.int64)
     buf = np.frombuffer(b"".join(found), np.uint8)
-    return found[extreme_cell(buf, np.cumsum(sizes) - sizes, sizes, largest)]
+    return found[extreme_cells(buf, np.cumsum(sizes) - sizes, sizes)[largest]]
 
 
 def _coords_stats(info, tile_num):

@@ -87,12 +87,16 @@ def var_cells(column: np.ndarray, numpy_dtype: np.dtype) -> tuple[bytes, np.ndar
     """The var cells' stored bytes back to back (as :func:`var_bytes` makes them), and each cell's length."""
     values = column.tolist()
     try:  # the usual column of str: encoded at once, a NUL after each cell to find the lengths by (1M short
-        joined = np.frombuffer("\0".join(values).encode(), np.uint8)  # strings: 22 ms, cell by cell 61)
+        raw = "\0".join(values).encode()  # strings: 22 ms, cell by cell 61)
     except (TypeError, UnicodeEncodeError):  # other cells, or text UTF-8 cannot hold: cell by cell
-        joined = None
-    if joined is not None and len(values):
-        ends = np.flatnonzero(joined == 0)
+        raw = None
+    if raw is not None and len(values):
+        ends = np.flatnonzero(np.frombuffer(raw, np.uint8) == 0)
         if len(ends) == len(values) - 1:  # no cell holds a NUL of its own: these are the separators
-            return joined[joined != 0].tobytes(), (np.diff(ends, prepend=-1, append=len(joined)) - 1).astype(np.uint64)
+            bounds = np.empty(len(values) + 1, np.int64)
+            bounds[0], bounds[1:-1], bounds[-1] = -1, ends, len(raw)
+            lengths = np.diff(bounds).view(np.uint64)
+            lengths -= np.uint64(1)
+            return raw.translate(None, b"\0"), lengths  # (translate: 0.6 ms a tile, a numpy mask 1.0)
     parts = var_bytes(column, numpy_dtype)
     return b"".join(parts), np.fromiter(map(len, parts), np.uint64, len(parts))

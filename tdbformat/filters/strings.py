@@ -22,7 +22,7 @@ from ..errors import FormatError
 from ..fields import Struct
 from .pipeline import Codec, Entries, Header, byte_ranges, register
 
-__all__ = ["StringRleHeader", "DictionaryHeader", "bytesize", "cell_words", "extreme_cell", "cell_hash", "equal_cells",
+__all__ = ["StringRleHeader", "DictionaryHeader", "bytesize", "cell_words", "extreme_cells", "cell_hash", "equal_cells",
            "sampled_distinct", "SAMPLE", "arrow", "set_pyarrow"]
 
 _common = (
@@ -182,33 +182,51 @@ def _word_at(buf: np.ndarray) -> np.ndarray:
 
 def _word(at: np.ndarray, starts, lengths, k: int) -> np.ndarray:
     """Word ``k`` of each cell [start, start+length), zero past the cell's end (np.take: half the time of
-    indexing a strided view)."""
-    return np.take(at, np.minimum(starts + 8 * k, len(at) - 1)) & np.take(_LOW_BYTES, np.clip(lengths - 8 * k, 0, 8))
+    indexing a strided view; its "clip" mode keeps positions in ``at`` and picks the mask of the bytes left)."""
+    lengths = np.asarray(lengths, np.int64)
+    return (np.take(at, starts + 8 * k if k else starts, mode="clip") &
+            np.take(_LOW_BYTES, lengths - 8 * k if k else lengths, mode="clip"))
 
 
 def cell_words(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, words: int) -> list:
     """Cells of ``buf`` as columns of u64, a gather per column: their lengths, then their first ``words`` words
-    of bytes, as little-endian u64 (the bytes in memory order), zero past each cell's end."""
-    at = _word_at(buf)
-    return [lengths.astype(np.uint64)] + [_word(at, starts, lengths, k) for k in range(words)]
+    of bytes, as little-endian u64 (the bytes in memory order), zero past each cell's end. A word that fewer
+    than half the cells reach is gathered for those cells only (one long word among short ones is common)."""
+    at, cols = _word_at(buf), [lengths.astype(np.uint64)]
+    for k in range(words):
+        longer = np.flatnonzero(lengths > 8 * k) if k else None
+        if longer is None or 2 * len(longer) > len(lengths):
+            cols.append(_word(at, starts, lengths, k))
+        else:
+            cols.append(np.zeros(len(lengths), np.uint64))
+            cols[-1][longer] = _word(at, np.take(starts, longer), np.take(lengths, longer), k)
+    return cols
 
 
-def extreme_cell(buf: np.ndarray, starts, sizes, largest: bool = False) -> int:
-    """The index of the cell TileDB keeps as the least (``largest``: greatest) of the cells [start, start+size)
-    of ``buf`` (TileMetadataGenerator::min_max<char> and min_max_var, and the fragment's bound of them). It
+def extreme_cells(buf: np.ndarray, starts, sizes) -> tuple[int, int]:
+    """The indices of the cells TileDB keeps as the least and the greatest of the cells [start, start+size) of
+    ``buf`` (TileMetadataGenerator::min_max<char> and min_max_var, and the fragment's bound of them). It
     compares with strncmp over the shorter size, which stops at a NUL, then by size (the shorter is less),
     and keeps the first of equals: an order by the bytes before the first NUL, then by size. We compare
-    those bytes a word at a time, big-endian, among the cells still tied."""
+    those bytes a word at a time, big-endian, among the cells still tied; both ends share the first word."""
     starts, sizes = np.asarray(starts, np.int64), np.asarray(sizes, np.int64)
-    nul = np.flatnonzero(buf == 0)
-    lengths = sizes
-    if len(nul):  # each cell's bytes up to its first NUL
+    zero, lengths = buf == 0, sizes
+    if zero.any():  # each cell's bytes up to its first NUL
+        nul = np.flatnonzero(zero)
         after = np.searchsorted(nul, starts)
         lengths = np.minimum(sizes, np.where(after < len(nul), nul[np.minimum(after, len(nul) - 1)] - starts, sizes))
-    at, tied, k = _word_at(buf), np.arange(len(starts)), 0
+    at = _word_at(buf)
+    first = _word(at, starts, lengths, 0).byteswap()
+    return _narrowed(at, starts, lengths, sizes, first, False), _narrowed(at, starts, lengths, sizes, first, True)
+
+
+def _narrowed(at, starts, lengths, sizes, first, largest: bool) -> int:
+    """:func:`extreme_cells`' least (``largest``: greatest) cell, from each cell's ``first`` word."""
+    pick = np.max if largest else np.min
+    tied, k = np.flatnonzero(first == pick(first)), 1
     while len(tied) > 1 and 8 * k < lengths[tied].max():
         word = _word(at, starts[tied], lengths[tied], k).byteswap()
-        tied = tied[word == (word.max() if largest else word.min())]
+        tied = tied[word == pick(word)]
         k += 1
     return int(tied[np.argmax(sizes[tied]) if largest else np.argmin(sizes[tied])])
 
