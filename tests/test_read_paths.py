@@ -163,6 +163,28 @@ def test_pyarrow_is_imported_for_large_string_tiles_only_and_can_be_turned_off(t
     assert out == ["False", str(enabled)]
 
 
+def test_a_pyarrow_that_cannot_load_leaves_strings_to_numpy(tmp_path, monkeypatch):
+    """pyarrow failing to load (a process short of address space fails to map its libraries) is no error of
+    the read: numpy makes the same values."""
+    import builtins
+    values = WORDS[np.arange(80_000) % len(WORDS)]
+    _strings(str(tmp_path / "a"), values)
+    real = builtins.__import__
+
+    def failing(name, *args, **kwargs):
+        if name.startswith("pyarrow"):
+            raise OSError("failed to map segment from shared object")
+        return real(name, *args, **kwargs)
+    monkeypatch.delitem(sys.modules, "pyarrow", raising=False)  # (restored after the test, as it was)
+    monkeypatch.setattr(builtins, "__import__", failing)
+    strings_mod._import_pyarrow.cache_clear()
+    try:
+        got = open_array(str(tmp_path / "a")).read()["s"]
+    finally:
+        strings_mod._import_pyarrow.cache_clear()
+    assert got.tolist() == values.tolist()
+
+
 @pytest.mark.parametrize("spread", [16, 1])
 def test_shared_var_cells_whose_hash_slots_collide_still_get_their_own_values(monkeypatch, spread):
     """Cells share a value only with equal cells: with a table of about one slot per distinct value, most

@@ -78,7 +78,7 @@ def arrow(cells: int):
 def _import_pyarrow():
     try:
         import pyarrow
-    except ImportError:
+    except Exception:  # not installed, or it cannot load (a process short of address space): numpy does it
         return None
     return pyarrow
 
