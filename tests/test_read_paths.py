@@ -163,6 +163,45 @@ def test_pyarrow_is_imported_for_large_string_tiles_only_and_can_be_turned_off(t
     assert out == ["False", str(enabled)]
 
 
+@pytest.mark.parametrize("arrow", [True, False])
+@pytest.mark.parametrize("datatype", list(EXPECTED))
+@pytest.mark.parametrize("codec", ["RLE", "dictionary"])
+def test_string_rle_and_dictionary_entries_give_each_cells_value(codec, datatype, arrow, monkeypatch):
+    """The strings a string RLE or dictionary tile decodes to become each cell's value as converting cell by
+    cell gives it: bad UTF-8 kept as surrogates, a cell of one NUL empty, ASCII ending in NUL kept, with or
+    without pyarrow making the distinct values."""
+    from tdbformat.filters.strings import StringDictionary, StringRle
+    _with_or_without_pyarrow(monkeypatch, arrow)
+    rng = np.random.default_rng(5)
+    words = [b"ab", b"", b"\0", b"\xc3\xa9-\xff", b"x\0\0", b"\xe2\x82"] + [b"w%d" % i for i in range(200)]
+    cells = [words[i] for i in np.repeat(rng.integers(0, len(words), 9000), rng.integers(1, 5, 9000))[:20_000]]
+    data, offsets = _var_tile(cells)
+    codec = StringRle() if codec == "RLE" else StringDictionary()
+    (md,), (encoded,) = codec.forward_strings(None, data, offsets)
+    _, entries = codec.reverse_entries(type("Ctx", (), {"limit": 1 << 30}), md, encoded)
+    info = FieldInfo("s", datatype, VAR_NUM, True, False, None)
+    got = cells_mod.entry_values(entries, info)
+    assert got.dtype == object and got.tolist() == [EXPECTED[datatype](c) if c != b"\0" else EXPECTED[datatype](b"")
+                                                    for c in cells]
+
+
+@pytest.mark.parametrize("arrow", [True, False])
+def test_blob_cells_of_one_nul_stay_a_nul_as_tiledb_py_reads_them(tmp_path, monkeypatch, arrow):
+    """A var BLOB cell of one NUL byte is that byte (only string cells of one NUL read as empty), through
+    pyarrow's bulk conversion as cell by cell; TileDB-Py gives memoryviews of the same bytes."""
+    _with_or_without_pyarrow(monkeypatch, arrow)
+    uri = str(tmp_path / "b")
+    dim = tiledb.Dim("i", domain=(0, 199), tile=200, dtype=np.int64)
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(dim), attrs=[
+        tiledb.Attr("b", dtype="blob", var=True)]))
+    values = np.array([b"\0" if i % 2 else bytes([i, 0]) * (i % 3) for i in range(200)], object)
+    with tiledb.open(uri, "w") as A:
+        A[:] = {"b": values}
+    with tiledb.open(uri) as A:
+        want = [bytes(v) for v in A[:]["b"]]
+    assert open_array(uri).read()["b"].tolist() == want
+
+
 def test_a_pyarrow_that_cannot_load_leaves_strings_to_numpy(tmp_path, monkeypatch):
     """pyarrow failing to load (a process short of address space fails to map its libraries) is no error of
     the read: numpy makes the same values."""
