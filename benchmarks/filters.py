@@ -1,5 +1,5 @@
 """Decode and encode throughput of every filter on 64 MiB of typical data, next to the raw library and TileDB-Py
-(medians of 3 runs, alternating).
+(medians of 3 to 5 runs, alternating).
 
 Run: python benchmarks/filters.py [MiB] [codecs,strings,reads,writes] (default: all four). The tile is
 chunked as TileDB chunks it (64 KiB), so the raw library columns compress the same 64 KiB pieces and copy
@@ -9,8 +9,9 @@ use one thread.
 The reads table writes the same data with TileDB-Py as a dense array (8 tiles) through every single filter
 and the common two-filter pipelines (:func:`tiledb_pipelines`) and reads it with tdbformat on 1 and 2
 threads and with TileDB-Py (its default: a thread per core), each read in a fresh process as a script
-reads, alternating, median of 3; the ratios are tdbformat's time over TileDB-Py's (below 1: tdbformat is
-faster). The writes table does the same for ``tdbformat.write`` against TileDB-Py's write (median of 5,
+reads, alternating, median of 5 (a read of 64 MiB takes 30-60 ms, and one run moves by 10%); the ratios
+are tdbformat's time over TileDB-Py's (below 1: tdbformat is faster). tdbformat uses pyarrow where it is
+installed, as a user with the ``fast`` extra would. The writes table does the same for ``tdbformat.write`` against TileDB-Py's write (median of 5,
 each array removed once timed, so that no write waits for an earlier one's pages to reach the disk).
 """
 
@@ -261,7 +262,7 @@ def _nbytes(values) -> int:
     return sum(map(len, values)) if values.dtype == object else values.nbytes
 
 
-def versus_tiledb(reps=3):
+def versus_tiledb(reps=5):
     """Dense reads of the same array by tdbformat (1 thread; 2 threads, which decode tiles in parallel) and
     TileDB-Py (open and read both timed), each read in a fresh process after one untimed read there (a
     script or the CLI reads in such a process: glibc hands freed memory back to the system and codecs
