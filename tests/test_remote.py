@@ -209,7 +209,8 @@ def test_tiledb_py_writes_to_s3_and_tdbformat_reads_it(s3, remote, server):
     tiledb = pytest.importorskip("tiledb")
     ctx = tiledb.Ctx(server.server.tiledb_config())
     uri = f"s3://{BUCKET}/written-by-tiledb-py-{uuid.uuid4().hex}"
-    dom = tiledb.Domain(tiledb.Dim("x", (0, 99), tile=10, dtype=np.int32), tiledb.Dim("y", (0, 9), tile=5, dtype=np.int32))
+    dom = tiledb.Domain(tiledb.Dim("x", (0, 99), tile=10, dtype=np.int32),
+                        tiledb.Dim("y", (0, 9), tile=5, dtype=np.int32))
     schema = tiledb.ArraySchema(domain=dom, attrs=[tiledb.Attr("v", np.float64, filters=[tiledb.ZstdFilter()]),
                                                    tiledb.Attr("s", str, var=True)])
     tiledb.Array.create(uri, schema, ctx=ctx)
@@ -585,7 +586,8 @@ def test_an_array_tdbformat_writes_to_s3_reads_equal_in_tiledb_py(s3, server, tm
     """tdbformat creates an array on the S3 server and writes two fragments there (no folder objects, each
     commit marker last); TileDB-Py, pointed at the same server, opens it and reads it back equal."""
     tiledb = pytest.importorskip("tiledb")
-    dom = tiledb.Domain(tiledb.Dim("x", (0, 99), tile=10, dtype=np.int32), tiledb.Dim("y", (0, 9), tile=5, dtype=np.int32))
+    dom = tiledb.Domain(tiledb.Dim("x", (0, 99), tile=10, dtype=np.int32),
+                        tiledb.Dim("y", (0, 9), tile=5, dtype=np.int32))
     tiledb.Array.create(str(tmp_path / "schema"), tiledb.ArraySchema(domain=dom, attrs=[
         tiledb.Attr("v", np.float64, filters=[tiledb.ZstdFilter()]), tiledb.Attr("s", str, var=True)]))
     values = np.random.default_rng(11).random((100, 10))
