@@ -223,7 +223,8 @@ def test_string_dictionary_encodes_the_same_with_or_without_pyarrow(cells):
     """pyarrow's dictionary_encode (where it is installed) and the numpy hash table number the strings the
     same (first seen first), so both write the same bytes."""
     pytest.importorskip("pyarrow")
-    from tdbformat.filters.strings import StringDictionary, set_pyarrow
+    from tdbformat.filters import set_pyarrow
+    from tdbformat.filters.strings import StringDictionary
     if not cells:
         return
     cells = cells * (64 // len(cells) + 1)  # (under 64 cells both go through numpy)

@@ -155,7 +155,7 @@ def test_pyarrow_is_imported_for_large_string_tiles_only_and_can_be_turned_off(t
     import subprocess
     for name, n in [("small", 2_000), ("large", 80_000)]:  # (tiles of a quarter: 500 and 20,000 cells)
         _strings(str(tmp_path / name), WORDS[np.arange(n) % len(WORDS)])
-    code = (f"import sys, tdbformat\nfrom tdbformat.filters.strings import set_pyarrow\nset_pyarrow({enabled})\n"
+    code = (f"import sys, tdbformat\nfrom tdbformat.filters import set_pyarrow\nset_pyarrow({enabled})\n"
             f"a = tdbformat.open_array(sys.argv[1]).read()\nprint('pyarrow' in sys.modules)\n"
             f"b = tdbformat.open_array(sys.argv[2]).read()\nprint('pyarrow' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "small"), str(tmp_path / "large")],

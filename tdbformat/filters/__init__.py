@@ -5,7 +5,8 @@ from . import bitwidth, checksum, compression, encryption, float_scale, noop, sh
 from .pipeline import (CODECS, STRING_CODECS, Codec, FilterContext, FilterPlan, chunk_sizes, filter_tile,
                        get_threads, set_threads, skips_offsets, unfilter, unfilter_strings, uses_chunking,
                        var_chunk_sizes)
+from .strings import set_pyarrow
 
 __all__ = ["CODECS", "STRING_CODECS", "Codec", "FilterContext", "filter_tile", "unfilter", "unfilter_strings",
            "chunk_sizes", "var_chunk_sizes", "skips_offsets", "uses_chunking", "set_threads", "get_threads",
-           "FilterPlan"]
+           "set_pyarrow", "FilterPlan"]
