@@ -170,8 +170,9 @@ class _Encoder:
         var_parts = valid_parts = mask = var_size = var = None
         if info.var:
             data, offsets = _var_data(cells, info)
-            starts = offsets.astype(np.int64)
-            var = np.frombuffer(data, np.uint8), starts, np.diff(starts, append=len(data))
+            if stats is not False and _has_min_max(info, is_dim):  # (only string min and max read them)
+                starts = offsets.astype(np.int64)
+                var = np.frombuffer(data, np.uint8), starts, np.diff(starts, append=len(data))
             fixed_parts = [_EMPTY_TILE] if skips_offsets(info.filters, info.datatype, self.version) else \
                 self.stored(offsets, self.schema.cell_var_offsets_filters, Datatype.UINT64, 8, threads=threads)
             var_parts = self.stored(data, info.filters, info.datatype, info.datatype.size, offsets=offsets,

