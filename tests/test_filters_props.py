@@ -659,6 +659,27 @@ def test_rle_matches_a_plain_python_reference(cs, cells, long_run):
     assert bytes(Rle().decompress(ctx, packed, len(raw))) == raw  # a buffer (a numpy view), as codecs return
 
 
+@PROPS
+@given(st.sampled_from([1, 2, 3, 8]), st.lists(st.tuples(st.integers(0, 2), st.integers(1, 40)), min_size=1,
+                                               max_size=60), st.lists(st.integers(1, 30), min_size=2, max_size=6),
+       st.booleans())
+def test_rle_chunks_encoded_together_match_the_reference_chunk_by_chunk(cs, runs, cuts, long_run):
+    """A run of chunks through ``Rle.forward_many`` (one set of numpy passes): each chunk's header and runs as
+    TileDB makes them for that chunk alone, runs that cross a chunk's start broken there."""
+    from tdbformat.filters.compression import Rle
+    from tdbformat.filters.pipeline import FilterContext
+    raw = b"".join(bytes([value]) * (cs * count) for value, count in runs) + bytes(cs) * (70000 * long_run)
+    cells = len(raw) // cs
+    bounds = sorted({0, cells, *(cells * c // 31 for c in cuts)})
+    chunks = [raw[cs * a:cs * b] for a, b in zip(bounds, bounds[1:]) if b > a]
+    got = Rle().forward_many(FilterContext(cell_size=cs), [([], [c]) for c in chunks])
+    assert len(got) == len(chunks)
+    for (md, parts), chunk in zip(got, chunks):
+        expect = _rle_reference(chunk, cs)
+        assert bytes(parts[0]) == expect
+        assert b"".join(md) == np.array([0, 1, len(chunk), len(expect)], "<u4").tobytes()
+
+
 def _windowed_reference(values: np.ndarray, window: int, bwr: bool) -> tuple[bytes, bytes]:
     """(header, data) of bit-width reduction or positive delta over whole windows, value by value in Python
     (bit_width_reduction_filter.cc, positive_delta_filter.cc)."""

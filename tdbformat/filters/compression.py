@@ -316,19 +316,24 @@ class Rle(CompressionCodec):
         cs = ctx.cell_size
         if len(raw) % cs:
             raise FormatError(f"RLE: {len(raw)} bytes are not whole cells of {cs} bytes")
-        cells = _one_per_cell(np.frombuffer(raw, np.uint8), cs)
-        if not len(cells):
-            return b""
-        starts = np.flatnonzero(np.concatenate([[True], cells[1:] != cells[:-1]]))
-        lengths = np.diff(np.append(starts, len(cells)))
-        # runs longer than 65535 are cut into 65535s and a remainder
-        pieces = -(-lengths // _MAX_RUN)
-        run_starts = np.repeat(starts, pieces) + _MAX_RUN * (np.arange(pieces.sum()) -
-                                                             np.repeat(np.cumsum(pieces) - pieces, pieces))
-        run_lengths = np.minimum(_MAX_RUN, np.diff(np.append(run_starts, len(cells))))
-        out = np.empty(len(run_starts), _runs(cs))
-        out["value"], out["run_length"] = cells[run_starts], run_lengths
-        return out.tobytes()
+        runs, _ = _rle_encode(np.frombuffer(raw, np.uint8), cs, np.zeros(1, np.int64))
+        return runs.tobytes()
+
+    def forward_many(self, ctx, chunks):
+        """Neighbouring chunks of whole cells (a tile's, as a rule) run-length encoded in one set of numpy
+        passes, with a run break at each chunk's start: one 64 KiB chunk at a time, the calls cost more than
+        the bytes, and two threads doing it took turns at the GIL (a 64 MiB write: 64 ms on one thread, 86
+        on two)."""
+        cs = ctx.cell_size
+        sizes = [len(parts[0]) if not md and len(parts) == 1 else 0 for md, parts in chunks]
+        if len(chunks) < 2 or not all(sizes) or any(size % cs for size in sizes):
+            return super().forward_many(ctx, chunks)
+        firsts = np.cumsum([0] + sizes[:-1]) // cs
+        runs, counts = _rle_encode(np.frombuffer(b"".join(parts[0] for _, parts in chunks), np.uint8), cs, firsts)
+        ends = np.cumsum(counts).tolist()
+        packed = runs.view(np.uint8).reshape(len(runs), -1)
+        return [([write_part_sizes([], [(size, count * (cs + 2))])],
+                 [packed[end - count:end].tobytes()]) for size, end, count in zip(sizes, ends, counts.tolist())]
 
     def decompress(self, ctx, packed, orig_size):
         cs = ctx.cell_size
@@ -339,6 +344,27 @@ class Rle(CompressionCodec):
         if int(lengths.sum()) * cs != orig_size:
             raise FormatError(f"RLE: the runs expand to {int(lengths.sum()) * cs} bytes, the header says {orig_size}")
         return np.repeat(runs["value"], lengths).view(np.uint8)  # a view: no copy of the tile
+
+
+def _rle_encode(raw: np.ndarray, cs: int, firsts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the runs of :func:`_runs` records, how many begin in each part) of the cells of ``raw``, whose parts
+    begin at cells ``firsts`` (a run never crosses into the next part)."""
+    cells = _one_per_cell(raw, cs)
+    if not len(cells):
+        return np.zeros(0, _runs(cs)), np.zeros(len(firsts), np.int64)
+    new = np.empty(len(cells), bool)
+    new[0], new[1:] = True, cells[1:] != cells[:-1]
+    new[firsts] = True
+    starts = np.flatnonzero(new)
+    lengths = np.diff(starts, append=len(cells))
+    if lengths.max() > _MAX_RUN:  # runs longer than 65535 are cut into 65535s and a remainder
+        pieces = -(-lengths // _MAX_RUN)
+        starts = np.repeat(starts, pieces) + _MAX_RUN * (np.arange(pieces.sum()) -
+                                                         np.repeat(np.cumsum(pieces) - pieces, pieces))
+        lengths = np.minimum(_MAX_RUN, np.diff(starts, append=len(cells)))
+    out = np.empty(len(starts), _runs(cs))
+    out["value"], out["run_length"] = np.take(cells, starts), lengths
+    return out, np.diff(np.searchsorted(starts, firsts), append=len(starts))
 
 
 def _cell_dtype(cs: int) -> np.dtype:

@@ -74,7 +74,7 @@ def thread_count(threads, default: int | None = None) -> int:
 
 _RUN = 16  # chunks unfiltered together (Codec.reverse_many): 1 MiB of 64 KiB chunks stays in cache
 _PARALLEL = 256 << 10  # unfiltered bytes from which a tile's chunks are shared out over threads
-_PRIME = 8 << 20  # see _prime_allocator
+_PRIME = 30 << 20  # see _prime_allocator
 _primed = False
 
 
@@ -86,7 +86,9 @@ def _prime_allocator():
     heap goes back to the system), so every run faults the same pages in again: three times the faults and
     up to three times the time of a read (README, "In a fresh process"). Freeing a mapped block raises both
     thresholds to its size and twice that (mallopt(3), M_MMAP_THRESHOLD), as any large free would, and the
-    runs then reuse their memory. Elsewhere this costs one untouched allocation.
+    runs then reuse their memory. Elsewhere this costs one untouched allocation. 30 MiB: just under glibc's
+    cap on the dynamic threshold (32 MiB), so a write's 8 MiB tiles and their outputs reuse memory too (a
+    64 MiB RLE write faulted 4,512 pages a tile with 8 MiB; none with 30).
     """
     global _primed
     if not _primed:
@@ -596,6 +598,7 @@ def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cel
 
 
 def _filter(plan: FilterPlan, data, offsets, sizes, var, dim_num, max_chunk, threads) -> Container:
+    _prime_allocator()
     data = memoryview(data).cast("B")
     var = offsets is not None if var is None else var
     pipeline, stages, version, cell_size = plan.pipeline, plan.stages, plan.version, plan.cell_size
