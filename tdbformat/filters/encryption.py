@@ -74,20 +74,29 @@ class Aes256Gcm(Codec):
         return Datatype.BLOB
 
     def forward(self, ctx, metadata, data):
+        return self.forward_many(ctx, [(metadata, data)])[0]
+
+    def forward_many(self, ctx, chunks):
+        """Each chunk's parts sealed with a fresh IV each, the headers of all of them made as one array (a chunk
+        at a time, the header cost more than AES-GCM itself)."""
         key = normalize_key(ctx.key)
         if key is None:
             raise EncryptionError("encrypting needs key=")
         aes = AESGCM(key)
-        parts = list(metadata) + list(data)
+        parts = [p for metadata, data in chunks for p in (*metadata, *data)]
+        ivs = os.urandom(12 * len(parts))
+        sealed = [aes.encrypt(ivs[12 * i:12 * i + 12], p, None) for i, p in enumerate(parts)]  # ciphertext, tag
         header = np.zeros(len(parts), _PART)
-        cipher = []
-        for i, p in enumerate(parts):
-            iv = os.urandom(12)
-            sealed = aes.encrypt(iv, bytes(p), None)
-            cipher.append(sealed[:-16])
-            header[i] = (len(p), len(p), iv, sealed[-16:])
-        counts = np.array([len(metadata), len(data)], "<u4").tobytes()
-        return [counts + header.tobytes()], [b"".join(cipher)]
+        header["plaintext_size"] = header["encrypted_size"] = np.fromiter(map(len, parts), np.uint32, len(parts))
+        header["iv"] = np.frombuffer(ivs, "V12")
+        header["tag"] = np.frombuffer(b"".join(s[-16:] for s in sealed), "V16")
+        out, at = [], 0
+        for metadata, data in chunks:
+            end = at + len(metadata) + len(data)
+            counts = np.array([len(metadata), len(data)], "<u4").tobytes()
+            out.append(([counts + header[at:end].tobytes()], [b"".join(memoryview(s)[:-16] for s in sealed[at:end])]))
+            at = end
+        return out
 
     def reverse(self, ctx, metadata, data):
         key = normalize_key(ctx.key)
