@@ -241,7 +241,7 @@ def _in_order(fn, n: int, threads: int):
     try:
         for t in range(n):
             pending.append(pool.submit(fn, t))
-            if len(pending) == threads:
+            if len(pending) > threads:  # (one more than the threads: none waits for its next tile)
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()

@@ -64,8 +64,8 @@ def read_part_sizes(metadata: memoryview):
 
 
 def write_part_sizes(md_sizes, data_sizes) -> bytes:
-    head = np.array([len(md_sizes), len(data_sizes)], "<u4").tobytes()
-    return head + np.array(list(md_sizes) + list(data_sizes), "<u4").reshape(-1).tobytes()
+    flat = [n for sizes in (*md_sizes, *data_sizes) for n in sizes]  # (struct: a chunk's numpy arrays cost 3 us)
+    return struct.pack(f"<{2 + len(flat)}I", len(md_sizes), len(data_sizes), *flat)
 
 
 class CompressionCodec(Codec):

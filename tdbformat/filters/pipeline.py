@@ -275,7 +275,7 @@ def joined(parts):
 
 def parts_header(sizes) -> bytes:
     """``num_parts: u32`` then the u32 sizes."""
-    return np.array([len(sizes), *sizes], "<u4").tobytes()
+    return struct.pack(f"<{1 + len(sizes)}I", len(sizes), *sizes)
 
 
 def reverse_stacked(codec: Codec, ctx: FilterContext, chunks: list, undo) -> list:
