@@ -176,8 +176,10 @@ strings = st.lists(st.sampled_from([b"", b"a", b"bb", b"ccc" * 30, b"\x00x"]) | 
 @given(strings, st.sampled_from([(FilterType.RLE, Compressor.RLE), (FilterType.DICTIONARY,
                                                                      Compressor.DICTIONARY_ENCODING)]),
        st.sampled_from([(Datatype.STRING_ASCII, 13), (Datatype.STRING_ASCII, 22), (Datatype.STRING_UTF8, 17),
-                        (Datatype.STRING_UTF8, 23)]), st.booleans())
-def test_string_rle_and_dictionary(cells, filt, typed, compress):
+                        (Datatype.STRING_UTF8, 23)]), st.booleans(), st.booleans())
+def test_string_rle_and_dictionary(cells, filt, typed, compress, terminated):
+    """Round trip; ``terminated``: the writer's layout, a byte after each cell that is not the cell's (here
+    ``a``, which a cell may also hold), gives the same tile."""
     ftype, compressor = filt
     datatype, version = typed
     filters = [_filter(ftype, compressor=compressor, level=-1)]
@@ -187,9 +189,18 @@ def test_string_rle_and_dictionary(cells, filt, typed, compress):
     data = b"".join(cells)
     offsets = np.cumsum([0] + [len(c) for c in cells[:-1]]).astype("<u8") if cells else np.zeros(0, "<u8")
     tile = filter_tile(data, pipeline, datatype=datatype, version=version, cell_size=1, offsets=offsets)
+    if terminated and cells:
+        ends = _terminated(cells)
+        assert Tile.build(filter_tile(ends[0], pipeline, datatype=datatype, version=version, cell_size=1,
+                                      offsets=ends[1], terminated=True)) == Tile.build(tile)
     assert tile.num_chunks == (1 if cells else 0)
     got, got_offsets = unfilter_strings(Tile.parse(Tile.build(tile)), pipeline, datatype=datatype, version=version)
     assert got == data and got_offsets.tolist() == offsets.tolist()
+
+
+def _terminated(cells: list) -> tuple[bytes, np.ndarray]:
+    """(data, offsets) of ``cells`` each followed by one byte ``a`` that is not the cell's."""
+    return b"".join(c + b"a" for c in cells), np.cumsum([0] + [len(c) + 1 for c in cells[:-1]]).astype("<u8")
 
 
 @PROPS
@@ -218,10 +229,11 @@ def test_dictionary_lists_the_distinct_strings_in_first_seen_order(cells, spread
 
 
 @PROPS
-@given(strings)
-def test_string_dictionary_encodes_the_same_with_or_without_pyarrow(cells):
+@given(strings, st.booleans())
+def test_string_dictionary_encodes_the_same_with_or_without_pyarrow(cells, terminated):
     """pyarrow's dictionary_encode (where it is installed) and the numpy hash table number the strings the
-    same (first seen first), so both write the same bytes."""
+    same (first seen first), so both write the same bytes; also from cells each followed by a byte not
+    theirs (``terminated``), which pyarrow encodes with the cells."""
     pytest.importorskip("pyarrow")
     from tdbformat.filters import set_pyarrow
     from tdbformat.filters.strings import StringDictionary
@@ -230,7 +242,8 @@ def test_string_dictionary_encodes_the_same_with_or_without_pyarrow(cells):
     cells = cells * (64 // len(cells) + 1)  # (under 64 cells both go through numpy)
     data = b"".join(cells)
     offsets = np.cumsum([0] + [len(c) for c in cells[:-1]]).astype("<u8")
-    with_arrow = StringDictionary().forward_strings(None, data, offsets)
+    with_arrow = StringDictionary().forward_strings(None, *(_terminated(cells) if terminated else (data, offsets)),
+                                                    terminated)
     try:
         set_pyarrow(False)
         without = StringDictionary().forward_strings(None, data, offsets)
@@ -240,14 +253,17 @@ def test_string_dictionary_encodes_the_same_with_or_without_pyarrow(cells):
 
 
 @PROPS
-@given(strings)
-def test_string_cells_compare_as_their_padded_bytes(cells):
+@given(strings, st.booleans())
+def test_string_cells_compare_as_their_padded_bytes(cells, terminated):
     """The rows string RLE and dictionary compare cells by (found a word at a time for short cells, a byte at
-    a time for long ones): each cell's length, then its bytes zero-padded to whole u64 words."""
+    a time for long ones): each cell's length, then its bytes zero-padded to whole u64 words; the same for
+    cells each followed by a byte not theirs (``terminated``)."""
     from tdbformat.filters.strings import _cells
     data = b"".join(cells)
     offsets = np.cumsum([0] + [len(c) for c in cells[:-1]]).astype("<u8") if cells else np.zeros(0, "<u8")
-    _, lengths, cols = _cells(data, offsets)
+    if terminated and cells:
+        data, offsets = _terminated(cells)
+    _, lengths, cols = _cells(data, offsets, terminated and bool(cells))
     words = 1 + -(-max(map(len, cells), default=0) // 8)
     want = [[len(c), *np.frombuffer(c.ljust(8 * (words - 1), b"\0"), "<u8").tolist()] for c in cells]
     assert np.stack(cols, axis=1).tolist() == (want or np.zeros((0, words)).tolist())

@@ -32,7 +32,7 @@ from ..structs.names import timestamped_name
 from ..structs.tile import Tile, tile_parts
 from ..versions import FEATURES, Feature
 from .rtree import FANOUT, build_levels
-from .tiling import var_cells
+from .tiling import terminated_cells, var_cells
 
 __all__ = ["FragmentWrite", "write_fragment", "fragment_name"]
 
@@ -102,15 +102,17 @@ class _Encoder:
         self.storage, self.folder = storage, folder
         self.key = normalize_key(key)
 
-    def stored(self, data, pipeline, datatype, cell_size, offsets=None, dim_num=1, var_bound=None, threads=None) -> list:
+    def stored(self, data, pipeline, datatype, cell_size, offsets=None, dim_num=1, var_bound=None, threads=None,
+               terminated=False) -> list:
         """The stored tile, as pieces of bytes (``var_bound``: the chunk bound of v5-10 var data; ``threads``: for
-        its chunks, default all)."""
+        its chunks, default all; ``terminated``: as :func:`filter_tile`'s)."""
         sizes = None
         if var_bound is not None and uses_chunking(pipeline, datatype, self.version, True):
             sizes = chunk_sizes(len(data), cell_size, min(self.max_chunk, var_bound))
         tile = filter_tile(data, pipeline, datatype=datatype, version=self.version, cell_size=cell_size, key=self.key,
                            encrypted=self.key is not None, offsets=offsets, var=offsets is not None,
-                           dim_num=dim_num, max_chunk=self.max_chunk, sizes=sizes, threads=threads or self.threads)
+                           dim_num=dim_num, max_chunk=self.max_chunk, sizes=sizes, threads=threads or self.threads,
+                           terminated=terminated)
         return tile_parts(tile)
 
     def var_bound(self, info: FieldInfo, tiles, dense: bool, written) -> int | None:
@@ -169,15 +171,16 @@ class _Encoder:
         cells they are of (False: none)."""
         var_parts = valid_parts = mask = var_size = var = None
         if info.var:
-            data, offsets = _var_data(cells, info)
+            in_place = skips_offsets(info.filters, info.datatype, self.version)  # string RLE or dictionary
+            data, offsets, terminated = _var_data(cells, info, in_place)
             if stats is not False and _has_min_max(info, is_dim):  # (only string min and max read them)
                 starts = offsets.astype(np.int64)
-                var = np.frombuffer(data, np.uint8), starts, np.diff(starts, append=len(data))
-            fixed_parts = [_EMPTY_TILE] if skips_offsets(info.filters, info.datatype, self.version) else \
+                var = np.frombuffer(data, np.uint8), starts, np.diff(starts, append=len(data)) - terminated
+            fixed_parts = [_EMPTY_TILE] if in_place else \
                 self.stored(offsets, self.schema.cell_var_offsets_filters, Datatype.UINT64, 8, threads=threads)
             var_parts = self.stored(data, info.filters, info.datatype, info.datatype.size, offsets=offsets,
-                                    var_bound=var_bound, threads=threads)
-            var_size = len(data)
+                                    var_bound=var_bound, threads=threads, terminated=terminated)
+            var_size = len(data) - terminated * len(offsets)
         else:
             fixed_parts = self.stored(_raw(cells), info.filters, info.datatype, info.datatype.size * info.cell_val_num,
                                       threads=threads)
@@ -548,16 +551,18 @@ def _global_order_section(fw, footer, sections):
 def _bounds(info, values):
     if not info.var:
         return Container(fixed=np.asarray(values, value_dtype(info.datatype)), var=b"")
-    data, offsets = _var_data(np.asarray(values, object), info)
+    data, offsets, _ = _var_data(np.asarray(values, object), info)
     return Container(fixed=offsets, var=data)
 
 
-def _var_data(cells, info) -> tuple[bytes, np.ndarray]:
-    """(var data, u64 offsets) of var cells."""
-    data, lengths = var_cells(cells, info.datatype.numpy_dtype)
+def _var_data(cells, info, terminated=False) -> tuple[bytes, np.ndarray, bool]:
+    """(var data, u64 offsets, whether a NUL follows each cell) of var cells; ``terminated``: the NULs
+    :func:`terminated_cells` puts there may stay (string RLE and dictionary read the cells in place)."""
+    found = terminated_cells(cells) if terminated else None
+    data, lengths = found or var_cells(cells, info.datatype.numpy_dtype)
     offsets = np.zeros(len(lengths), "<u8")
-    np.cumsum(lengths[:-1], out=offsets[1:])
-    return data, offsets
+    np.cumsum(lengths[:-1] + np.uint64(found is not None), out=offsets[1:])
+    return data, offsets, found is not None
 
 
 def _legacy(fw, version, key, offsets, var_offsets, var_sizes, sizes, n_var, max_chunk) -> bytes:

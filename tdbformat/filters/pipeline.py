@@ -480,9 +480,9 @@ class FilterPlan:
         return memoryview(dest)
 
     def filter(self, data, *, offsets=None, sizes=None, var=None, dim_num=1, max_chunk=MAX_CHUNK,
-               threads=None) -> Container:
+               threads=None, terminated=False) -> Container:
         """See :func:`filter_tile`."""
-        return _filter(self, data, offsets, sizes, var, dim_num, max_chunk, threads)
+        return _filter(self, data, offsets, sizes, var, dim_num, max_chunk, threads, terminated)
 
     def unfilter_strings(self, tile, entries=False):
         """See :func:`unfilter_strings`; with ``entries``, the :class:`Entries` the filter decodes to."""
@@ -578,7 +578,7 @@ def _forward_run(stages, items: list) -> list:
 
 def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cell_size=1, key=None,
                 offsets=None, encrypted=False, sizes=None, var=None, dim_num=1, max_chunk=MAX_CHUNK,
-                threads=None) -> Container:
+                threads=None, terminated=False) -> Container:
     """A Tile (``num_chunks``, ``chunks``) holding ``data`` filtered with ``pipeline``.
 
     ``offsets`` (the cell offsets, u64, no trailing one) marks var-size data: from v11 it is chunked
@@ -590,14 +590,16 @@ def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cel
     have 192-byte chunks), which the file does not record. ``sizes`` overrides the chunking: before v11
     TileDB chunked var data by the buffer it had allocated (the writer passes that rule's sizes).
     ``threads`` filter the chunks (default: :func:`set_threads`); any number gives the same bytes.
+    ``terminated``: for string RLE/dictionary only, each cell at ``offsets`` is followed by one byte that is
+    not its own (a writer's NUL after each cell: the codecs read the cells in place, no copy without them).
     Many tiles of one pipeline: make a :class:`FilterPlan` once and call its ``filter``.
     """
     return FilterPlan(pipeline, datatype=datatype, version=version, cell_size=cell_size, key=key,
                 encrypted=encrypted).filter(data, offsets=offsets, sizes=sizes, var=var, dim_num=dim_num,
-                                            max_chunk=max_chunk, threads=threads)
+                                            max_chunk=max_chunk, threads=threads, terminated=terminated)
 
 
-def _filter(plan: FilterPlan, data, offsets, sizes, var, dim_num, max_chunk, threads) -> Container:
+def _filter(plan: FilterPlan, data, offsets, sizes, var, dim_num, max_chunk, threads, terminated) -> Container:
     _prime_allocator()
     data = memoryview(data).cast("B")
     var = offsets is not None if var is None else var
@@ -606,11 +608,13 @@ def _filter(plan: FilterPlan, data, offsets, sizes, var, dim_num, max_chunk, thr
     if var and offsets is not None and plan.strings:
         if len(data) or len(offsets):
             ftype, _, ctx = stages[0]
-            md, parts = STRING_CODECS[ftype].forward_strings(ctx, data, np.asarray(offsets, "<u8"))
+            md, parts = STRING_CODECS[ftype].forward_strings(ctx, data, np.asarray(offsets, "<u8"), terminated)
             chunk = _forward_run(stages[1:], [(md, parts)])[0]
-            chunk.unfiltered_size = len(data)
+            chunk.unfiltered_size = len(data) - terminated * len(offsets)
             chunks.append(chunk)
         return Container(num_chunks=len(chunks), chunks=chunks)
+    if terminated:
+        raise ValueError("terminated: only string RLE and dictionary read terminated cells")
     if sizes is None:
         if version and FEATURES["pipeline_chunk_bound"](version):  # the pipeline's bound, even 0 (one cell)
             sizes = chunk_sizes(len(data), cell_size, pipeline["max_chunk_size"], dim_num)
