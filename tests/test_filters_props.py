@@ -874,3 +874,26 @@ def test_sampled_distinct_counts_the_sample_within_a_few_percent(distinct, cells
     estimate, sampled = sampled_distinct(cols)
     assert sampled == len(pick)
     assert abs(estimate - exact) <= 2 + 0.02 * exact
+
+
+@PROPS
+@given(st.binary(min_size=1, max_size=300), st.lists(st.integers(0, 60), min_size=1, max_size=8), st.booleans(),
+       st.sampled_from(["bytes", "array", "mixed"]))
+def test_stacked_parts_are_their_bytes_back_to_back(raw, cuts, gap, kind):
+    """``stacked`` (the input of a run of chunks): the parts' bytes back to back, whether they are neighbouring
+    slices of one buffer (a view, read-only: a codec must not write into the caller's data), slices with a
+    byte left out between two, or parts of different buffers."""
+    from tdbformat.filters.pipeline import stacked
+    base = np.frombuffer(raw, np.uint8).copy() if kind == "array" else raw
+    whole = memoryview(base).cast("B")
+    bounds = sorted({0, len(raw), *(min(c, len(raw)) for c in cuts)})
+    parts = [whole[a:b] for a, b in zip(bounds, bounds[1:])]
+    if gap and len(parts) > 1 and len(parts[1]) > 1:
+        parts[1] = parts[1][1:]
+    if kind == "mixed":
+        parts[-1] = bytes(parts[-1])
+    got = stacked(parts)
+    assert got.tobytes() == b"".join(parts)
+    if kind == "array":
+        with pytest.raises(ValueError):
+            got[:1] = 7

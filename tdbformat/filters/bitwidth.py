@@ -22,7 +22,7 @@ from ..errors import FormatError
 from ..fields import Counted, Struct, rule
 from ..numpy_array import NumpyArray
 from ..versions import FEATURES
-from .pipeline import Codec, Header, byte_ranges, register
+from .pipeline import Codec, Header, byte_ranges, register, stacked
 
 __all__ = ["BitWidthHeader", "PositiveDeltaHeader", "window_sizes"]
 
@@ -210,7 +210,7 @@ class BitWidthReduction(Codec):
         size = None if dtype is None else _even(chunks, ctx.options["max_window_size"], dtype.itemsize)
         if size is None:
             return super().forward_many(ctx, chunks)
-        head, out, out_sizes = _bit_width_encode([b"".join(p[0] for _, p in chunks)], ctx.options["max_window_size"],
+        head, out, out_sizes = _bit_width_encode([stacked([p[0] for _, p in chunks])], ctx.options["max_window_size"],
                                                  dtype)
         per = len(head) // len(chunks)
         ends = np.append(0, np.cumsum(out_sizes)[per - 1::per]).tolist()
@@ -348,7 +348,7 @@ class PositiveDelta(Codec):
         size = None if dtype is None else _even(chunks, ctx.options["max_window_size"], dtype.itemsize)
         if size is None:
             return super().forward_many(ctx, chunks)
-        head, out = _positive_delta_encode([b"".join(p[0] for _, p in chunks)], ctx.options["max_window_size"], dtype)
+        head, out = _positive_delta_encode([stacked([p[0] for _, p in chunks])], ctx.options["max_window_size"], dtype)
         per = len(head) // len(chunks)
         return [([np.array([per], "<u4").tobytes() + head[i * per:(i + 1) * per].tobytes(), *md],
                  [out[i * size:(i + 1) * size]]) for i, (md, _) in enumerate(chunks)]

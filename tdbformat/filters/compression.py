@@ -22,7 +22,7 @@ from ..enums import Datatype, FilterType
 from ..errors import FormatError, UnsupportedError
 from ..versions import FEATURES
 from ..fields import Counted, Struct
-from .pipeline import Codec, FilterContext, Header, joined, register
+from .pipeline import Codec, FilterContext, Header, joined, register, stacked
 
 __all__ = ["CompressedPartSizes", "CompressionCodec", "DoubleDeltaHeader", "DeltaHeader", "RleRun", "delta_dtype"]
 
@@ -329,7 +329,7 @@ class Rle(CompressionCodec):
         if len(chunks) < 2 or not all(sizes) or any(size % cs for size in sizes):
             return super().forward_many(ctx, chunks)
         firsts = np.cumsum([0] + sizes[:-1]) // cs
-        runs, counts = _rle_encode(np.frombuffer(b"".join(parts[0] for _, parts in chunks), np.uint8), cs, firsts)
+        runs, counts = _rle_encode(stacked([parts[0] for _, parts in chunks]), cs, firsts)
         ends = np.cumsum(counts).tolist()
         packed = runs.view(np.uint8).reshape(len(runs), -1)
         return [([write_part_sizes([], [(size, count * (cs + 2))])],
