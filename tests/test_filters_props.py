@@ -305,14 +305,15 @@ def test_string_record_walk_matches_a_loop(skip, width, records, tail, corrupt):
 
 @pytest.mark.parametrize("skip,width,longest", [(1, 1, 3), (2, 1, 40), (0, 2, 2000), (4, 8, 300), (8, 4, 0)])
 def test_string_record_walk_matches_a_loop_across_windows(skip, width, longest):
-    """Records over several of the walker's 64 KiB windows (the property above stays within one): short,
-    long and empty strings, then the same cut short at every few bytes of its last record."""
+    """Records over several of the walker's windows (the property above stays within one): short, long and
+    empty strings, then the same cut short at every few bytes of its last record."""
     from tdbformat.errors import FormatError
-    from tdbformat.filters.strings import _records
+    from tdbformat.filters.strings import _WINDOW, _records
     rng = np.random.default_rng(longest)
-    bodies = [rng.bytes(int(k)) for k in rng.integers(0, longest + 1, 300_000 // (skip + width + longest // 2 + 1))]
+    count = 4 * _WINDOW // (skip + width + longest // 2 + 1)
+    bodies = [rng.bytes(int(k)) for k in rng.integers(0, longest + 1, count)]
     raw = b"".join(rng.bytes(skip) + len(b).to_bytes(8, "big")[8 - width:] + b for b in bodies)
-    assert len(raw) > 3 * 65536
+    assert len(raw) > 3 * _WINDOW
     assert _records(np.frombuffer(raw, np.uint8), skip, width, "test").tolist() == _records_reference(raw, skip, width)
     for cut in range(1, min(len(bodies[-1]) + skip + width, 9)):
         with pytest.raises(FormatError, match="cut off|runs past"):

