@@ -185,6 +185,28 @@ def test_string_rle_and_dictionary_entries_give_each_cells_value(codec, datatype
                                                     for c in cells]
 
 
+@pytest.mark.parametrize("into", [None, "fits", "short"])
+def test_string_rle_runs_of_no_cells_and_a_place_in_the_result(into):
+    """Runs of zero cells (TileDB writes none, a hand-made tile may) hold no cell and shift no other run's
+    cells; the values go into ``into`` where it has as many cells (a place in a dense read's result), and a
+    new array otherwise, ``into`` untouched."""
+    from tdbformat.filters.pipeline import Entries
+    rng = np.random.default_rng(9)
+    strings = [b"w%d" % (i % 90) for i in range(400)]
+    repeats = rng.integers(0, 4, len(strings))
+    repeats[:3], repeats[-2:] = 0, 0
+    buf = np.frombuffer(b"".join(strings), np.uint8)
+    lengths = np.array([len(s) for s in strings])
+    entries = Entries(buf, np.cumsum(lengths) - lengths, lengths, None, repeats, int((lengths * repeats).sum()))
+    want = [s for s, r in zip(strings, repeats) for _ in range(r)]
+    place = np.full(len(want) + (into == "short"), "old", object) if into else None
+    got = cells_mod.entry_values(entries, FieldInfo("s", Datatype.STRING_ASCII, VAR_NUM, True, False, None), place)
+    assert got.tolist() == want
+    assert (got is place) == (into == "fits")
+    if into == "short":
+        assert set(place.tolist()) == {"old"}
+
+
 @pytest.mark.parametrize("arrow", [True, False])
 def test_blob_cells_of_one_nul_stay_a_nul_as_tiledb_py_reads_them(tmp_path, monkeypatch, arrow):
     """A var BLOB cell of one NUL byte is that byte (only string cells of one NUL read as empty), through

@@ -98,9 +98,7 @@ class _Result:
 
     def slot(self, a, at):
         """The cells of the result at ``at`` as one flat array where they are contiguous (a tile decodes
-        straight into them), else None."""
-        if a.var:
-            return None
+        straight into them, var string tiles of string RLE and dictionary too), else None."""
         view = self.out[a.name][at]
         return view.reshape(-1) if view.flags.c_contiguous else None
 

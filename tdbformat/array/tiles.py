@@ -67,11 +67,11 @@ class Tiles:
     def cells(self, frag, idx: int, k: int, cell_num: int | None = None, spans=None, threads=1, into=None):
         """(values, validity or None) of tile ``k`` of index-space field ``idx``; a fixed-size tile of a
         known ``cell_num`` cells is decoded straight into an array of its own, or into ``into`` where that is
-        ``cell_num`` contiguous cells of the field's dtype (a place in the read's result). ``threads``: as in
-        :meth:`raw`."""
+        ``cell_num`` contiguous cells of the field's dtype (a place in the read's result), and so are the
+        values of string RLE and dictionary tiles (objects). ``threads``: as in :meth:`raw`."""
         info = self.plan(frag, idx, "").info
         if info.var:
-            values = _var_cells(self, frag, idx, k, info, spans, threads)
+            values = _var_cells(self, frag, idx, k, info, spans, threads, into)
         elif cell_num is not None:
             values = self.raw(frag, idx, "", k, cells=(cell_num, info, into), spans=spans, threads=threads)
         else:
@@ -186,12 +186,12 @@ def _fields_pool() -> ThreadPoolExecutor:
 os.register_at_fork(after_in_child=_fields_pool.cache_clear)  # a forked child has none of the parent's threads
 
 
-def _var_cells(reader: Tiles, frag, idx: int, k: int, info, spans, threads) -> np.ndarray:
+def _var_cells(reader: Tiles, frag, idx: int, k: int, info, spans, threads, into=None) -> np.ndarray:
     """The values of var tile ``k``: from the offsets tile, or from the strings that string RLE and dictionary
-    decode to, a value per distinct string, then one per cell."""
+    decode to, a value per distinct string, then one per cell (put into ``into`` where it fits)."""
     got = reader.raw(frag, idx, "_var", k, strings=True, spans=spans, threads=threads, entries=True)
     if isinstance(got, Entries):
-        return reader._located(frag, idx, k, lambda: entry_values(got, info))
+        return reader._located(frag, idx, k, lambda: entry_values(got, info, into))
     data, offsets = got
     if offsets is None:
         offsets = reader._array(frag, idx, "", k, U64, spans, threads)
