@@ -895,6 +895,6 @@ def test_stacked_parts_are_their_bytes_back_to_back(raw, cuts, gap, kind):
         parts[-1] = bytes(parts[-1])
     got = stacked(parts)
     assert got.tobytes() == b"".join(parts)
-    if kind == "array":
+    if kind == "array" and np.shares_memory(got, base):
         with pytest.raises(ValueError):
             got[:1] = 7

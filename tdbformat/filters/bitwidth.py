@@ -237,7 +237,7 @@ class BitWidthReduction(Codec):
             return super().reverse_many(ctx, chunks)
         lengths = [length for _, length, _ in heads]
         out = _bit_width_decode(np.concatenate([w for _, _, w in heads]),
-                                np.frombuffer(b"".join(d for _, d in chunks), np.uint8), dtype, sum(lengths))
+                                stacked([d for _, d in chunks]), dtype, sum(lengths))
         ends = np.cumsum([0] + lengths).tolist()
         return [(head.rest(), out[ends[i]:ends[i + 1]]) for i, (head, _, _) in enumerate(heads)]
 
@@ -380,6 +380,6 @@ class PositiveDelta(Codec):
         if any(int(w["nbytes"].astype(np.int64).sum()) != len(d) for (_, w), (_, d) in zip(heads, chunks)):
             return super().reverse_many(ctx, chunks)
         out = _positive_delta_decode(np.concatenate([w for _, w in heads]),
-                                     np.frombuffer(b"".join(d for _, d in chunks), np.uint8), dtype)
+                                     stacked([d for _, d in chunks]), dtype)
         ends = np.cumsum([0] + [len(d) for _, d in chunks]).tolist()
         return [(head.rest(), out[ends[i]:ends[i + 1]]) for i, (head, _) in enumerate(heads)]

@@ -134,7 +134,7 @@ def _rows_of(parts: list, skip: int, dtype) -> np.ndarray:
 
 def _rows(parts: list, skip: int) -> np.ndarray:
     """Equal-sized ``parts`` after their first ``skip`` bytes, as the rows of a u8 array."""
-    return np.frombuffer(b"".join(p[skip:] for p in parts), np.uint8).reshape(len(parts), -1)
+    return stacked([memoryview(p)[skip:] for p in parts]).reshape(len(parts), -1)
 
 
 try:  # zlib-ng (the ``fast`` extra) inflates zlib streams about twice as fast as zlib, with the same errors
