@@ -652,6 +652,29 @@ def test_bitshuffle_library_gives_the_numpy_bytes(size, n, inverse, data):
     assert lib.tobytes() == shuffle._bitshuffle(buf, size, inverse, library=None).tobytes()
 
 
+@PROPS
+@given(st.sampled_from([1, 2, 4, 8]), st.integers(1, 3), st.booleans(), st.data())
+def test_unshuffles_write_into_the_rows_they_are_given(size, k, bits, data):
+    """A run of chunks' rows undone into a place given to them (a tile's output, which saves a copy): the same
+    bytes as into new rows, in that place (byteshuffle of one-byte values leaves its input as it is).
+    Bitshuffle through the numpy kernel (the library makes its own rows)."""
+    from tdbformat.filters import shuffle
+    from tdbformat.filters.xor import _xor_decode_rows
+
+    def bitshuffle(r, out=None):
+        flat = None if out is None else out.reshape(-1)
+        return shuffle._bitshuffle(r.reshape(-1), size, True, library=None, out=flat).reshape(r.shape)
+
+    rows = data.draw(arrays(np.uint8, (k, 8192 * data.draw(st.integers(1, 2)))))
+    undo = [(lambda r, out=None: shuffle.byteshuffle(r, size, True, out), size > 1),
+            (lambda r, out=None: _xor_decode_rows(r, size, out), True)] + [(bitshuffle, True)] * bits
+    for fn, writes in undo:
+        place = np.zeros_like(rows)
+        got = fn(rows, place)
+        assert got.tobytes() == fn(rows).tobytes()
+        assert np.shares_memory(got, place) == writes
+
+
 def _rle_reference(raw: bytes, cs: int) -> bytes:
     """rle_compressor.cc in plain Python: each run of equal cells as the cell, then its length as u16 BE."""
     out, i = bytearray(), 0

@@ -128,6 +128,9 @@ class FilterContext:
     key: bytes | None = None
     #: most bytes any part of this chunk may unfilter to: lengths read from the input are checked against it
     limit: int = 1 << 32
+    #: for the last filter undone: where its run of chunks goes, back to back (their place in the tile's output);
+    #: ``reverse_stacked`` codecs write there, the others leave it
+    into: np.ndarray | None = None
 
 
 class Codec:
@@ -271,7 +274,9 @@ def parts_header(sizes) -> bytes:
 
 def reverse_stacked(codec: Codec, ctx: FilterContext, chunks: list, undo) -> list:
     """``reverse_many`` of a filter whose header is the part sizes (``codec.name`` names it): chunks of one
-    part of the same size are undone together by ``undo`` on their (k, n) rows, the others by ``reverse``."""
+    part of the same size are undone together by ``undo(rows, out)`` on their (k, n) rows, into ``out`` where
+    that is not None (``ctx.into``, when they are all the chunks, in order: a tile's full chunks), the others
+    by ``reverse``."""
     heads = [Header(md, codec.name) for md, _ in chunks]
     groups, out = {}, [None] * len(chunks)
     for i, (head, (_, data)) in enumerate(zip(heads, chunks)):
@@ -280,7 +285,9 @@ def reverse_stacked(codec: Codec, ctx: FilterContext, chunks: list, undo) -> lis
     for n, members in groups.items():
         if len(members) > 1:
             rows = stacked([chunks[i][1] for i in members]).reshape(len(members), n)
-            for i, row in zip(members, undo(rows)):
+            into = ctx.into if len(members) == len(chunks) and ctx.into is not None and ctx.into.size == rows.size \
+                else None
+            for i, row in zip(members, undo(rows, None if into is None else into.reshape(rows.shape))):
                 out[i] = heads[i].rest(), row
     return [done or codec.reverse(ctx, md, data) for done, (md, data) in zip(out, chunks)]
 
@@ -407,13 +414,15 @@ def _reverse_chunk(stages, chunk, index, offset, strings=None):
     return data
 
 
-def _reverse_run(stages, run, chunks) -> list:
-    """The data of a run of (index, chunk) of a tile's ``chunks``, each stage taking all its chunks at once;
-    on an error, chunk by chunk again, to say which chunk it is in."""
+def _reverse_run(stages, run, chunks, into=None) -> list:
+    """The data of a run of (index, chunk) of a tile's ``chunks``, each stage taking all its chunks at once (the
+    last one undone may put them in ``into``: :attr:`FilterContext.into`); on an error, chunk by chunk again,
+    to say which chunk it is in."""
     try:
         items = [(memoryview(c["metadata"]), memoryview(c["data"])) for _, c in run]
-        for _, codec, ctx in reversed(stages):
-            items = codec.reverse_many(ctx, items)
+        for k in reversed(range(len(stages))):
+            _, codec, ctx = stages[k]
+            items = codec.reverse_many(ctx if k or into is None else replace(ctx, into=into), items)
         if all(not len(md) and len(data) == c["unfiltered_size"] for (md, data), (_, c) in zip(items, run)):
             return [data for _, data in items]
     except FormatError:
@@ -470,9 +479,12 @@ class FilterPlan:
                 raise FormatError(f"the tile's chunks unfilter to {starts[-1]} bytes but {len(dest)} were expected")
         stages = self.bounded(sizes)
 
-        def run(jobs):
-            for (i, _), data in zip(jobs, _reverse_run(stages, jobs, chunks)):
-                dest[starts[i]:starts[i + 1]] = np.frombuffer(data, np.uint8)
+        def run(jobs):  # (neighbouring chunks: the last filter undone may put them in place, which saves a copy)
+            into = dest[starts[jobs[0][0]]:starts[jobs[-1][0] + 1]]
+            for (i, _), data in zip(jobs, _reverse_run(stages, jobs, chunks, into)):
+                data = np.frombuffer(data, np.uint8)
+                if data.ctypes.data != into.ctypes.data + starts[i] - starts[jobs[0][0]] or not len(data):
+                    dest[starts[i]:starts[i + 1]] = data
             return ()
 
         items, at = list(enumerate(chunks)), 0

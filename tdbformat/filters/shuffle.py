@@ -39,14 +39,15 @@ def _rows(part) -> np.ndarray:
     return part if isinstance(part, np.ndarray) and part.ndim == 2 else np.frombuffer(part, np.uint8)[None]
 
 
-def byteshuffle(part, size: int, inverse: bool = False) -> np.ndarray:
+def byteshuffle(part, size: int, inverse: bool = False, out=None) -> np.ndarray:
     """blosc2_shuffle (``inverse``: unshuffle) of one part with elements of ``size`` bytes, or of each row of
-    a (k, n) array of parts; the result has the input's shape."""
+    a (k, n) array of parts, into ``out`` if given (rows of the same shape; bytes of one byte left as they
+    are); the result has the input's shape."""
     rows = _rows(part)
     k, n = rows.shape[0], rows.shape[1] // size
     if size == 1 or n == 0:
         return rows if part is rows else rows[0]
-    out = np.empty_like(rows)
+    out = np.empty_like(rows) if out is None else out
     out[:, n * size:] = rows[:, n * size:]  # a trailing partial element stays in place
     # a copy per byte plane, between a contiguous row and a strided column of the elements: several times
     # faster than one strided transpose or shifts on whole words
@@ -199,9 +200,10 @@ def _bits(blocks: np.ndarray, size: int, inverse: bool, out: np.ndarray):
         out[...] = rows[:, :, :m].reshape(k, nbytes)
 
 
-def bitshuffle(part, size: int, inverse: bool = False) -> np.ndarray:
+def bitshuffle(part, size: int, inverse: bool = False, out=None) -> np.ndarray:
     """Bitshuffle (``inverse``: unshuffle) of one sub-part in 8192-byte blocks, as blosc2_bitshuffle, or of
-    each row of a (k, n) array of sub-parts; the result has the input's shape.
+    each row of a (k, n) array of sub-parts; the result has the input's shape. ``out``: rows of whole blocks
+    the numpy kernel may write into (the library makes its own).
 
     ``size`` is 1, 2, 4 or 8, the sizes of TileDB's datatypes.
     """
@@ -209,7 +211,8 @@ def bitshuffle(part, size: int, inverse: bool = False) -> np.ndarray:
     if rows.shape[1] % _BLOCK:  # rows of whole blocks shuffle as one part; the others one by one
         out = np.stack([_bitshuffle(row, size, inverse) for row in rows])
     else:
-        out = _bitshuffle(rows.reshape(-1), size, inverse).reshape(rows.shape)
+        flat = None if out is None else out.reshape(-1)
+        out = _bitshuffle(rows.reshape(-1), size, inverse, out=flat).reshape(rows.shape)
     return out if part is rows else out[0]
 
 
@@ -235,7 +238,7 @@ def _library():
 _LIBRARY = _library()
 
 
-def _bitshuffle(buf: np.ndarray, size: int, inverse: bool, library=_LIBRARY) -> np.ndarray:
+def _bitshuffle(buf: np.ndarray, size: int, inverse: bool, library=_LIBRARY, out=None) -> np.ndarray:
     if library is not None:
         whole = len(buf) // size * size
         done = (library.bitunshuffle if inverse else library.bitshuffle)(buf[:whole].view(f"<u{size}"), 0).view(
@@ -245,7 +248,7 @@ def _bitshuffle(buf: np.ndarray, size: int, inverse: bool, library=_LIBRARY) -> 
         return np.concatenate([done, buf[whole:]])
     full = len(buf) // _BLOCK * _BLOCK
     end = full + (len(buf) - full) // size // 8 * 8 * size
-    out = np.empty_like(buf)
+    out = np.empty_like(buf) if out is None else out
     for start in range(0, full, _GROUP):
         stop = min(start + _GROUP, full)
         _bits(buf[start:stop].reshape(-1, _BLOCK), size, inverse, out[start:stop].reshape(-1, _BLOCK))
@@ -277,7 +280,7 @@ class _Shuffle(Codec):
 
     def reverse_many(self, ctx, chunks):
         size = ctx.datatype.size
-        return reverse_stacked(self, ctx, chunks, lambda rows: self.shuffle(rows, size, True)
+        return reverse_stacked(self, ctx, chunks, lambda rows, out: self.shuffle(rows, size, True, out)
                                if self.shuffles(rows.shape[1], size) else rows)
 
     def forward_many(self, ctx, chunks):

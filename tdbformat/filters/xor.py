@@ -45,11 +45,12 @@ def _xor_encode_rows(rows: np.ndarray, size: int) -> np.ndarray:
     return out.view(np.uint8)
 
 
-def _xor_decode_rows(rows: np.ndarray, size: int) -> np.ndarray:
-    """:func:`xor_decode` of each row of a (k, n) u8 array."""
+def _xor_decode_rows(rows: np.ndarray, size: int, out=None) -> np.ndarray:
+    """:func:`xor_decode` of each row of a (k, n) u8 array (into ``out``, rows of the same shape, if given)."""
     if rows.shape[1] % size:
         raise FormatError(f"XOR: a part of {rows.shape[1]} bytes is not whole {size}-byte values")
-    return np.bitwise_xor.accumulate(rows.view(f"<i{size}"), axis=1).view(np.uint8)
+    return np.bitwise_xor.accumulate(rows.view(f"<i{size}"), axis=1,
+                                     out=None if out is None else out.view(f"<i{size}")).view(np.uint8)
 
 
 @register(FilterType.XOR)
@@ -71,7 +72,7 @@ class Xor(Codec):
         return head.rest(), b"".join(xor_decode(p, size) for p in parts)
 
     def reverse_many(self, ctx, chunks):
-        return reverse_stacked(self, ctx, chunks, lambda rows: _xor_decode_rows(rows, ctx.datatype.size))
+        return reverse_stacked(self, ctx, chunks, lambda rows, out: _xor_decode_rows(rows, ctx.datatype.size, out))
 
     def forward_many(self, ctx, chunks):
         return forward_stacked(self, ctx, chunks, lambda rows: _xor_encode_rows(rows, ctx.datatype.size))
