@@ -921,3 +921,23 @@ def test_stacked_parts_are_their_bytes_back_to_back(raw, cuts, gap, kind):
     if kind == "array" and np.shares_memory(got, base):
         with pytest.raises(ValueError):
             got[:1] = 7
+
+
+@pytest.mark.parametrize("ftype", [FilterType.BYTESHUFFLE, FilterType.BITSHUFFLE, FilterType.XOR])
+@pytest.mark.parametrize("delta", [-8, 8])
+def test_a_part_size_that_is_not_the_chunks_stops_a_run_of_chunks(ftype, delta):
+    """A run of equal chunks is undone together only where each chunk's part-sizes header says one part of
+    exactly its bytes: one that claims another size (a hostile file) is a FormatError naming its chunk, as
+    undoing it alone is, not cells unshuffled by the wrong size."""
+    import struct
+    from tdbformat.errors import FormatError
+    values = np.arange(1024 * 6, dtype=np.int64)  # six chunks of 8 KiB
+    pipeline = _pipeline(_filter(ftype))
+    kw = dict(datatype=Datatype.INT64, version=22, cell_size=8)
+    tile = filter_tile(values.tobytes(), pipeline, max_chunk=8192, **kw)
+    assert tile.num_chunks == 6
+    md = bytearray(tile.chunks[3].metadata)
+    md[4:8] = struct.pack("<I", struct.unpack("<I", md[4:8])[0] + delta)
+    tile.chunks[3].metadata = bytes(md)
+    with pytest.raises(FormatError, match="chunk 3"):
+        unfilter(Tile.parse(Tile.build(tile)), pipeline, threads=1, **kw)
