@@ -483,7 +483,7 @@ class FilterPlan:
             into = dest[starts[jobs[0][0]]:starts[jobs[-1][0] + 1]]
             for (i, _), data in zip(jobs, _reverse_run(stages, jobs, chunks, into)):
                 data = np.frombuffer(data, np.uint8)
-                if data.ctypes.data != into.ctypes.data + starts[i] - starts[jobs[0][0]] or not len(data):
+                if not np.may_share_memory(data, into):  # (else its rows of ``into``, in the chunks' order)
                     dest[starts[i]:starts[i + 1]] = data
             return ()
 
