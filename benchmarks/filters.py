@@ -11,8 +11,9 @@ and the common two-filter pipelines (:func:`tiledb_pipelines`) and reads it with
 threads and with TileDB-Py (its default: a thread per core), each read in a fresh process as a script
 reads, alternating, median of 5 (a read of 64 MiB takes 30-60 ms, and one run moves by 10%); the ratios
 are tdbformat's time over TileDB-Py's (below 1: tdbformat is faster). tdbformat uses pyarrow where it is
-installed, as a user with the ``fast`` extra would. The writes table does the same for ``tdbformat.write`` against TileDB-Py's write (median of 5,
-each array removed once timed, so that no write waits for an earlier one's pages to reach the disk).
+installed, as a user with the ``fast`` extra would. The writes table does the same for ``tdbformat.write``
+against TileDB-Py's write (median of 9: a write of 64 MiB takes 50-200 ms, and five moved rows by 10%; each
+array removed once timed, so that no write waits for an earlier one's pages to reach the disk).
 """
 
 from __future__ import annotations
@@ -221,7 +222,7 @@ def _key(encrypted):
     return KEY.hex()[:32] if encrypted else None
 
 
-def writes_versus_tiledb(reps=5):
+def writes_versus_tiledb(reps=9):
     """Dense writes of the same data through each pipeline into fresh arrays of one schema (made by TileDB-Py):
     tdbformat.write against TileDB-Py, alternating, median of ``reps``; what TileDB-Py reads back from
     tdbformat's first write is checked."""
