@@ -36,6 +36,8 @@ from .storage import storage_for
 from .storage import default_storage_options
 from .salvage import Loss, SalvageReport, salvage  # noqa: E402 (the function shadows its module's name)
 from .filters import FilterPlan
+from .check.repair import repair
+from .array.writer import write  # noqa: E402,F811 (importing write/ bound the package to this name)
 
 __all__ = [
     "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError", "FormatWarning",
@@ -62,3 +64,4 @@ __all__ = [
 __all__ += ["to_dask", "storage_for"]
 __all__ += ["FilterPlan"]
 __all__ += ["default_storage_options"]
+__all__ += ["repair"]

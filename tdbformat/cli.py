@@ -668,6 +668,45 @@ def cmd_salvage(args) -> int:
     return 0 if report.complete else 1
 
 # --- end salvage ---
+# --- repair ---
+
+
+def cmd_repair(args) -> int:
+    """Exit 0: nothing left to fix (or all of it fixed); 1: fixes planned in a dry run, or findings left."""
+    from .check.repair import repair
+
+    rules = None if args.rules is None else [r for part in args.rules for r in part.split(",") if r]
+    report = repair(args.path, in_place=args.in_place, out=args.out, dry_run=args.dry_run or None, rules=rules,
+                    key=args.key, drop_damaged=args.drop_damaged)
+    if args.json:
+        _print_json(_doc("repair", args.path, **report.to_json()))
+    else:
+        print(report)
+    left = report.unrepaired or any(not f.applied for f in report.fixes)
+    return 1 if left else 0
+
+
+def _repair_parser(sub, key_help: str, json_help: str) -> None:
+    from .check.repair import REPAIRS
+
+    s = sub.add_parser("repair", help="fix what validate finds: damaged consolidated or array metadata, dangling "
+                       "commits, uncommitted folders, stray files, fragments whose metadata lies (a dry run "
+                       "unless --in-place or --out)")
+    s.add_argument("path")
+    where = s.add_mutually_exclusive_group()
+    where.add_argument("--in-place", action="store_true", help="repair PATH itself; what is set aside goes into "
+                       "PATH/.tdbformat-backup/<time>/")
+    where.add_argument("--out", metavar="DST", help="write a repaired copy to DST; PATH is only read")
+    s.add_argument("--dry-run", action="store_true", help="print the plan and change nothing (the default)")
+    s.add_argument("--rules", action="append", metavar="ID[,ID...]", help="apply only these repairs: "
+                   + ", ".join(REPAIRS))
+    s.add_argument("--drop-damaged", action="store_true", help="also rewrite fragments whose damaged tiles lose "
+                   "cells (their readable cells are kept)")
+    s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help=json_help % "repair")
+    s.set_defaults(func=cmd_repair)
+
+# --- end repair ---
 
 
 def _writing_parsers(sub, key_help: str) -> None:
@@ -818,6 +857,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help=json_help % "salvage")
     s.set_defaults(func=cmd_salvage)
     # --- end salvage ---
+    _repair_parser(sub, key_help, json_help)
     # --- remote: --storage-options on every command that takes a path or a URL ---
     for s in sub.choices.values():
         if {a.dest for a in s._actions} & _PATH_ARGS:

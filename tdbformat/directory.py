@@ -42,6 +42,8 @@ LEGACY_SCHEMA = "__array_schema.tdb"
 SCHEMA_DIR, FRAGMENTS_DIR, COMMITS_DIR = "__schema", "__fragments", "__commits"
 META_DIR, FRAGMENT_META_DIR, GROUP_DIR, LABELS_DIR = "__meta", "__fragment_meta", "__group", "__labels"
 ENUMERATIONS_DIR = "__enumerations"
+#: where ``repair --in-place`` keeps what it sets aside: TileDB lists only names that start with "__" there
+BACKUP_DIR = ".tdbformat-backup"
 GROUP_MARKER, LOCK = "__tiledb_group.tdb", "__lock.tdb"
 #: folders of an array or group that are not fragments
 SPECIAL_DIRS = {SCHEMA_DIR, META_DIR, FRAGMENT_META_DIR, COMMITS_DIR, GROUP_DIR, LABELS_DIR, FRAGMENTS_DIR,
@@ -236,7 +238,8 @@ class Listing:
         """The committed fragments in TileDB's list before its sort by timestamp (ArrayDirectory,
         load_commits_dir_uris_v12_or_higher): those in the array folder (v1-v11), those a .con file commits,
         then those their own .wrt does, each group by name."""
-        root = sorted(((n, p) for n, p in self._files(self.root) if n not in SPECIAL_DIRS and self.storage.is_dir(p)),
+        root = sorted(((n, p) for n, p in self._files(self.root)
+                       if n not in SPECIAL_DIRS and n.startswith("__") and self.storage.is_dir(p)),
                       key=lambda e: e[0])
         v12 = [(n, p) for n, p in self._files(self.storage.join(self.root, FRAGMENTS_DIR)) if self.storage.is_dir(p)]
         v12.sort(key=lambda e: (e[0] not in consolidated, e[0]))

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import os
+import shutil
 import stat
 import uuid
 from contextlib import contextmanager
@@ -205,7 +207,52 @@ class Storage(_Listings):
         raise NotImplementedError
 
 
-class LocalStorage(Storage):
+class _Moves:
+    """What maintenance needs beyond reads and writes (``repair`` sets files aside by these)."""
+
+    def move(self, path, to) -> None:
+        """Move the file or folder ``path`` to ``to`` (its parent made if missing; never over something there):
+        one rename where the storage renames, so the bytes are never copied and never in two places."""
+        raise NotImplementedError
+
+    def is_link(self, path) -> bool:
+        """Whether ``path`` is a symbolic link (never, where the storage has none)."""
+        return False
+
+    def delete_tree(self, path) -> None:
+        """Remove the folder ``path`` and everything below it (a folder tdbformat made itself)."""
+        raise NotImplementedError
+
+
+class _LocalMoves(_Moves):
+    def move(self, path, to) -> None:
+        def move():
+            if os.path.lexists(to):  # os.replace would overwrite a file: a move never does
+                raise FileExistsError(errno.EEXIST, "already exists", str(to))
+            Path(to).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, to)
+        LocalStorage._os(move, to)
+
+    def is_link(self, path) -> bool:
+        return os.path.islink(path)
+
+    def delete_tree(self, path) -> None:
+        LocalStorage._os(lambda: shutil.rmtree(path), path)
+
+
+class _FsspecMoves(_Moves):
+    def move(self, path, to) -> None:
+        if _call(lambda: self.fs.exists(to), to):
+            raise FormatError("cannot move here: something already exists", file=str(to))
+        _call(lambda: self.fs.mv(path, to, recursive=True), path)
+        self._sizes.clear()
+
+    def delete_tree(self, path) -> None:
+        _call(lambda: self.fs.rm(path, recursive=True), path)
+        self._sizes.clear()
+
+
+class LocalStorage(_LocalMoves, Storage):
     """Files on a local disk (paths are :class:`pathlib.Path`)."""
 
     def join(self, folder, *names):
@@ -357,7 +404,7 @@ def _filesystem(protocol: str, options: dict):
                                f"'tdbformat[remote]' {URL_SCHEMES.get(protocol) or ''} ({e})") from None
 
 
-class FsspecStorage(Storage):
+class FsspecStorage(_FsspecMoves, Storage):
     """Files behind an fsspec filesystem; paths are URLs (``s3://bucket/array/__schema``).
 
     Object stores have no rename and no folders: an object PUT is already whole-or-nothing, so

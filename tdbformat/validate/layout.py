@@ -119,9 +119,9 @@ def _files(storage, root, key, report) -> list:
     """Parse every file of the array but schemas, fragment metadata and data (their rules parse them);
     report files no format kind names. The data files, for the stray check."""
     data = []
-    labels = str(storage.join(root, directory.LABELS_DIR))
+    skipped = tuple(str(storage.join(root, d)) + os.sep for d in (directory.LABELS_DIR, directory.BACKUP_DIR))
     for p in storage.walk(root):
-        if str(p).startswith(labels + os.sep):
+        if str(p).startswith(skipped):
             continue
         try:
             kind = directory.file_kind(storage, p)

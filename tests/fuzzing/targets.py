@@ -66,6 +66,8 @@ def _ops(case: dict):
     # findings are validate's answer; it raises only when the copy is no array, group or file at all
     if case["validate"]:
         yield "validate", lambda: tdbformat.validate(root, key=key)
+    if case["validate"] and not case["group"]:
+        yield "repair --out", lambda: _repair_out(root, key)
     opened = {}
     yield "open_array", lambda: opened.setdefault("a", open_array(root, key=key))
     if case["group"]:
@@ -75,6 +77,15 @@ def _ops(case: dict):
     yield "metadata", lambda: opened["a"].metadata
     yield "enumerations", lambda: opened["a"].enumerations
     yield "fragments", lambda: list(opened["a"].fragments)
+
+
+def _repair_out(root: Path, key):
+    """A repaired copy beside the input (never the input), then whatever it wrote opened and read."""
+    out = root.parent / f"{root.name}.repaired"
+    tdbformat.repair(root, out=out, key=key, drop_damaged=True)
+    if out.exists():
+        for order in ORDERS:
+            open_array(out, key=key).read(order=order, threads=1)
 
 
 def _run_ops(case: dict, out: dict, verbose: bool):

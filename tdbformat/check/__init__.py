@@ -1,0 +1,1 @@
+"""The checks: validate, salvage, stats, du, explain, and repair plans."""

@@ -1,0 +1,282 @@
+"""``repair``: the fixes that make a damaged array work again, planned from ``validate``'s findings, with nothing
+lost that was not already lost.
+
+Metadata first: a damaged consolidated fragment metadata file (an optimisation: each fragment's own metadata
+is the truth), a damaged array metadata file, a commit marker naming no fragment folder, a fragment folder no
+marker commits, a stray file: each is set aside. A committed fragment whose metadata lies or whose tiles fail
+is rewritten from its cells (``salvage``'s per-fragment copy, at its own timestamps, under the array's own
+schema file): where every cell reads, that is a metadata rebuild and costs nothing; where some do not, only
+with ``drop_damaged``. What no fix answers is reported.
+
+The plan is made by doing the rewrites into a staging folder: a dry run stages into a temporary folder and
+removes it; a repair in place stages into the backup folder, sets the damaged files aside there, then moves
+the rewritten fragments in (folder first, commit marker last); a repair to ``out`` copies every file it keeps.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import asdict, dataclass, field
+
+from .. import directory
+from ..errors import EncryptionError, FormatError, UnsupportedError
+from ..filters.encryption import normalize_key
+from ..salvage import Loss, _copy_enumerations, _dense, _Source, _sparse
+from ..storage import storage_for
+from ..validate import Finding, validate
+from ..write.repair import Mover, backup_folder, copy_array, fragment_parts, fragment_version, parts_below, stage
+
+__all__ = ["REPAIRS", "Fix", "RepairReport", "repair"]
+
+#: repair id -> what it fixes; ids are stable (``rules=``, ``--rules``)
+REPAIRS = {
+    "consolidated-fragment-metadata": "a damaged __fragment_meta/*.meta file is set aside (each fragment's own "
+                                      "metadata is the truth)",
+    "array-metadata": "a damaged __meta file is set aside; the others are kept",
+    "commit-markers": "a commit marker that names no fragment folder is set aside",
+    "uncommitted": "a fragment folder that no marker commits is set aside (readers ignore it)",
+    "stray-files": "a file that is no part of the format is set aside",
+    "fragments": "a committed fragment whose metadata lies or whose tiles fail is rewritten from its cells at its "
+                 "own timestamps; one that loses cells only with drop_damaged",
+}
+
+
+@dataclass
+class Fix:
+    """One change: which repair, the paths it sets aside (below the array folder), the findings it answers,
+    and the cells it costs (cells no reader could read before; None: not known)."""
+
+    repair: str
+    action: str
+    paths: list = field(default_factory=list)
+    findings: list = field(default_factory=list)
+    cells_lost: int | None = 0
+    detail: str = ""
+    written: list = field(default_factory=list)
+    applied: bool = False
+
+    def __str__(self) -> str:
+        cost = "no cells" if self.cells_lost == 0 else \
+            "cells: unknown" if self.cells_lost is None else f"{self.cells_lost} cell(s) already unreadable"
+        state = "done" if self.applied else "planned" if self.action != "report" else "not done"
+        return f"[{self.repair}] {self.action} {', '.join(self.paths)} ({cost}; {state}): {self.detail}"
+
+    def to_json(self) -> dict:
+        out = asdict(self)
+        out["findings"] = [f.to_json() for f in self.findings]
+        return out
+
+
+@dataclass
+class RepairReport:
+    """What a repair planned and did: ``fixes``, the ``unrepaired`` findings, the ``backup`` folder (in place)
+    or the ``out`` copy."""
+
+    path: str
+    mode: str
+    fixes: list = field(default_factory=list)
+    unrepaired: list = field(default_factory=list)
+    backup: str | None = None
+    out: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Every finding answered by a fix that was carried out (or, in a dry run, could be)."""
+        return not self.unrepaired and all(f.action != "report" for f in self.fixes)
+
+    def __str__(self) -> str:
+        head = f"repair of {self.path} ({self.mode}): {len(self.fixes)} fix(es), {len(self.unrepaired)} finding(s) " \
+               "no fix answers"
+        lines = [head] + [f"  {f}" for f in self.fixes] + [f"  unrepaired: {f}" for f in self.unrepaired]
+        if self.backup:
+            lines.append(f"  backup: {self.backup}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        return {"mode": self.mode, "complete": self.complete, "backup": self.backup,
+                "out": self.out, "fixes": [f.to_json() for f in self.fixes],
+                "unrepaired": [f.to_json() for f in self.unrepaired]}
+
+
+def _classify(storage, root, f: Finding):
+    """(repair id, path parts to set aside, or the fragment's name for "fragments") for a finding; None where no
+    fix answers it (the schema, the key, the array folder itself)."""
+    try:
+        parts = parts_below(storage, root, f.file) if f.file is not None else None
+    except FormatError:
+        return None
+    if not parts:
+        return None
+    if f.rule == "stray-files":
+        return "stray-files", parts
+    if f.rule == "commits":
+        return ("uncommitted" if f.found == "uncommitted" else "commit-markers"), parts
+    top = parts[0]
+    if top == directory.FRAGMENT_META_DIR or (len(parts) == 1 and top.endswith(".meta")):
+        return "consolidated-fragment-metadata", parts
+    if top == directory.META_DIR:
+        return "array-metadata", parts
+    if top == directory.FRAGMENTS_DIR and len(parts) >= 2:
+        return "fragments", parts[1]
+    if top.startswith("__") and top not in directory.SPECIAL_DIRS and len(parts) >= 2:
+        return "fragments", top
+    return None
+
+
+_ACTION = {"stray-files": "set aside", "uncommitted": "set aside", "commit-markers": "set aside",
+           "consolidated-fragment-metadata": "set aside", "array-metadata": "set aside"}
+
+
+def _set_asides(storage, root, findings, wanted) -> tuple[list, list, dict]:
+    """The set-aside fixes (one per path), the findings no fix answers, and {fragment name: findings}."""
+    fixes, unrepaired, fragments = {}, [], {}
+    for f in findings:
+        found = _classify(storage, root, f)
+        if found is None or found[0] not in wanted:
+            unrepaired.append(f)
+        elif found[0] == "fragments":
+            fragments.setdefault(found[1], []).append(f)
+        else:
+            repair, parts = found
+            fix = fixes.setdefault(parts, Fix(repair, _ACTION[repair], ["/".join(parts)], detail=REPAIRS[repair]))
+            fix.findings.append(f)
+    return list(fixes.values()), unrepaired, fragments
+
+
+def _rewrites(path, key, damaged: dict, d_storage, staging, drop_damaged: bool, version: int) -> list:
+    """A fix per damaged fragment, its cells rewritten into the array at ``staging`` (holding the source's
+    schema files) by salvage's per-fragment copy; the losses say what it costs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    lost: list[Loss] = []
+    arr = _Source(path, key, lost)
+    stage(arr.storage, arr.path, d_storage, staging)
+    written, versions = {}, {}
+    with ThreadPoolExecutor(1) as pool:
+        for frag in arr._committed:
+            if frag.name not in damaged:
+                continue
+            versions[frag.name] = frag.version
+            try:
+                written[frag.name] = _dense(arr, frag, staging, key, lost) if frag.dense else \
+                    _sparse(arr, frag, staging, key, lost, pool)
+            except ValueError as e:  # the writer refuses cells that lying metadata let through
+                lost.append(Loss(frag.name, f"its cells cannot be written back: {e}"))
+    fixes = []
+    for name, findings in damaged.items():
+        losses = [x for x in lost if x.fragment == name]
+        counts = [x.count for x in losses]
+        cells = None if name not in written or None in counts else sum(counts)
+        folder, marker = fragment_parts(name, versions.get(name) or fragment_version(name, version))
+        action = "rewrite" if cells == 0 else "drop damaged" if drop_damaged else "report"
+        detail = (f"rewritten from its cells as {len(written.get(name, []))} fragment(s) at its own timestamps, "
+                  "metadata recomputed") if cells == 0 else "; ".join(str(x) for x in losses)
+        fixes.append(Fix("fragments", action, ["/".join(p) for p in (folder, marker) if p is not None],
+                         findings, cells, detail, written.get(name, [])))
+    return fixes
+
+
+def _check_arguments(path, in_place, out, dry_run, rules):
+    if in_place and out is not None:
+        raise ValueError("in_place, out: choose one: repair in place (with a backup), or into a copy at out")
+    if rules is not None:
+        if isinstance(rules, str) or not all(isinstance(r, str) for r in rules):
+            raise TypeError(f"rules: expected a list of repair ids, not {rules!r}")
+        unknown = sorted(set(rules) - set(REPAIRS))
+        if unknown:
+            raise ValueError(f"rules: unknown repair id(s) {', '.join(unknown)} (known: {', '.join(REPAIRS)})")
+    storage, root = storage_for(path)
+    if directory.is_group(storage, root):
+        raise ValueError(f"path: {path} is a group; repair its member arrays one by one")
+    if directory.dialect(storage, root) is not None:
+        raise UnsupportedError("repair works on format versions 1 and later; `tdbformat salvage` copies what a "
+                               "TileDB 0.x or 1.x array still holds", file=str(root))
+    if out is not None and not dry_run:
+        d_storage, d_root = storage_for(out)
+        if str(d_root).rstrip("/") == str(root).rstrip("/") or str(d_root).startswith(str(root).rstrip("/") + "/"):
+            raise ValueError("out: the repaired copy must go outside the array (use in_place=True to repair it)")
+        if d_storage.is_file(d_root) or d_storage.is_dir(d_root) and d_storage.list(d_root):
+            raise ValueError(f"out: {out} exists and is not empty")
+    return storage, root
+
+
+def repair(path, in_place=False, out=None, dry_run=None, rules=None, key=None, drop_damaged=False) -> RepairReport:
+    """Plan, and unless it is a dry run carry out, the fixes for what :func:`validate` finds in the array at
+    ``path``: ``in_place=True`` sets what it replaces aside into ``path/.tdbformat-backup/<time>/`` (a backup
+    that restores the input byte for byte), ``out=`` writes a repaired copy and leaves ``path`` untouched;
+    without either (or with ``dry_run=True``) nothing changes. ``rules``: ids of :data:`REPAIRS` to apply
+    (default all); ``drop_damaged``: also rewrite fragments that lose unreadable cells."""
+    dry_run = not (in_place or out is not None) if dry_run is None else bool(dry_run)
+    key = normalize_key(key)
+    storage, root = _check_arguments(path, in_place, out, dry_run, rules)
+    findings = validate(path, key=key)
+    if any(f.rule == "key" for f in findings):  # without the right key every encrypted file looks damaged
+        raise EncryptionError("repair needs the array's key: " + "; ".join(f.message for f in findings
+                                                                         if f.rule == "key"), file=str(root))
+    fixes, unrepaired, damaged = _set_asides(storage, root, findings, set(REPAIRS if rules is None else rules))
+    mode = "dry run" if dry_run else "in place" if in_place else "copy"
+    report = RepairReport(str(path), mode, fixes, unrepaired, out=None if out is None else str(out))
+    version = directory.array_format_version(storage, root, key) if damaged else 0
+    if dry_run:
+        if damaged:
+            with tempfile.TemporaryDirectory(prefix="tdbformat-repair-") as scratch:
+                report.fixes += _rewrites(path, key, damaged, storage_for(scratch)[0], scratch, drop_damaged, version)
+        return report
+    if in_place:
+        report.backup = str(backup_folder(storage, root))
+        staging = storage.join(report.backup, "staging")
+        report.fixes += _rewrites(path, key, damaged, storage, staging, drop_damaged, version) if damaged else []
+        _apply_in_place(storage, root, report, staging, version)
+        # what was set aside and what was written in its place, to undo the repair by hand
+        storage.write(storage.join(report.backup, "repair.json"),
+                      json.dumps({"path": report.path, **report.to_json()}, default=str).encode())
+    else:
+        _apply_copy(storage, root, out, report, damaged, key, drop_damaged, version)
+    return report
+
+
+def _fragment_moves(fix, version):
+    return [p for name in fix.written for p in fragment_parts(name, fragment_version(name, version))]
+
+
+def _apply_in_place(storage, root, report, staging, version) -> None:
+    """Set aside, then move rewritten fragments in: every folder before any commit marker."""
+    mover = Mover(storage, root, report.backup)
+    rewritten = [f for f in report.fixes if f.repair == "fragments" and f.action != "report"]
+    gone = tuple(tuple(p.split("/")) for f in rewritten for p in f.paths)
+    for fix in [f for f in report.fixes if f.action == "set aside"] + rewritten:
+        for p in sorted(fix.paths, key=lambda p: not p.endswith((".ok", ".wrt"))):  # the marker first
+            parts = tuple(p.split("/"))
+            if fix.repair != "fragments" and any(parts[:len(g)] == g for g in gone):
+                continue  # inside a fragment that is set aside whole
+            if storage.is_file(mover.path(parts)) or storage.is_dir(mover.path(parts)):
+                mover.set_aside(parts)
+        fix.applied = fix.repair != "fragments"
+    moves = [p for f in rewritten for p in _fragment_moves(f, version) if p is not None]
+    for parts in [p for p in moves if not p[-1].endswith((".ok", ".wrt"))] + \
+                 [p for p in moves if p[-1].endswith((".ok", ".wrt"))]:
+        mover.put(staging, parts)
+    for f in rewritten:
+        f.applied = True
+
+
+def _apply_copy(storage, root, out, report, damaged, key, drop_damaged, version) -> None:
+    """The array copied to ``out`` without what is set aside, the rewritten fragments moved in last."""
+    d_storage, d_root = storage_for(out)
+    staging = d_storage.join(d_root, directory.BACKUP_DIR, "staging")
+    if damaged:
+        report.fixes += _rewrites(report.path, key, damaged, d_storage, staging, drop_damaged, version)
+    rewritten = [f for f in report.fixes if f.repair == "fragments" and f.action != "report"]
+    skip = [tuple(p.split("/")) for f in report.fixes if f.action == "set aside" for p in f.paths] + \
+           [tuple(p.split("/")) for f in rewritten for p in f.paths]
+    copy_array(storage, root, d_storage, d_root, skip)
+    mover = Mover(d_storage, d_root, None)
+    moves = [p for f in rewritten for p in _fragment_moves(f, version) if p is not None]
+    for parts in [p for p in moves if not p[-1].endswith((".ok", ".wrt"))] + \
+                 [p for p in moves if p[-1].endswith((".ok", ".wrt"))]:
+        mover.put(staging, parts)
+    if damaged:
+        d_storage.delete_tree(d_storage.join(d_root, directory.BACKUP_DIR))
+    for f in report.fixes:
+        f.applied = f.action != "report"

@@ -1,0 +1,1 @@
+"""Writing: arrays, fragments, metadata, deletes, conversion and maintenance."""
