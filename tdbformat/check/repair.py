@@ -27,7 +27,10 @@ from ..storage import storage_for
 from ..validate import Finding, validate
 from ..write.repair import Mover, backup_folder, copy_array, fragment_parts, fragment_version, parts_below, stage
 
-__all__ = ["REPAIRS", "Fix", "RepairReport", "repair"]
+__all__ = ["REPAIRS", "Fix", "RepairReport", "repair", "resume"]
+
+#: in a backup folder: the moves a repair in place makes, written before the first; and the mark of the last made
+JOURNAL, DONE = "journal.json", "done"
 
 #: repair id -> what it fixes; ids are stable (``rules=``, ``--rules``)
 REPAIRS = {
@@ -79,6 +82,7 @@ class RepairReport:
     unrepaired: list = field(default_factory=list)
     backup: str | None = None
     out: str | None = None
+    resumed: list = field(default_factory=list)  # backups of interrupted repairs this one finished first
 
     @property
     def complete(self) -> bool:
@@ -95,7 +99,7 @@ class RepairReport:
 
     def to_json(self) -> dict:
         return {"mode": self.mode, "complete": self.complete, "backup": self.backup,
-                "out": self.out, "fixes": [f.to_json() for f in self.fixes],
+                "out": self.out, "resumed": self.resumed, "fixes": [f.to_json() for f in self.fixes],
                 "unrepaired": [f.to_json() for f in self.unrepaired]}
 
 
@@ -210,13 +214,14 @@ def repair(path, in_place=False, out=None, dry_run=None, rules=None, key=None, d
     dry_run = not (in_place or out is not None) if dry_run is None else bool(dry_run)
     key = normalize_key(key)
     storage, root = _check_arguments(path, in_place, out, dry_run, rules)
+    resumed = resume(storage, root) if in_place and not dry_run else []
     findings = validate(path, key=key)
     if any(f.rule == "key" for f in findings):  # without the right key every encrypted file looks damaged
         raise EncryptionError("repair needs the array's key: " + "; ".join(f.message for f in findings
                                                                          if f.rule == "key"), file=str(root))
     fixes, unrepaired, damaged = _set_asides(storage, root, findings, set(REPAIRS if rules is None else rules))
     mode = "dry run" if dry_run else "in place" if in_place else "copy"
-    report = RepairReport(str(path), mode, fixes, unrepaired, out=None if out is None else str(out))
+    report = RepairReport(str(path), mode, fixes, unrepaired, out=None if out is None else str(out), resumed=resumed)
     version = directory.array_format_version(storage, root, key) if damaged else 0
     if dry_run:
         if damaged:
@@ -227,10 +232,7 @@ def repair(path, in_place=False, out=None, dry_run=None, rules=None, key=None, d
         report.backup = str(backup_folder(storage, root))
         staging = storage.join(report.backup, "staging")
         report.fixes += _rewrites(path, key, damaged, storage, staging, drop_damaged, version) if damaged else []
-        _apply_in_place(storage, root, report, staging, version)
-        # what was set aside and what was written in its place, to undo the repair by hand
-        storage.write(storage.join(report.backup, "repair.json"),
-                      json.dumps({"path": report.path, **report.to_json()}, default=str).encode())
+        _apply_in_place(storage, root, report, version)
     else:
         _apply_copy(storage, root, out, report, damaged, key, drop_damaged, version)
     return report
@@ -240,25 +242,59 @@ def _fragment_moves(fix, version):
     return [p for name in fix.written for p in fragment_parts(name, fragment_version(name, version))]
 
 
-def _apply_in_place(storage, root, report, staging, version) -> None:
-    """Set aside, then move rewritten fragments in: every folder before any commit marker."""
-    mover = Mover(storage, root, report.backup)
+def _markers_last(paths) -> list:
+    return [p for p in paths if not p[-1].endswith((".ok", ".wrt"))] + \
+           [p for p in paths if p[-1].endswith((".ok", ".wrt"))]
+
+
+def _in_place_moves(report, version) -> list:
+    """("put", parts) from staging into the array, ("aside", parts) from the array into the backup, in an order
+    where every state between two moves reads as before or as after: the rewritten fragments committed first
+    (folders, then markers), then the damaged ones uncommitted (marker, then folder), then the rest."""
     rewritten = [f for f in report.fixes if f.repair == "fragments" and f.action != "report"]
-    gone = tuple(tuple(p.split("/")) for f in rewritten for p in f.paths)
-    for fix in [f for f in report.fixes if f.action == "set aside"] + rewritten:
-        for p in sorted(fix.paths, key=lambda p: not p.endswith((".ok", ".wrt"))):  # the marker first
-            parts = tuple(p.split("/"))
-            if fix.repair != "fragments" and any(parts[:len(g)] == g for g in gone):
-                continue  # inside a fragment that is set aside whole
-            if storage.is_file(mover.path(parts)) or storage.is_dir(mover.path(parts)):
-                mover.set_aside(parts)
-        fix.applied = fix.repair != "fragments"
-    moves = [p for f in rewritten for p in _fragment_moves(f, version) if p is not None]
-    for parts in [p for p in moves if not p[-1].endswith((".ok", ".wrt"))] + \
-                 [p for p in moves if p[-1].endswith((".ok", ".wrt"))]:
-        mover.put(staging, parts)
-    for f in rewritten:
-        f.applied = True
+    gone = [tuple(p.split("/")) for f in rewritten for p in f.paths]
+    moves = [("put", p) for p in _markers_last([p for f in rewritten for p in _fragment_moves(f, version) if p])]
+    moves += [("aside", p) for p in _markers_last(gone)[::-1]]  # the marker first
+    moves += [("aside", tuple(p.split("/"))) for f in report.fixes if f.action == "set aside" for p in f.paths
+              if not any(tuple(p.split("/"))[:len(g)] == g for g in gone)]
+    return moves
+
+
+def _run_journal(storage, root, backup, moves) -> None:
+    """Each move not made yet (its source still there): a journal interrupted anywhere finishes by running again."""
+    mover = Mover(storage, root, backup)
+    staging = storage.join(backup, "staging")
+    for kind, parts in moves:
+        parts = tuple(parts)
+        src = mover.path(parts, staging) if kind == "put" else mover.path(parts)
+        if storage.is_file(src) or storage.is_dir(src):
+            mover.put(staging, parts) if kind == "put" else mover.set_aside(parts)
+    storage.write(storage.join(backup, DONE), b"{}")
+
+
+def _apply_in_place(storage, root, report, version) -> None:
+    """The moves written down (the journal) before the first is made, then made; the report kept beside them,
+    to undo the repair by hand."""
+    moves = _in_place_moves(report, version)
+    journal = {"path": report.path, "moves": [[k, list(p)] for k, p in moves], "report": report.to_json()}
+    storage.commit(storage.join(report.backup, JOURNAL), json.dumps(journal, default=str).encode())
+    _run_journal(storage, root, report.backup, moves)
+    for f in report.fixes:
+        f.applied = f.action != "report"
+
+
+def resume(storage, root) -> list:
+    """Finish every repair of the array that was interrupted (a journal without its done marker): the backup
+    folders it finished."""
+    backups = storage.join(root, directory.BACKUP_DIR)
+    done = []
+    for name in sorted(storage.list(backups)) if storage.is_dir(backups) else []:
+        folder = storage.join(backups, name)
+        if storage.is_file(storage.join(folder, JOURNAL)) and not storage.is_file(storage.join(folder, DONE)):
+            journal = json.loads(storage.read(storage.join(folder, JOURNAL), what="repair journal"))
+            _run_journal(storage, root, folder, journal["moves"])
+            done.append(str(folder))
+    return done
 
 
 def _apply_copy(storage, root, out, report, damaged, key, drop_damaged, version) -> None:
@@ -272,9 +308,7 @@ def _apply_copy(storage, root, out, report, damaged, key, drop_damaged, version)
            [tuple(p.split("/")) for f in rewritten for p in f.paths]
     copy_array(storage, root, d_storage, d_root, skip)
     mover = Mover(d_storage, d_root, None)
-    moves = [p for f in rewritten for p in _fragment_moves(f, version) if p is not None]
-    for parts in [p for p in moves if not p[-1].endswith((".ok", ".wrt"))] + \
-                 [p for p in moves if p[-1].endswith((".ok", ".wrt"))]:
+    for parts in _markers_last([p for f in rewritten for p in _fragment_moves(f, version) if p is not None]):
         mover.put(staging, parts)
     if damaged:
         d_storage.delete_tree(d_storage.join(d_root, directory.BACKUP_DIR))
