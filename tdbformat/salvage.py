@@ -196,8 +196,9 @@ def _sparse_tile(arr, frag, k, pool):
     for a in arr.attrs:
         idx = field_index(frag, a)
         if idx is None:
-            values[a.name] = np.repeat(filled(a, a, (1,)), n)
-            v = np.full(n, bool(a.get("fill_value_validity")))
+            attribute = next(x for x in arr.schema.attributes if x.name == a.name)
+            values[a.name] = np.repeat(filled(a, attribute, (1,)), n)
+            v = np.full(n, bool(attribute.get("fill_value_validity")))
         else:
             values[a.name], v = arr.tiles.field(frag, idx, [k], pool)
         if len(values[a.name]) != n:

@@ -192,7 +192,7 @@ def _check_arguments(path, in_place, out, dry_run, rules):
             raise ValueError(f"rules: unknown repair id(s) {', '.join(unknown)} (known: {', '.join(REPAIRS)})")
     storage, root = storage_for(path)
     if directory.is_group(storage, root):
-        raise ValueError(f"path: {path} is a group; repair its member arrays one by one")
+        raise UnsupportedError("a group: repair its member arrays one by one", file=str(root))
     if directory.dialect(storage, root) is not None:
         raise UnsupportedError("repair works on format versions 1 and later; `tdbformat salvage` copies what a "
                                "TileDB 0.x or 1.x array still holds", file=str(root))
