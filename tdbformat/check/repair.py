@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 
 from .. import directory
 from ..errors import EncryptionError, FormatError, UnsupportedError
+from ..array import _pool
 from ..filters.encryption import normalize_key
 from ..salvage import Loss, _copy_enumerations, _dense, _Source, _sparse
 from ..storage import storage_for
@@ -151,22 +152,20 @@ def _set_asides(storage, root, findings, wanted) -> tuple[list, list, dict]:
 def _rewrites(path, key, damaged: dict, d_storage, staging, drop_damaged: bool, version: int) -> list:
     """A fix per damaged fragment, its cells rewritten into the array at ``staging`` (holding the source's
     schema files) by salvage's per-fragment copy; the losses say what it costs."""
-    from concurrent.futures import ThreadPoolExecutor
-
     lost: list[Loss] = []
     arr = _Source(path, key, lost)
     stage(arr.storage, arr.path, d_storage, staging)
     written, versions = {}, {}
-    with ThreadPoolExecutor(1) as pool:
-        for frag in arr._committed:
-            if frag.name not in damaged:
-                continue
-            versions[frag.name] = frag.version
-            try:
-                written[frag.name] = _dense(arr, frag, staging, key, lost) if frag.dense else \
-                    _sparse(arr, frag, staging, key, lost, pool)
-            except ValueError as e:  # the writer refuses cells that lying metadata let through
-                lost.append(Loss(frag.name, f"its cells cannot be written back: {e}"))
+    pool = _pool(1)  # the calling thread: a pool of its own per repair left a malloc arena behind each time
+    for frag in arr._committed:
+        if frag.name not in damaged:
+            continue
+        versions[frag.name] = frag.version
+        try:
+            written[frag.name] = _dense(arr, frag, staging, key, lost) if frag.dense else \
+                _sparse(arr, frag, staging, key, lost, pool)
+        except ValueError as e:  # the writer refuses cells that lying metadata let through
+            lost.append(Loss(frag.name, f"its cells cannot be written back: {e}"))
     fixes = []
     for name, findings in damaged.items():
         losses = [x for x in lost if x.fragment == name]

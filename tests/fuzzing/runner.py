@@ -59,6 +59,36 @@ def corpus_hash() -> str:
     return h.hexdigest()
 
 
+def _bound_arenas():
+    """At most two malloc arenas: glibc gives each new thread an arena of up to 64 MiB of address space, up to
+    eight a core, and keeps them, so the writer's threads (new ones each write) would use the margin up over a
+    campaign of repairs (M_ARENA_MAX, as MALLOC_ARENA_MAX=2 sets it at start)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).mallopt(-8, 2)
+    except (OSError, AttributeError):  # not glibc: its arenas are not ours to bound
+        pass
+
+
+def _prime_writer():
+    """A write of 64 tiles, so that the writer's threads (and their malloc arenas, some 200 MiB of address space)
+    are there before the baseline, as the readers' are: ``repair --out`` writes, and without this every case
+    after the first repair ran short of address space (MemoryError, "can't allocate read lock")."""
+    import tempfile
+
+    import numpy as np
+
+    from tdbformat import schema as S
+    from tdbformat.array.writer import write
+
+    with tempfile.TemporaryDirectory() as d:
+        sch = S.ArraySchema(domain=S.Domain(S.Dim("d", domain=(0, 1023), tile=16, dtype=np.int64)),
+                            attrs=[S.Attr("a", np.int32, filters=[S.ZstdFilter(1)])])
+        tdbformat.create(d + "/a", sch, version=22)
+        write(d + "/a", {"a": np.arange(1024, dtype=np.int32)}, subarray=[(0, 1023)], timestamp=1)
+
+
 def _limit_memory(margin_mib: int):
     """Cap the address space at what the process maps now plus ``margin_mib``, and the reads' memory budget
     at a quarter of that margin, as the library's default is a quarter of physical memory: a dense read of a
@@ -66,6 +96,8 @@ def _limit_memory(margin_mib: int):
     400 MB result: case 658370 of campaign 20261138) is then refused by name, as it would be on a machine
     of 512 MiB, instead of failing to allocate."""
     arrow(1 << 30)  # pyarrow, where installed, as a large string tile imports it: mapped before the baseline
+    _bound_arenas()
+    _prime_writer()
     with open("/proc/self/statm") as f:
         baseline = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     resource.setrlimit(resource.RLIMIT_AS, (baseline + (margin_mib << 20), resource.RLIM_INFINITY))
