@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 
 from .files import parse_file
-from .render import plain
 from .storage import storage_for
+from .structs.footer import has_footer_length
 from .structs.fragment import FragmentMetadata, fragment_sections
+from .suite_json import to_suite_json
 
 __all__ = ["SUITE_VERSION", "select_cases", "case_document", "write_conformance"]
 
-SUITE_VERSION = 1
+SUITE_VERSION = 2
 #: per format version, the first case of each group that the version's corpus has
 _PREFERENCES = (("dense_2d_multiattr", "fill_values", "consolidated_dense"),
                 ("sparse_2d_rtree", "sparse_delete", "sparse_var_string_dim", "consolidated_sparse_with_timestamps"),
@@ -44,7 +45,20 @@ def select_cases(corpus) -> list:
 
 def _value(parsed):
     value = parsed.value
-    return plain(fragment_sections(value) if isinstance(value, FragmentMetadata) else value)
+    return to_suite_json(fragment_sections(value) if isinstance(value, FragmentMetadata) else value)
+
+
+def _fragment_context(parsed, size: int) -> dict:
+    """Of fragment metadata: the schema it is parsed with and (v3+) where its footer is, which needs the
+    schema to compute before v10 (fragment.md): given so that a parser can start with the footer."""
+    fm = parsed.value
+    if not isinstance(fm, FragmentMetadata):
+        return {}
+    out = {"schema": next(n for n, s in parsed.context["schema"].items() if s is fm.schema)}
+    if fm.legacy is None:
+        trailer = 8 if has_footer_length(fm.version, fm.schema) else 0
+        out["footer"] = {"offset": fm.footer_offset, "size": size - fm.footer_offset - trailer}
+    return out
 
 
 def case_document(storage, array, files) -> dict:
@@ -57,7 +71,8 @@ def case_document(storage, array, files) -> dict:
         rel = str(f)[len(str(array)) + 1:]
         entry = {"file": rel, "kind": parsed.kind, "size": storage.size(f)}
         if "schema" in parsed.context:
-            entry["context"] = {"schemas": schemas, "fragment": storage.name(storage.parent(f))}
+            entry["context"] = {"schemas": schemas, "fragment": storage.name(storage.parent(f)),
+                                **_fragment_context(parsed, storage.size(f))}
         entry["value"] = _value(parsed)
         out.append(entry)
     return {"suite_version": SUITE_VERSION, "files": out}

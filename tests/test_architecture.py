@@ -26,7 +26,7 @@ LAYERS = [
     ["coverage"],
     ["validate"],
     ["stats", "salvage"],
-    ["spec"],
+    ["spec", "suite_json"],
     ["ksy", "spec_render", "cat", "conformance"],
     ["cli"],
     [""],  # the package's __init__: the public API
