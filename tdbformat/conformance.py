@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from .directory import array_root, schema_files
 from .files import parse_file
 from .storage import storage_for
 from .structs.footer import has_footer_length
@@ -48,16 +49,19 @@ def _value(parsed):
     return to_suite_json(fragment_sections(value) if isinstance(value, FragmentMetadata) else value)
 
 
-def _fragment_context(parsed, size: int) -> dict:
-    """Of fragment metadata: the schema it is parsed with and (v3+) where its footer is, which needs the
-    schema to compute before v10 (fragment.md): given so that a parser can start with the footer."""
+def _fragment_context(storage, array, f, parsed) -> dict:
+    """Of fragment metadata: the schema file it is parsed with (a path under array/) and (v3+) where its
+    footer is, which needs the schema to compute before v10 (fragment.md): given so that a parser can start
+    with the footer."""
     fm = parsed.value
     if not isinstance(fm, FragmentMetadata):
         return {}
-    out = {"schema": next(n for n, s in parsed.context["schema"].items() if s is fm.schema)}
+    name = next(n for n, s in parsed.context["schema"].items() if s is fm.schema)
+    path = next(p for p in schema_files(storage, array_root(storage, f)) if storage.name(p) == name)
+    out = {"schema": str(path)[len(str(array)) + 1:]}
     if fm.legacy is None:
         trailer = 8 if has_footer_length(fm.version, fm.schema) else 0
-        out["footer"] = {"offset": fm.footer_offset, "size": size - fm.footer_offset - trailer}
+        out["footer"] = {"offset": fm.footer_offset, "size": storage.size(f) - fm.footer_offset - trailer}
     return out
 
 
@@ -72,7 +76,7 @@ def case_document(storage, array, files) -> dict:
         entry = {"file": rel, "kind": parsed.kind, "size": storage.size(f)}
         if "schema" in parsed.context:
             entry["context"] = {"schemas": schemas, "fragment": storage.name(storage.parent(f)),
-                                **_fragment_context(parsed, storage.size(f))}
+                                **_fragment_context(storage, array, f, parsed)}
         entry["value"] = _value(parsed)
         out.append(entry)
     return {"suite_version": SUITE_VERSION, "files": out}
