@@ -16,7 +16,7 @@ from .structs.footer import has_footer_length
 from .structs.fragment import FragmentMetadata, fragment_sections
 from .suite_json import to_suite_json
 
-__all__ = ["SUITE_VERSION", "select_cases", "case_document", "write_conformance"]
+__all__ = ["SUITE_VERSION", "select_cases", "case_document", "write_conformance", "edge_cases", "edge_expected"]
 
 SUITE_VERSION = 2
 #: per format version, the first case of each group that the version's corpus has
@@ -25,6 +25,8 @@ _PREFERENCES = (("dense_2d_multiattr", "fill_values", "consolidated_dense"),
                 ("array_metadata", "array_metadata_consolidated"),
                 ("commits_consolidated", "commits_consolidated_vacuumed"),
                 ("enumerations",), ("current_domain",), ("dimension_labels",), ("group",))
+#: the case names of the cases made with TileDB-Py by scripts/make_conformance_edges.py
+EDGE_PREFIX = "edge_"
 #: data files above this size stay out (the suite is for parsers, and small on disk)
 MAX_FILE = 16384
 
@@ -98,8 +100,26 @@ def write_conformance(corpus, out) -> list:
             path = storage.join(target, "array", str(f)[len(str(array)) + 1:])
             storage.write(path, storage.read(f))
             written.append(path)
-        doc = case_document(storage, array, files)
         path = storage.join(target, "expected.json")
-        storage.write(path, (json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n").encode())
+        storage.write(path, _dumps(case_document(storage, array, files)))
         written.append(path)
     return written
+
+
+def _dumps(doc) -> bytes:
+    return (json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n").encode()
+
+
+def edge_cases(suite) -> list:
+    """The suite's cases made by scripts/make_conformance_edges.py (``<writer>/edge_*``), not from the corpus."""
+    storage, root = storage_for(suite)
+    return [storage.join(root, w, c) for w in sorted(storage.list(root)) if w.startswith("v")
+            and storage.is_dir(storage.join(root, w)) for c in sorted(storage.list(storage.join(root, w)))
+            if c.startswith(EDGE_PREFIX)]
+
+
+def edge_expected(case) -> bytes:
+    """The expected.json of an edge case, from the array files committed in ``case/array``."""
+    storage, case = storage_for(case)
+    array = storage.join(case, "array")
+    return _dumps(case_document(storage, array, storage.walk(array)))

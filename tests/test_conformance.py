@@ -10,30 +10,44 @@ import pytest
 
 import corpus
 from tdbformat import parse_file
-from tdbformat.conformance import _value, select_cases, write_conformance
+from tdbformat.conformance import EDGE_PREFIX, _value, edge_cases, edge_expected, select_cases, write_conformance
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "conformance"
 DOCS = sorted(SUITE.glob("v*/*/expected.json"))
+CORPUS_DOCS = [d for d in DOCS if not d.parent.name.startswith(EDGE_PREFIX)]
 
 
 def _id(doc: Path) -> str:
     return f"{doc.parent.parent.name}/{doc.parent.name}"
 
 
+def _from_corpus(p: Path) -> bool:
+    """A file of a case copied from the corpus (not the JS runner, the README, an edge case)."""
+    parts = p.relative_to(SUITE).parts
+    return len(parts) > 2 and parts[0].startswith("v") and not parts[1].startswith(EDGE_PREFIX)
+
+
 def test_the_suite_is_fresh(tmp_path):
     write_conformance(corpus.CORPUS, tmp_path)
     fresh = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-    kept = {p.relative_to(SUITE): p.read_bytes() for p in SUITE.rglob("*") if p.is_file() and p.name != "README.md"}
+    kept = {p.relative_to(SUITE): p.read_bytes() for p in SUITE.rglob("*") if p.is_file() and _from_corpus(p)}
     assert sorted(fresh) == sorted(kept), "conformance/ is stale: run python3 scripts/conformance.py"
     stale = [str(p) for p in fresh if fresh[p] != kept[p]]
     assert not stale, f"conformance/ is stale ({stale[:5]}): run python3 scripts/conformance.py"
 
 
+def test_edge_cases_are_fresh():
+    cases = edge_cases(SUITE)
+    assert {Path(c).name for c in cases} == {"edge_int64_sparse", "edge_int64_dense"}
+    stale = [str(c) for c in cases if edge_expected(c) != (Path(c) / "expected.json").read_bytes()]
+    assert not stale, f"{stale}: run python3 scripts/conformance.py"
+
+
 def test_every_version_is_covered():
     versions = {int(d.parent.parent.name.split("_")[0][1:]) for d in DOCS}
     assert versions == set(range(1, 24))
-    assert len(DOCS) == len([c for c in select_cases(corpus.CORPUS)
+    assert len(CORPUS_DOCS) == len([c for c in select_cases(corpus.CORPUS)
                              if not corpus.truth(corpus.CORPUS / c[0] / c[1]).get("encryption")])
 
 
@@ -58,7 +72,7 @@ def _fragment_truth(truth: dict, file: str):
     return next((f for f in truth.get("fragments", []) if f["uri"].rstrip("/").split("/")[-1] == folder), None)
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=_id)
+@pytest.mark.parametrize("doc", CORPUS_DOCS, ids=_id)
 def test_expected_values_agree_with_truth(doc):
     """Schema fields, non-empty domains and sparse cell counts, where truth.json records them."""
     truth = json.loads((corpus.CORPUS / doc.parent.parent.name / doc.parent.name / "truth.json").read_text())

@@ -1,6 +1,6 @@
 // Parse every file of the tdbformat conformance suite with Kaitai Struct JavaScript parsers compiled from
 // spec_versions/ksy (node compile.js), and compare each with its expected.json, leaf by leaf.
-//   node run.js PARSERS SUITE_OR_CASE...   prints a JSON summary; exits 1 on any disagreement or failed parse.
+//   node run.js [--stock-int64] PARSERS SUITE_OR_CASE...   prints a JSON summary; exits 1 on any disagreement or failed parse.
 // The suite's JSON conventions (conformance/README.md): bytes {"bytes_hex"}, enums by name, integers beyond
 // 2^53 - 1 {"int": "<decimal>"}, NaN and infinities {"float": "nan" | "inf" | "-inf"}.
 "use strict";
@@ -10,7 +10,9 @@ const zlib = require("zlib");
 const { KaitaiStream } = require("kaitai-struct");
 const { install } = require("./int64.js");
 
-install(KaitaiStream);
+// --stock-int64 leaves the runtime's own 64-bit readers (to see what the shim prevents).
+const STOCK = process.argv.includes("--stock-int64");
+if (!STOCK) install(KaitaiStream);
 const VAR = 4294967295; // cell_val_num of a var-sized field
 
 // ---- compiled parsers -------------------------------------------------------------------------------------
@@ -278,4 +280,4 @@ function main([parsers, ...roots]) {
   if (out.diffs.length) process.exitCode = 1;
 }
 
-main(process.argv.slice(2));
+main(process.argv.slice(2).filter((a) => a !== "--stock-int64"));

@@ -36,8 +36,10 @@ def js_parsers(tmp_path_factory):
     return out
 
 
-def run_suite(parsers, *roots) -> tuple[int, dict]:
-    run = subprocess.run(["node", str(JS / "run.js"), str(parsers), *map(str, roots)], capture_output=True,
+def run_suite(parsers, *roots, stock_int64=False) -> tuple[int, dict]:
+    """conformance/js/run.js over ``roots``: (exit code, summary)."""
+    flags = ["--stock-int64"] if stock_int64 else []
+    run = subprocess.run(["node", str(JS / "run.js"), *flags, str(parsers), *map(str, roots)], capture_output=True,
                          text=True, cwd=REPO)
     assert run.stdout, run.stderr
     return run.returncode, json.loads(run.stdout)
@@ -90,3 +92,12 @@ def test_a_changed_expected_leaf_is_a_disagreement(js_parsers, tmp_path, case, f
     assert path[-1] in summary["first"][0]
     rc, summary = run_suite(js_parsers, SUITE / case)  # the unchanged case still agrees
     assert (rc, summary["disagreements"]) == (0, 0)
+
+
+def test_without_the_64_bit_shim_the_stock_runtime_rounds_the_edge_cases(js_parsers):
+    """The trap the shim exists for: kaitai-struct 0.11 reads u8/s8 as a Number (rounded beyond 2^53, and
+    some negative s8 wrong); with the shim the same files agree (the test above)."""
+    edges = sorted(SUITE.glob("v*/edge_*"))
+    rc, summary = run_suite(js_parsers, *edges, stock_int64=True)
+    assert rc == 1 and summary["disagreements"] > 20
+    assert all('{"int":' in d for d in summary["first"])
