@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import enum
 import importlib.util
-import json
 import math
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -30,7 +27,6 @@ from corpus import cases, files, key
 
 REPO = Path(__file__).resolve().parent.parent
 KSY = REPO / "spec_versions" / "ksy"
-NODE_MODULES = REPO / "scripts" / "node" / "node_modules"
 
 
 def test_committed_ksy_files_are_up_to_date(tmp_path):
@@ -41,23 +37,6 @@ def test_committed_ksy_files_are_up_to_date(tmp_path):
     extra = {p.relative_to(KSY) for p in KSY.rglob("*.ksy")} - {p.relative_to(tmp_path) for p in written}
     assert not stale and not extra, (f"spec_versions/ksy is stale ({', '.join(stale + sorted(map(str, extra)))}): "
                                      "run tdbformat spec --write spec_versions")
-
-
-@pytest.fixture(scope="session")
-def compiled(tmp_path_factory):
-    """{version: folder of the compiled Python parsers}, after checking every .ksy compiles."""
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed: the Kaitai compiler (npm kaitai-struct-compiler) runs on node")
-    if not (NODE_MODULES / "kaitai-struct-compiler").is_dir():
-        if shutil.which("npm") is None:
-            pytest.skip("npm is not installed: it installs the Kaitai compiler into scripts/node")
-        subprocess.run(["npm", "ci", "--prefix", str(REPO / "scripts" / "node")], check=True, capture_output=True)
-    pytest.importorskip("kaitaistruct", reason="the compiled parsers need the kaitaistruct runtime (pip)")
-    out = tmp_path_factory.mktemp("ksc")
-    ksy = sorted(KSY.glob("v*/*.ksy"))
-    run = subprocess.run(["node", str(REPO / "scripts" / "ksc.js"), "python", str(out), *map(str, ksy)],
-                         check=True, capture_output=True, text=True)
-    return ksy, json.loads(run.stdout), {v: out / f"v{v:02d}" for v in KNOWN_VERSIONS}
 
 
 def test_every_ksy_compiles_for_every_version(compiled):
