@@ -388,6 +388,9 @@ class _Leaves:
 class _Builder(_Leaves):
     """One .ksy document: a root structure and the user types, enums and helpers it uses."""
 
+    overrides = _OVERRIDES  # what a Python function means, per (type, field)
+    root_params = _PARAMS  # context a root structure needs, per structure
+
     def __init__(self, version: int):
         self.version = version
         self.names = _type_names()
@@ -409,8 +412,8 @@ class _Builder(_Leaves):
         meta = {"id": ident, "title": structure.title, "endian": "le", "encoding": "UTF-8",
                 "ks-version": "0.11"}
         out = {"meta": meta, "doc": doc, "doc-ref": SPEC_URL + structure.page}
-        if ident in _PARAMS:
-            out["params"] = _PARAMS[ident]
+        if ident in self.root_params:
+            out["params"] = self.root_params[ident]
         out["seq"] = root["seq"]
         if self.types:
             out["types"] = dict(sorted(self.types.items()))
@@ -472,7 +475,7 @@ class _Builder(_Leaves):
         name = sc.name or f"unnamed{index}"
         doc = sc.docs or ""
         attr = {"id": name}
-        override = _OVERRIDES.get((owner, name))
+        override = self.overrides.get((owner, name))
         keys = override(self.version) if override else {}
         con = sc
         try:

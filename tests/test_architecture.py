@@ -28,6 +28,7 @@ LAYERS = [
     ["stats", "salvage"],
     ["spec", "suite_json"],
     ["ksy", "spec_render", "cat", "conformance"],
+    ["ksy_prev1"],
     ["cli"],
     [""],  # the package's __init__: the public API
 ]

@@ -20,6 +20,7 @@ import pytest
 from tdbformat import parse_file
 from tdbformat.files import file_kind
 from tdbformat.ksy import write_ksy
+from tdbformat.ksy_prev1 import DIALECT_VERSIONS, write_prev1_ksy
 from tdbformat.spec import structure
 from tdbformat.versions import KNOWN_VERSIONS
 
@@ -30,7 +31,7 @@ KSY = REPO / "spec_versions" / "ksy"
 
 
 def test_committed_ksy_files_are_up_to_date(tmp_path):
-    written = write_ksy(tmp_path)
+    written = write_ksy(tmp_path) + write_prev1_ksy(tmp_path)
     stale = [str(p.relative_to(tmp_path)) for p in written
              if not (KSY / p.relative_to(tmp_path)).exists()
              or (KSY / p.relative_to(tmp_path)).read_text() != p.read_text()]
@@ -41,7 +42,7 @@ def test_committed_ksy_files_are_up_to_date(tmp_path):
 
 def test_every_ksy_compiles_for_every_version(compiled):
     ksy, errors, _ = compiled
-    assert {p.parent.name for p in ksy} == {f"v{v:02d}" for v in KNOWN_VERSIONS}
+    assert {p.parent.name for p in ksy} == {f"v{v:02d}" for v in KNOWN_VERSIONS} | {f"v{d}" for d in DIALECT_VERSIONS}
     failed = {f: e for f, e in errors.items() if e is not None}
     assert len(errors) == len(ksy) and not failed, failed
 

@@ -7,6 +7,7 @@
 const fs = require("fs");
 const path = require("path");
 const zlib = require("zlib");
+const fzstd = require("fzstd");
 const { KaitaiStream } = require("kaitai-struct");
 const { install } = require("./int64.js");
 
@@ -25,6 +26,7 @@ function camel(id, upper = false) {
   return upper ? s[0].toUpperCase() + s.slice(1) : s;
 }
 
+// `version`: a format version (1..23: folder v01..v23) or a pre-v1 dialect label ("0.x", "1.0".."1.3").
 function parserClass(parsers, version, ident) {
   const file = path.join(parsers, `v${String(version).padStart(2, "0")}`, camel(ident, true) + ".js");
   if (!classes.has(file)) {
@@ -161,12 +163,78 @@ function fragmentMetadata(parse, bytes, entry, array) {
   return out;
 }
 
+// ---- the pre-v1 dialects (prev1.md) ------------------------------------------------------------------------
+
+// A blosc frame (blosc 1.x, as TileDB 1.0-1.2 compress their generic tiles with BLOSC_ZSTD): a 16-byte header,
+// block starts, then per block a size and a zstd stream (one stream per block: the items are bytes).
+function blosc(frame) {
+  const dv = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
+  const [flags, typesize] = [frame[2], frame[3]];
+  const [nbytes, blocksize] = [dv.getUint32(4, true), dv.getUint32(8, true)];
+  if (flags & 0x02) return frame.subarray(16, 16 + nbytes); // stored
+  if (flags >> 5 !== 4 || typesize !== 1) throw new Unsupported(`blosc codec ${flags >> 5}, typesize ${typesize}`);
+  const blocks = [];
+  for (let i = 0; i * blocksize < nbytes; i++) {
+    const start = dv.getUint32(16 + 4 * i, true);
+    const size = dv.getInt32(start, true);
+    const data = frame.subarray(start + 4, start + 4 + size);
+    blocks.push(size === Math.min(blocksize, nbytes - i * blocksize) ? data : fzstd.decompress(data));
+  }
+  return Buffer.concat(blocks);
+}
+
+// A 1.x generic tile (a 30-byte header, no version): {generic_tile, payload}, its chunks decompressed.
+function tile1x(parse, ident, label, bytes, params = []) {
+  const gt = parse("generic_tile", label, bytes);
+  const codec = enumName(gt, "compressor", gt.compressor);
+  const decode = { GZIP: (d) => zlib.inflateSync(d), BLOSC_ZSTD: blosc }[codec];
+  if (codec !== "NO_COMPRESSION" && !decode) throw new Unsupported(`compressor ${codec}`);
+  const data = decode ? Buffer.concat(gt.body.chunks.map((c) => decode(c.data))) : gt.body;
+  return { generic_tile: gt, payload: parse(ident, label, data, params) };
+}
+
+// [attribute_num, dim_num, coords_type] of a pre-v1 schema, the params of its fragment metadata.
+function prev1Params(parse, label, bytes) {
+  if (label === "0.x") {
+    const s = parse("array_schema", label, bytes);
+    return [s.attributeNum, s.dimNum, s.types[s.types.length - 1]];
+  }
+  const s = tile1x(parse, "array_schema", label, bytes).payload;
+  return [s.attributeNum, s.dimNum, s.domainType];
+}
+
+// The params of a pre-v1 data file from its context (the fragment metadata's offsets, the schema's compressor):
+// tile offsets (an uncompressed 0.x field has none: every tile_bytes; else one span), and for 1.x whether the
+// tiles are compressed.
+function dataParams(entry, size) {
+  const c = entry.context;
+  let offsets = c.tile_offsets || [];
+  if (!offsets.length && c.tile_bytes) {
+    offsets = Array.from({ length: Math.ceil(size / c.tile_bytes) }, (_, i) => i * c.tile_bytes);
+  }
+  if (!offsets.length) offsets = [0];
+  return entry.kind === "data_0x" ? [offsets] : [offsets, c.compressor !== "NO_COMPRESSION"];
+}
+
+function prev1Entry(parse, entry, array, label, bytes) {
+  const schema = () => prev1Params(parse, label, fs.readFileSync(path.join(array, entry.context.schema)));
+  switch (entry.kind) {
+    case "array_schema_0x": return parse("array_schema", label, bytes);
+    case "book_keeping_0x": return parse("book_keeping", label, zlib.gunzipSync(bytes), schema());
+    case "array_schema_1x": return tile1x(parse, "array_schema", label, bytes);
+    case "fragment_metadata_1x": return tile1x(parse, "fragment_metadata", label, bytes, schema());
+    case "data_0x": case "data_1x": return parse("data_file", label, bytes, dataParams(entry, bytes.length)).tiles;
+    default: return undefined;
+  }
+}
+
 const TILES = ["array_schema", "enumeration", "metadata", "group_details", "delete_commit", "update_commit"];
 const TEXT = { vacuum: "vacuum_file", ignore: "ignore_file", consolidated_commits: "consolidated_commits" };
 
 // The Kaitai parse of one suite entry, shaped as the suite's value; undefined when no .ksy describes the kind.
 function parseEntry(parse, entry, array, writerVersion) {
   const bytes = fs.readFileSync(path.join(array, entry.file));
+  if (typeof writerVersion === "string") return prev1Entry(parse, entry, array, writerVersion, bytes);
   if (TILES.includes(entry.kind)) return tileWith(parse, entry.kind, bytes);
   if (TEXT[entry.kind]) return parse(TEXT[entry.kind], writerVersion, bytes);
   if (entry.kind === "commit") return parse("commit_marker", writerVersion, bytes);
@@ -184,6 +252,7 @@ function unwrap(k) {
   if (name === "TypedValue" || name === "FieldValue" || name === "FieldSum") return k.value;
   if (name.startsWith("Run")) return k.items;
   if (name === "NdRectangle") return k.ranges;
+  if (name === "TileSpan") return k.subTiles !== undefined ? k.subTiles : k.raw; // a pre-v1 data tile
   if (name === "CoordsPair") return [k.first, k.last];
   if (name === "NdRange") {
     return k.isVar ? { range_size: k.rangeSize, start_size: k.startSize, start: k.startVar, end: k.endVar }
@@ -215,11 +284,14 @@ function same(k, e) {
 
 const LEAF_OBJECTS = ["bytes_hex", "int", "float"];
 
-function compare(k, e, where, out, parent, key) {
+// `named`: the enum name of a number in this field (from its parent's debug info), if it is an enum field.
+function compare(k, e, where, out, named) {
   k = unwrap(k);
   if (e !== null && typeof e === "object" && !Array.isArray(e) && !LEAF_OBJECTS.some((x) => x in e)) {
     if (k === null || typeof k !== "object") return out.diffs.push(`${where}: an object, kaitai ${show(k)}`);
-    for (const name of Object.keys(e)) compare(get(k, name), e[name], `${where}.${name}`, out, k, name);
+    for (const name of Object.keys(e)) {
+      compare(get(k, name), e[name], `${where}.${name}`, out, (v) => enumName(k, name, v));
+    }
     return;
   }
   if (Array.isArray(e)) {
@@ -227,11 +299,11 @@ function compare(k, e, where, out, parent, key) {
     if (!Array.isArray(k) || k.length !== e.length) {
       return out.diffs.push(`${where}: ${e.length} items, kaitai ${show(k)}`);
     }
-    e.forEach((x, i) => compare(k[i], x, `${where}[${i}]`, out, k, i));
+    e.forEach((x, i) => compare(k[i], x, `${where}[${i}]`, out, named)); // a list of enums: the list's field
     return;
   }
   out.leaves += 1;
-  const name = typeof e === "string" && typeof k === "number" ? enumName(parent, String(key), k) : undefined;
+  const name = typeof e === "string" && typeof k === "number" && named ? named(k) : undefined;
   if (!same(name !== undefined ? name : k, e)) out.diffs.push(`${where}: ${JSON.stringify(e)} != kaitai ${show(k)}`);
 }
 
@@ -255,7 +327,8 @@ function main([parsers, ...roots]) {
   const out = { files: 0, compared: 0, leaves: 0, no_ksy: {}, diffs: [] };
   for (const doc of roots.flatMap(expectedFiles).sort()) {
     const caseDir = path.dirname(doc);
-    const writerVersion = Number(path.basename(path.dirname(caseDir)).split("_")[0].slice(1));
+    const label = path.basename(path.dirname(caseDir)).split("_")[0].slice(1); // "22", or "0.x", "1.2"...
+    const writerVersion = /^\d+$/.test(label) ? Number(label) : label;
     for (const entry of JSON.parse(fs.readFileSync(doc, "utf8")).files) {
       out.files += 1;
       const where = `${path.relative(process.cwd(), caseDir)}/array/${entry.file}`;
@@ -271,7 +344,7 @@ function main([parsers, ...roots]) {
         continue;
       }
       out.compared += 1;
-      compare(got, entry.value, where, out, null, null);
+      compare(got, entry.value, where, out);
     }
   }
   const summary = { files: out.files, compared: out.compared, leaves: out.leaves, no_ksy: out.no_ksy,
