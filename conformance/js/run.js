@@ -240,6 +240,10 @@ function parseEntry(parse, entry, array, writerVersion) {
   if (entry.kind === "commit") return parse("commit_marker", writerVersion, bytes);
   if (entry.kind === "data") return parse("data_file", writerVersion, bytes).items;
   if (entry.kind === "fragment_metadata") return fragmentMetadata(parse, bytes, entry, array);
+  if (entry.kind === "consolidated_fragment_metadata") {
+    const schema = schemaInfo(parse, fs.readFileSync(path.join(array, entry.context.schema)));
+    return tileWith(parse, entry.kind, bytes, schema.params);
+  }
   return undefined;
 }
 
@@ -324,7 +328,7 @@ function expectedFiles(root) {
 
 function main([parsers, ...roots]) {
   const parse = makeParser(parsers);
-  const out = { files: 0, compared: 0, leaves: 0, no_ksy: {}, diffs: [] };
+  const out = { files: 0, compared: 0, leaves: 0, no_ksy: {}, kinds: new Set(), diffs: [] };
   for (const doc of roots.flatMap(expectedFiles).sort()) {
     const caseDir = path.dirname(doc);
     const label = path.basename(path.dirname(caseDir)).split("_")[0].slice(1); // "22", or "0.x", "1.2"...
@@ -344,10 +348,12 @@ function main([parsers, ...roots]) {
         continue;
       }
       out.compared += 1;
+      out.kinds.add(entry.kind);
       compare(got, entry.value, where, out);
     }
   }
   const summary = { files: out.files, compared: out.compared, leaves: out.leaves, no_ksy: out.no_ksy,
+                    kinds: [...out.kinds].sort(),
                     disagreements: out.diffs.length, first: out.diffs.slice(0, 100) };
   process.stdout.write(JSON.stringify(summary, null, 1) + "\n");
   if (out.diffs.length) process.exitCode = 1;

@@ -57,6 +57,19 @@ def test_every_suite_file_reads_to_its_expected_json_in_javascript(js_parsers):
     assert (rc, summary["disagreements"]) == (0, 0), "\n".join(summary["first"])
 
 
+def test_the_corpus_soma_and_pandas_read_to_their_suite_json_in_javascript(js_parsers, corpus_suite):
+    """Beyond the committed suite: the corpus (sampled), a tiledbsoma experiment and pandas frames, every
+    structure that has a .ksy; without the 64-bit shim, SOMA's and pandas' values are read wrong."""
+    docs = sorted(corpus_suite.glob("v*/*/expected.json"))
+    rc, summary = run_suite(js_parsers, corpus_suite)
+    assert (rc, summary["disagreements"]) == (0, 0), "\n".join(summary["first"])
+    kinds = {e["kind"] for d in docs for e in json.loads(d.read_text())["files"]}
+    assert set(summary["kinds"]) == kinds - set(summary["no_ksy"]) and summary["compared"] > 1500
+    assert set(summary["no_ksy"]) <= {"lock", "group_marker"}
+    rc, stock = run_suite(js_parsers, corpus_suite / "v22_tiledbsoma", corpus_suite / "v22_pandas", stock_int64=True)
+    assert rc == 1 and stock["disagreements"] > 10
+
+
 def _mutate(value, path):
     """``value`` with the leaf at ``path`` (keys and indices) changed into another leaf of the same kind."""
     *head, last = path

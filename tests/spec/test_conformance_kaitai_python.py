@@ -157,6 +157,8 @@ class Suite:
             return self.parse("data_file", writer_version, data).items
         if kind == "fragment_metadata":
             return self.fragment_metadata(data, entry, array)
+        if kind == "consolidated_fragment_metadata":
+            return self.tile(kind, data, self.schema((array / entry["context"]["schema"]).read_bytes())[2])
         return None
 
 
@@ -264,7 +266,7 @@ _EMPTY_MARKERS = {"lock", "group_marker", "fragment_marker", "consolidation_lock
 
 
 def run(suite: Suite, docs) -> dict:
-    out = {"files": 0, "compared": 0, "leaves": 0, "no_ksy": {}, "diffs": []}
+    out = {"files": 0, "compared": 0, "leaves": 0, "no_ksy": {}, "kinds": set(), "diffs": []}
     for doc in docs:
         label = doc.parent.parent.name.split("_")[0][1:]  # "22", or a pre-v1 dialect: "0.x", "1.2"...
         version = int(label) if label.isdigit() else label
@@ -280,6 +282,7 @@ def run(suite: Suite, docs) -> dict:
                 out["no_ksy"][entry["kind"]] = out["no_ksy"].get(entry["kind"], 0) + 1
                 continue
             out["compared"] += 1
+            out["kinds"].add(entry["kind"])
             compare(got, entry["value"], where, out)
     return out
 
@@ -291,6 +294,17 @@ def test_every_suite_file_reads_to_its_expected_json_in_python(py_parsers):
     assert not out["diffs"], "\n".join(out["diffs"][:40])
     assert set(out["no_ksy"]) <= _EMPTY_MARKERS
     assert out["compared"] == out["files"] - sum(out["no_ksy"].values()) and out["leaves"] > 100_000
+
+
+def test_the_corpus_soma_and_pandas_read_to_their_suite_json_in_python(py_parsers, corpus_suite):
+    """Beyond the committed suite: the corpus (sampled), a tiledbsoma experiment and pandas frames (SOMA's
+    int64 domains near 2^63, saturated sums, pre-1970 datetimes), every structure that has a .ksy."""
+    docs = sorted(corpus_suite.glob("v*/*/expected.json"))
+    out = run(py_parsers, docs)
+    print({k: v for k, v in out.items() if k != "diffs"})
+    assert not out["diffs"], "\n".join(out["diffs"][:40])
+    kinds = {e["kind"] for d in docs for e in json.loads(d.read_text())["files"]}
+    assert out["kinds"] == kinds - _EMPTY_MARKERS and out["compared"] > 1500
 
 
 def test_a_changed_expected_leaf_is_a_disagreement(py_parsers, tmp_path):
