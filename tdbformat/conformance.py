@@ -17,7 +17,8 @@ from .structs.footer import has_footer_length
 from .structs.fragment import FragmentMetadata, fragment_sections
 from .suite_json import to_suite_json
 
-__all__ = ["SUITE_VERSION", "select_cases", "case_document", "write_conformance", "edge_cases", "edge_expected", "write_prev1_cases"]
+__all__ = ["SUITE_VERSION", "select_cases", "case_document", "expected_json", "write_conformance", "write_prev1_cases",
+           "edge_cases", "edge_expected"]
 
 SUITE_VERSION = 2
 #: per format version, the first case of each group that the version's corpus has
@@ -108,14 +109,18 @@ def write_conformance(corpus, out) -> list:
             continue
         array = storage.join(root, writer, case, truth.get("path", "array"))
         files = [f for f in storage.walk(array) if storage.size(f) <= MAX_FILE]
-        target = storage.join(dest, writer, case)
-        for f in files:
-            path = storage.join(target, "array", str(f)[len(str(array)) + 1:])
-            storage.write(path, storage.read(f))
-            written.append(path)
-        path = storage.join(target, "expected.json")
-        storage.write(path, _dumps(case_document(storage, array, files)))
-        written.append(path)
+        written += _write_case(storage, array, files, storage.join(dest, writer, case))
+    return written
+
+
+def _write_case(storage, array, files, target) -> list:
+    """Copy ``files`` of ``array`` to ``target/array`` and write ``target/expected.json``; the paths written."""
+    written = []
+    for f in files:
+        written.append(storage.join(target, "array", str(f)[len(str(array)) + 1:]))
+        storage.write(written[-1], storage.read(f))
+    written.append(storage.join(target, "expected.json"))
+    storage.write(written[-1], expected_json(storage, array, files))
     return written
 
 
@@ -127,13 +132,7 @@ def write_prev1_cases(prev1, out) -> list:
     written = []
     for writer, case, folder in _PREV1_CASES:
         array = storage.join(root, *folder.split("/"))
-        files = storage.walk(array)
-        target = storage.join(dest, writer, case)
-        for f in files:
-            written.append(storage.join(target, "array", str(f)[len(str(array)) + 1:]))
-            storage.write(written[-1], storage.read(f))
-        written.append(storage.join(target, "expected.json"))
-        storage.write(written[-1], _dumps(case_document(storage, array, files)))
+        written += _write_case(storage, array, storage.walk(array), storage.join(dest, writer, case))
     return written
 
 
@@ -146,7 +145,9 @@ _PREV1_CASES = (
 )
 
 
-def _dumps(doc) -> bytes:
+def expected_json(storage, array, files) -> bytes:
+    """The expected.json of ``files`` of the array (or group) at ``array``, as the suite writes it."""
+    doc = case_document(storage, array, files)
     return (json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n").encode()
 
 
@@ -162,4 +163,4 @@ def edge_expected(case) -> bytes:
     """The expected.json of an edge case, from the array files committed in ``case/array``."""
     storage, case = storage_for(case)
     array = storage.join(case, "array")
-    return _dumps(case_document(storage, array, storage.walk(array)))
+    return expected_json(storage, array, storage.walk(array))

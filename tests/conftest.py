@@ -55,7 +55,7 @@ def corpus_suite(tmp_path_factory):
     import os
 
     import corpus
-    from tdbformat.conformance import _dumps, case_document
+    from tdbformat.conformance import expected_json
     from tdbformat.storage import storage_for
 
     data = Path(__file__).parent / "data"
@@ -71,5 +71,5 @@ def corpus_suite(tmp_path_factory):
         target = out / writer / name
         target.mkdir(parents=True)
         os.symlink(Path(array).resolve(), target / "array")
-        storage.commit(target / "expected.json", _dumps(case_document(storage, root, files)))
+        storage.commit(target / "expected.json", expected_json(storage, root, files))
     return out
