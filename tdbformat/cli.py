@@ -245,8 +245,10 @@ def cmd_spec(args) -> int:
         from pathlib import Path
 
         from .ksy import write_ksy
+        from .ksy_prev1 import write_prev1_ksy
 
-        for path in [*write_spec_versions(args.write), *write_ksy(Path(args.write) / "ksy")]:
+        ksy = Path(args.write) / "ksy"
+        for path in [*write_spec_versions(args.write), *write_ksy(ksy), *write_prev1_ksy(ksy)]:
             print(path)
         return 0
     print(spec_json(args.version) if args.json or args.format == "json" else spec_markdown(args.version))

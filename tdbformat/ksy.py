@@ -30,6 +30,7 @@ import re
 from pathlib import Path
 
 import construct
+from construct import Container
 import numpy as np
 from construct.expr import BinExpr, Path as ThisPath, UniExpr
 
@@ -39,6 +40,7 @@ from .numpy_array import NumpyArray
 from .spec import _type_names, structures
 from .storage import LocalStorage
 from .structs.array_schema import value_dtype
+from .structs.fragment import _sum_dtype
 from .versions import FEATURES, KNOWN_VERSIONS, Versioned
 
 __all__ = ["ksy_documents", "ksy_text", "export_ksy", "write_ksy"]
@@ -124,6 +126,12 @@ def _datatype_switch(param: str) -> dict:
     return {"switch-on": param, "cases": {str(int(d)): _numpy_kaitai(value_dtype(d)) for d in Datatype}}
 
 
+def _sum_switch(param: str) -> dict:
+    """The Kaitai type of a sum of a field of the Datatype in ``param`` (int64, uint64 or f64, §12.6)."""
+    return {"switch-on": param,
+            "cases": {str(int(d)): _numpy_kaitai(_sum_dtype(Container(datatype=d))) for d in Datatype}}
+
+
 # A value of a datatype passed as a parameter: domains, extents, ranges, mins and maxes.
 _TYPED_VALUE = {"doc": "one value of a Datatype (datetimes and times as their int64)",
                 "params": [{"id": "datatype", "type": "u1", "doc": "Datatype enum value"}],
@@ -160,7 +168,6 @@ def _field_typed(dtype_fn) -> dict:
     """A helper type for a value whose numpy dtype a declaration computes from the tile's field (``field=``
     in the parse context): the function is asked once per Datatype, and once for a var-sized field."""
     def ask(datatype, var):
-        from construct import Container
         field = Container(datatype=datatype, var=var, cell_val_num=VAR_NUM if var else 1)
         return _numpy_kaitai(np.dtype(dtype_fn(Container(_params=Container(field=field)))))
 
@@ -246,9 +253,10 @@ _OVERRIDES.update({
     ("legacy_fragment_metadata", "file_sizes"): lambda v: {"repeat-expr": "_root.num_attributes + 1"},
     ("tile_min_max", "fixed"): lambda v: {"type": "field_value", "repeat": "eos"},
     ("tile_sums", "data"): lambda v: {"type": "field_sum"},
-    ("fragment_summary", "fields"): lambda v: {"repeat-expr": "_root.field_num"},
-    ("fields", "sum"): lambda v: {"type": None, "size": 8, "doc-suffix": (
-        "opaque here: int64, uint64 or f64 as the field's tile sums (Kaitai would need every field's type)")},
+    ("fragment_summary", "fields"): lambda v: {"repeat-expr": "_root.field_num", "args": "_root.field_types[_index]",
+                                                 "params": [{"id": "datatype", "type": "u1",
+                                                             "doc": "Datatype of this entry's field"}]},
+    ("fields", "sum"): lambda v: {"type": _sum_switch("datatype")},
     ("consolidated_fragment_metadata", "footers"): lambda v: {
         "type": _registered("Fragment metadata footer"), "repeat": "expr", "repeat-expr": "fragment_num"},
     ("windows", "offset"): lambda v: {"type": "typed_value(_root.datatype)", "repeat": None},
@@ -261,7 +269,9 @@ _PARAMS = {
     "fragment_metadata_footer": _SCHEMA_PARAMS, "r_tree": _SCHEMA_PARAMS, "fragment_metadata_v1_2": _SCHEMA_PARAMS,
     "consolidated_fragment_metadata": _SCHEMA_PARAMS,
     "tile_mins_maxes": _FIELD_PARAMS, "tile_sums": _FIELD_PARAMS,
-    "fragment_min_max_sum_null_count": [{"id": "field_num", "type": "u4", "doc": "entries of the index space"}],
+    "fragment_min_max_sum_null_count": [
+        {"id": "field_num", "type": "u4", "doc": "entries of the index space"},
+        {"id": "field_types", "type": "u1[]", "doc": "Datatype of each field of the index space, in index order"}],
     "bit_width_reduction_chunk_metadata": [{"id": "datatype", "type": "u1", "doc": "Datatype of the values"}],
     "positive_delta_chunk_metadata": [{"id": "datatype", "type": "u1", "doc": "Datatype of the values"}],
 }
@@ -378,6 +388,9 @@ class _Leaves:
 class _Builder(_Leaves):
     """One .ksy document: a root structure and the user types, enums and helpers it uses."""
 
+    overrides = _OVERRIDES  # what a Python function means, per (type, field)
+    root_params = _PARAMS  # context a root structure needs, per structure
+
     def __init__(self, version: int):
         self.version = version
         self.names = _type_names()
@@ -399,8 +412,8 @@ class _Builder(_Leaves):
         meta = {"id": ident, "title": structure.title, "endian": "le", "encoding": "UTF-8",
                 "ks-version": "0.11"}
         out = {"meta": meta, "doc": doc, "doc-ref": SPEC_URL + structure.page}
-        if ident in _PARAMS:
-            out["params"] = _PARAMS[ident]
+        if ident in self.root_params:
+            out["params"] = self.root_params[ident]
         out["seq"] = root["seq"]
         if self.types:
             out["types"] = dict(sorted(self.types.items()))
@@ -462,7 +475,7 @@ class _Builder(_Leaves):
         name = sc.name or f"unnamed{index}"
         doc = sc.docs or ""
         attr = {"id": name}
-        override = _OVERRIDES.get((owner, name))
+        override = self.overrides.get((owner, name))
         keys = override(self.version) if override else {}
         con = sc
         try:
@@ -472,6 +485,9 @@ class _Builder(_Leaves):
                            f"entry in tdbformat.ksy._OVERRIDES") from None
         if not present:
             return None
+        if "args" in keys:  # the walked type takes params (a type decided by a sibling of its parent)
+            self.types[attr["type"]] = {"params": keys.pop("params"), **self.types[attr["type"]]}
+            attr["type"] += f"({keys.pop('args')})"
         suffix = keys.pop("doc-suffix", "")
         attr.update(keys)
         attr = {k: v for k, v in attr.items() if v is not None}  # an override may drop a key

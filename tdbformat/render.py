@@ -22,7 +22,9 @@ def plain(value):
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     if isinstance(value, np.ndarray):
-        if value.dtype.kind in "SUVO":
+        if value.dtype.kind == "S":  # each value whole: tolist() drops trailing NULs (b"\x00" would be b"")
+            return [plain(v.tobytes()) for v in value.reshape(-1)]
+        if value.dtype.kind in "UVO":
             return [plain(v) for v in value.tolist()]
         return plain(value.tolist())
     if isinstance(value, enum.Enum):

@@ -28,8 +28,9 @@ LAYERS = [
     ["validate"],
     ["stats", "salvage"],
     ["check"],
-    ["spec"],
+    ["spec", "suite_json"],
     ["ksy", "spec_render", "cat", "conformance"],
+    ["ksy_prev1"],
     ["cli"],
     [""],  # the package's __init__: the public API
 ]
