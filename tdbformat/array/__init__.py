@@ -25,6 +25,7 @@ from ..filters.encryption import normalize_key
 from ..filters.pipeline import thread_count
 from ..structs import array_schema as schema_mod
 from ..structs import enumeration as enumeration_mod
+from ..show.notebook import array_html
 from ..structs.names import parse_timestamped_name
 from ..storage import storage_for
 from .cells import metadata_value, nonempty_bound, range_bound, tiledb_py_metadata
@@ -120,6 +121,9 @@ class Array(TileDBPyReads):
     def __str__(self) -> str:
         """The schema, laid out as TileDB-Py prints ``A.schema``."""
         return show.schema_repr(show.schema_json(self.schema, self.enumerations))
+
+    def _repr_html_(self) -> str:
+        return array_html(self)
 
     def nonempty_domain(self, timestamp=None, raw: bool = False):
         """Per dimension, the inclusive (lo, hi) holding every written cell, as TileDB-Py's

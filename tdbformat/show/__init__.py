@@ -214,3 +214,8 @@ class Schema(Container):
         return schema_repr(schema_json(self, {}))
 
     __str__ = __repr__
+
+    def _repr_html_(self) -> str:
+        from .notebook import schema_html
+
+        return schema_html(schema_json(self, {}))
