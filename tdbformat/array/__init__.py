@@ -122,9 +122,6 @@ class Array(TileDBPyReads):
         """The schema, laid out as TileDB-Py prints ``A.schema``."""
         return show.schema_repr(show.schema_json(self.schema, self.enumerations))
 
-    def _repr_html_(self) -> str:
-        return array_html(self)
-
     def nonempty_domain(self, timestamp=None, raw: bool = False):
         """Per dimension, the inclusive (lo, hi) holding every written cell, as TileDB-Py's
         ``nonempty_domain()``: the union of the non-empty domains of the fragments a read of ``timestamp``
@@ -198,6 +195,8 @@ class Array(TileDBPyReads):
         """``{enumeration name: (values, ordered)}``, parsed on first use."""
         return _load_enumerations(self.storage, self.path, self.schema, self.key)
 
+
+Array._repr_html_ = array_html  # the notebook view (the class is at its 120-line limit)
 
 #: the tile-decoding pools, one per thread count, shared by every read: starting and joining a pool cost a
 #: small read a tenth of its time. Safe to share because no task in them waits for another.
