@@ -1,0 +1,187 @@
+"""``tdbformat html`` pages in a real browser (Debian's headless Chromium through chromium-driver and selenium):
+each page loads without a console error, names every dimension, attribute and live fragment that TileDB wrote
+into truth.json, highlights exactly a field's bytes when the field is selected (the bytes on disk, read as
+``tdbformat inspect --json`` reads the field), names the field of a byte under the pointer, asks no network,
+and stays within its size. One browser for every page; a screenshot per kind under pytest's tmp dir."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import corpus
+from tdbformat.cli import main
+from tdbformat.coverage import spans
+from tdbformat.files import inspect_path
+from tdbformat.render import files_json
+
+#: the largest page a corpus case may make (the issue: "at most a few MB")
+LIMIT = 3 << 20
+V22, V12, V1, V23 = ("v22_tiledb-py-0.36.1_core-2.30.0", "v12_c-api_core-2.8.3", "v1_c-api_core-1.4.0",
+                     "v23_c-api_core-2.31-dev-28aeb653")
+#: arrays of different kinds: dense, sparse, string dimension, enumerations, consolidated, deletes,
+#: encrypted, current domain, consolidated commits, consolidated fragment metadata, format v1, v23
+ARRAYS = [(V22, "dense_2d_multiattr"), (V12, "sparse_2d_rtree"), (V22, "sparse_var_string_dim"),
+          (V22, "enumerations"), (V22, "consolidated_dense"), (V22, "sparse_delete"), (V22, "encrypted_dense"),
+          (V22, "current_domain"), (V22, "commits_consolidated_vacuumed"), (V22, "fragment_meta_consolidated"),
+          (V1, "dense_2d_multiattr"), (V23, "consolidated_sparse_with_timestamps")]
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1400,1000"]
+
+
+def _case(writer: str, name: str) -> Path:
+    return corpus.CORPUS / writer / name
+
+
+@pytest.fixture(scope="module")
+def browser():
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed: pip install "
+                                    "'tdbformat[test]'")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_path = shutil.which("chromedriver")
+    if not chromium or not driver_path:
+        pytest.skip("no headless Chromium and chromium-driver here: apt-get install -y chromium chromium-driver")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    profile = tempfile.mkdtemp(prefix="tdbf-chromium-")
+    for flag in FLAGS + [f"--user-data-dir={profile}"]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    from selenium.webdriver.chrome.service import Service
+
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    driver.get("about:blank")  # the browser's start page loads its own chrome:// resources: before the logs
+    driver.get_log("performance")
+    yield driver
+    driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    return tmp_path_factory.mktemp("html-screenshots")
+
+
+def _render(path, out: Path, key=None) -> Path:
+    argv = ["html", str(path), "-o", str(out)] + (["--key", key] if key else [])
+    assert main(argv) == 0
+    return out
+
+
+def _open(browser, page: Path, shots: Path, name: str) -> str:
+    """Load the page, check the console and the network log, save a screenshot; the page's text."""
+    browser.get_log("performance")  # what earlier pages left
+    browser.get(page.as_uri())
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert not errors, errors
+    urls = []
+    for entry in browser.get_log("performance"):
+        msg = json.loads(entry["message"])["message"]
+        if msg["method"] == "Network.requestWillBeSent":
+            urls.append(msg["params"]["request"]["url"])
+    # the page itself, and nothing else (chrome:// is the browser's own start page, never the network)
+    assert page.as_uri() in urls and all(u == page.as_uri() or u.startswith("chrome://") for u in urls), urls
+    assert page.stat().st_size <= LIMIT
+    browser.save_screenshot(str(shots / f"{name}.png"))
+    return browser.execute_script("return document.body.innerText")
+
+
+def _select(browser, relpath: str, field: str) -> list[int]:
+    """Show the file ``relpath``, click the leaf of ``field``: the offsets of the bytes highlighted."""
+    link = browser.find_element("css selector", f"a.flink[data-file='{relpath}']")
+    browser.execute_script("arguments[0].click()", link)
+    leaf = browser.find_element("css selector", f"#ptree .leaf[data-path='{field}']")
+    browser.execute_script("arguments[0].click()", leaf)
+    return browser.execute_script("return Array.from(document.querySelectorAll('#hex .b.sel'))"
+                                  ".map(e => [e.closest('.hexspace').dataset.space, +e.dataset.o])")
+
+
+def _check_fields(browser, root: Path, f: Path, key=None) -> None:
+    """Selecting a field highlights exactly its bytes; those bytes on disk are the value ``inspect --json``
+    gives; pointing at a byte names its field."""
+    rel = f.relative_to(root).as_posix() if f != root else f.name
+    value = files_json(inspect_path(f, key=key))[0]["value"]
+    data = f.read_bytes()
+    _, found = spans(f, key=key)
+    picked = [(s, _lookup(value, s.path)) for s in found if s.space == "file" and s.path is not None]
+    picked = [(s, v) for s, v in picked if isinstance(v, int) and not isinstance(v, bool)][:3]
+    assert picked, f
+    for s, expected in picked:
+        got = _select(browser, rel, s.path)
+        assert got == [["file", o] for o in range(s.start, s.end)], (f, s.path)
+        assert int.from_bytes(data[s.start:s.end], "little", signed=expected < 0) == expected, (f, s.path)
+    s = picked[-1][0]
+    byte = browser.find_element("css selector", f".hexspace[data-space='file'] .b[data-o='{s.start}']")
+    from selenium.webdriver import ActionChains
+
+    ActionChains(browser).move_to_element(byte).perform()
+    status = browser.find_element("id", "status").text
+    assert f"offset {s.start} " in status and s.path in status, status
+
+
+def _lookup(value, path: str):
+    """The value at a field path ("footer.tile_offsets[0]") of ``inspect --json``'s shape; None if it has none."""
+    for part in path.replace("[", ".[").split("."):
+        try:
+            value = value[int(part[1:-1])] if part.startswith("[") else value[part] if part else value
+        except (KeyError, IndexError, TypeError):
+            return None
+    return value
+
+
+def _fragment_names(truth: dict) -> list[str]:
+    return [fr["uri"].rstrip("/").rsplit("/", 1)[-1] for fr in truth.get("fragments") or []]
+
+
+def _schema_names(schema: dict) -> list[str]:
+    return [d["name"] for d in schema["domain"]["dims"]] + [a["name"] for a in schema["attrs"]]
+
+
+@pytest.mark.parametrize("writer,name", ARRAYS, ids=[f"{w.split('_')[0]}-{n}" for w, n in ARRAYS])
+def test_an_array_page(browser, shots, tmp_path, writer, name):
+    case = _case(writer, name)
+    truth, root, key = corpus.truth(case), corpus.root(case), corpus.key(case)
+    page = _render(root, tmp_path / "page.html", key)
+    text = _open(browser, page, shots, f"{writer}-{name}")
+    missing = [n for n in _schema_names(truth["schema"]) + _fragment_names(truth) if n not in text]
+    assert _fragment_names(truth) and not missing, missing
+    schema = sorted(p for p in corpus.files(root) if "__schema" in p.parts or p.name == "__array_schema.tdb")[-1]
+    _check_fields(browser, root, schema, key)
+
+
+def test_enumerated_cells_show_their_labels(browser, shots, tmp_path):
+    tiledb = pytest.importorskip("tiledb")
+    root = corpus.root(_case(V22, "enumerations"))
+    text = _open(browser, _render(root, tmp_path / "page.html"), shots, "enumerations-labels")
+    with tiledb.open(str(root)) as A:
+        labels = {str(v) for v in A[:]["color"][:20]}  # TileDB-Py reads an enumerated attribute as labels
+    assert labels and all(label in text for label in labels), labels
+
+
+def test_a_group_page(browser, shots, tmp_path):
+    case = _case(V22, "group")
+    truth, root = corpus.truth(case), corpus.root(case)
+    text = _open(browser, _render(root, tmp_path / "page.html"), shots, "group")
+    members = [m["name"] for m in truth["group"]["members"]] + [m["name"] for g in truth["subgroups"].values()
+                                                                for m in g["members"]]
+    names = members + [n for a in truth["member_arrays"].values() for n in _schema_names(a["schema"])
+                       + _fragment_names(a)]
+    assert not [n for n in names if n not in text]
+    _check_fields(browser, root, next((root / "__group").iterdir()))
+
+
+@pytest.mark.parametrize("writer,name,pick", [
+    (V22, "dense_2d_multiattr", lambda r: sorted((r / "__schema").iterdir())[-1]),
+    (V12, "sparse_2d_rtree", lambda r: next(r.rglob("__fragment_metadata.tdb"))),
+    (V22, "filter_zstd", lambda r: next(p for p in r.rglob("*.tdb") if p.parent.parent.name == "__fragments"
+                                        and p.name != "__fragment_metadata.tdb"))],
+    ids=["schema", "fragment-metadata", "data"])
+def test_a_file_page(browser, shots, tmp_path, writer, name, pick):
+    root = corpus.root(_case(writer, name))
+    f = pick(root)
+    _open(browser, _render(f, tmp_path / "page.html"), shots, f"file-{f.name[:24]}")
+    _check_fields(browser, f, f)
