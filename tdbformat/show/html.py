@@ -126,7 +126,7 @@ def _timeline_svg(arr, rows) -> str:
     times = sorted({t for e in events for t in e[:2]} | {m[0] for m in marks})
     if not times:
         return "<p>no fragments, deletes or schemas with timestamps</p>"
-    x = {t: 60 + 700 * (i / max(1, len(times) - 1)) for i, t in enumerate(times)}
+    x = {t: 90 + 680 * (i / max(1, len(times) - 1)) for i, t in enumerate(times)}
     lane, height = 18, 18 * (len(events) + 2) + 30
     out = [f"<svg class=timeline width=820 height={height} xmlns='http://www.w3.org/2000/svg'>"]
     color = {"committed": "#2ca02c", "consolidated": "#ff7f0e", "vacuumed": "#999", "uncommitted": "#d62728",
@@ -135,16 +135,22 @@ def _timeline_svg(arr, rows) -> str:
         y = 10 + i * lane
         out.append(f"<rect x={x[t1]:.1f} y={y} width={max(4, x[t2] - x[t1]):.1f} height=12 fill='{color[state]}'>"
                    f"<title>{esc(name)} ({state}) {t1}-{t2}</title></rect>"
-                   f"<text x=4 y={y + 10} class=lab>{esc(name[:12])}</text>")
+                   f"<text x=4 y={y + 10} class=lab>{esc(_short(name))}</text>")
     y = 10 + len(events) * lane
     for t, what, label in marks:
         fill = {"delete": "#d62728", "vacuum": "#555", "schema": "#1f77b4"}[what]
         out.append(f"<path d='M{x[t]:.1f},{y} l5,7 l-5,7 l-5,-7 z' fill='{fill}'><title>{what}: {esc(label)} "
                    f"at {t}</title></path>")
     out.append(f"<text x=4 y={y + 12} class=lab>marks</text>")
-    out.append(f"<text x=60 y={height - 6} class=lab>{times[0]} ms</text><text x=760 y={height - 6} "
+    out.append(f"<text x=90 y={height - 6} class=lab>{times[0]} ms</text><text x=760 y={height - 6} "
                f"text-anchor=end class=lab>{times[-1]} ms ({len(times)} distinct timestamps)</text></svg>")
     return "".join(out)
+
+
+def _short(name: str) -> str:
+    """A fragment's lane label: the start of its UUID (``__t1_t2_uuid_v``), else of its name."""
+    parts = name.split("_")
+    return parts[-2][:10] if len(parts) >= 5 else name[:12]
 
 
 def _schema_times(arr) -> list:
