@@ -13,13 +13,13 @@ from __future__ import annotations
 import base64
 import io
 import json
+import math
 import pkgutil
 
 import numpy as np
 
 from .. import directory
 from ..array import open_array
-from ..array.cells import nonempty_bound
 from ..cat import group_tree, write_cells
 from ..coverage import spans as file_spans
 from ..errors import FormatError
@@ -28,7 +28,7 @@ from ..storage import storage_for
 from ..validate import validate
 from ..validate.tiles import data_fields, field_offsets
 from . import fragment_rows, jsonable, schema_json, text
-from .notebook import FRAGMENT_COLUMNS, esc, findings_html, fragment_row, schema_html, table
+from .notebook import esc, findings_html, schema_html, table
 
 __all__ = ["page", "write_page", "PAGE_BYTES", "FILE_BYTES"]
 
@@ -38,8 +38,9 @@ PAGE_BYTES = 1 << 20
 FILE_BYTES = 64 << 10
 #: files larger than this are listed, never parsed for the page
 PARSE_BYTES = 8 << 20
-#: MBRs drawn per plot, tiles decoded into the page, cells shown, member arrays of a group shown
-MBRS, TILES, CELLS, MEMBERS = 2000, 24, 20, 8
+#: MBRs drawn per plot, tiles decoded into the page, cells shown, member arrays of a group shown, files listed,
+#: fields of one file linked to its bytes
+MBRS, TILES, CELLS, MEMBERS, FILES, FIELDS = 2000, 24, 20, 8, 2000, 5000
 #: fragment states of ``fragment_rows`` as the file tree classes their files
 _STATES = {"committed": "live", "consolidated": "reclaimable", "uncommitted": "uncommitted", "ignored": "uncommitted",
            "vacuumed": "reclaimable"}
@@ -58,7 +59,7 @@ def _rel(storage, root, p) -> str:
 
 # --- the file tree ---
 
-def _file_states(storage, root, arr, rows) -> dict:
+def _file_states(storage, root, rows) -> dict:
     """``{path: state}`` for the files whose state is not "live": those of consolidated, vacuumed or
     uncommitted fragments (folders and commit files), and metadata files a read no longer loads."""
     states = {r["name"]: _STATES[r["state"]] for r in rows if r["state"] != "committed"}
@@ -92,12 +93,14 @@ def _tree(storage, root, states: dict) -> list[dict]:
 
 def _tree_html(tree: list[dict]) -> str:
     total = {s: sum(f["size"] for f in tree if f["state"] == s) for s in ("live", "reclaimable", "uncommitted")}
+    more = f"<p class=note>... and {len(tree) - FILES} more files, not listed</p>" if len(tree) > FILES else ""
+    tree = tree[:FILES]
     rows = "".join(f"<tr class='st-{f['state']}'><td><a href='#' class=flink data-file='{esc(f['path'])}'>"
                    f"{esc(f['path'])}</a></td><td class=num>{f['size']}</td><td>{esc(f['kind'])}</td>"
                    f"<td>{f['state']}</td></tr>" for f in tree)
     summary = ", ".join(f"{s}: {n} bytes" for s, n in total.items())
     return (f"<p>{len(tree)} files; {summary}</p><table class=tree><tr><th>file</th><th>bytes</th><th>kind</th>"
-            f"<th>state</th></tr>{rows}</table>")
+            f"<th>state</th></tr>{rows}</table>{more}")
 
 
 # --- an array: schema history, timeline, domains, cells, tiles ---
@@ -121,7 +124,8 @@ def _timeline_svg(arr, rows) -> str:
     marks; the axis is the rank of the distinct timestamps (ms apart or years apart, each gets room)."""
     events = [(r["timestamp_range"][0], r["timestamp_range"][1], r["name"], r["state"]) for r in rows]
     marks = ([(d.timestamp, "delete", d.marker) for d in arr._listing.deletes]
-             + [(ts.t1, "vacuum", f"vacuum list {ts.t1}-{ts.t2}: {', '.join(sorted(n))}") for ts, n in arr._listing.vacuums]
+             + [(ts.t1, "vacuum", f"vacuum list {ts.t1}-{ts.t2}: {', '.join(sorted(n))}")
+                for ts, n in arr._listing.vacuums]
              + [(ts, "schema", name) for name, ts in _schema_times(arr)])
     times = sorted({t for e in events for t in e[:2]} | {m[0] for m in marks})
     if not times:
@@ -171,8 +175,10 @@ def _scale(values: list, dim):
         ranks = {v: i for i, v in enumerate(sorted(set(values)))}
         return lambda v, end=False: (ranks[v] + end) / len(ranks)
     if dim.datatype.numpy_dtype.kind == "f":
-        lo, hi = float(min(values)), float(max(values))
-        return lambda v, end=False: 0.5 if hi == lo else (float(v) - lo) / (hi - lo)
+        finite = [float(v) for v in values if math.isfinite(float(v))] or [0.0]
+        lo, hi = min(finite), max(finite)
+        return lambda v, end=False: (0.5 if hi == lo or not math.isfinite(float(v))
+                                     else min(1.0, max(0.0, (float(v) - lo) / (hi - lo))))
     lo, hi = int(min(values)), int(max(values)) + 1
     return lambda v, end=False: (int(v) + end - lo) / (hi - lo)
 
@@ -197,13 +203,12 @@ def _domains_svg(arr) -> list[str]:
         if step > 1:
             notes.append(f"{f.name}: {n} MBRs, every {step}th drawn")
     pairs = [(i, j) for i in range(len(dims)) for j in range(i + 1, len(dims))][:6] or [(0, None)]
-    out = []
-    for i, j in pairs:
-        out.append(_pair_svg(frags, dims, mbrs, i, j))
+    bounds = arr.nonempty_domain()
+    out = [_pair_svg(frags, dims, mbrs, bounds, i, j) for i, j in pairs]
     return out + [f"<p class=note>{esc(n)}</p>" for n in notes]
 
 
-def _pair_svg(frags, dims, mbrs, i, j) -> str:
+def _pair_svg(frags, dims, mbrs, union, i, j) -> str:
     axes = [i] if j is None else [i, j]
     scales = []
     for a in axes:
@@ -217,8 +222,10 @@ def _pair_svg(frags, dims, mbrs, i, j) -> str:
         sx, sy = scales[0], scales[-1]
         left, right = pad + size * sx(x0), pad + size * sx(x1, True)
         top, bottom = (pad + size * (1 - sy(y1, True)), pad + size * (1 - sy(y0))) if j is not None else (pad, pad + 40)
-        style = f"fill='{color}' fill-opacity=0.25 stroke='{color}'" if fill else f"fill=none stroke='{color}' stroke-width=0.6"
-        return f"<rect x={left:.2f} y={top:.2f} width={max(0.5, right - left):.2f} height={max(0.5, bottom - top):.2f} {style}>"
+        style = (f"fill='{color}' fill-opacity=0.25 stroke='{color}'" if fill
+                 else f"fill=none stroke='{color}' stroke-width=0.6")
+        return (f"<rect x={left:.2f} y={top:.2f} width={max(0.5, right - left):.2f} "
+                f"height={max(0.5, bottom - top):.2f} {style}>")
     parts = []
     for k, f in enumerate(frags):
         c = _COLORS[k % len(_COLORS)]
@@ -230,14 +237,12 @@ def _pair_svg(frags, dims, mbrs, i, j) -> str:
                 parts.append(rect([(lh[0][t], lh[1][t]) for lh in lo_hi], c, False) + "</rect>")
     h = size if j is not None else 40
     labels = [dims[a] for a in axes]
-    bounds = " ".join(f"{esc(d.name)}: {esc(jsonable([nonempty_bound(d, min(v for f in frags for v in f.non_empty_domain[a])), nonempty_bound(d, max(v for f in frags for v in f.non_empty_domain[a]))]))}"
-                      for d, a in zip(labels, axes))
-    title = f"{esc(labels[0].name)}" + (f" × {esc(labels[1].name)}" if j is not None else "")
+    bounds = ", ".join(f"{esc(d.name)} in {esc(jsonable(list(union[a])))}" for d, a in zip(labels, axes))
     return (f"<figure><svg width={size + 2 * pad} height={h + 2 * pad} xmlns='http://www.w3.org/2000/svg'>"
             f"<rect x={pad} y={pad} width={size} height={h} fill=none stroke='#aaa'/>{''.join(parts)}"
             f"<text x={pad} y={h + pad + 16} class=lab>{esc(labels[0].name)} →</text>"
             + (f"<text x=4 y={pad - 8} class=lab>↑ {esc(labels[1].name)}</text>" if j is not None else "")
-            + f"</svg><figcaption>{title}: {bounds}</figcaption></figure>")
+            + f"</svg><figcaption>{bounds}</figcaption></figure>")
 
 
 def _cells_html(arr) -> str:
@@ -259,12 +264,15 @@ def _tiles(arr, root) -> list[dict]:
     where each one lies (data file, bytes) and its first values."""
     out = []
     for f in arr.fragments:
-        for idx in data_fields(f):
-            found = field_offsets(f, "", idx)
-            for k in range(min(2, 0 if found is None else len(found[0]))):
-                if len(out) >= TILES:
-                    return out
-                out.append(_tile(arr, root, f, idx, k))
+        try:
+            for idx in data_fields(f):
+                found = field_offsets(f, "", idx)
+                for k in range(min(2, 0 if found is None else len(found[0]))):
+                    if len(out) >= TILES:
+                        return out
+                    out.append(_tile(arr, root, f, idx, k))
+        except FormatError:  # validate's findings say why; the page shows the tiles it can
+            continue
     return out
 
 
@@ -284,24 +292,35 @@ def _tile(arr, root, f, idx, k) -> dict:
     return entry
 
 
-def _array_html(arr, root, findings_of) -> tuple[str, list]:
-    """An array's sections, and its tiles for the file views."""
-    rows = fragment_rows(arr)
-    live = {f.name for f in arr.fragments}
-    frag_rows = [r for r in rows]
+def _array_html(path, root, key, findings_of) -> tuple[str, list, dict]:
+    """An array's sections, its tiles for the file views, and the states of its files; what stops the array
+    from opening is shown in their place."""
+    try:
+        arr = open_array(path, key=key)
+        rows = fragment_rows(arr)
+        live = {f.name for f in arr.fragments}
+        body = _sections(arr, root, rows, live)
+        tiles, states = _tiles(arr, root), _file_states(arr.storage, root, rows)
+    except FormatError as e:
+        body, tiles, states = [f"<h2>{esc(root)}</h2><p class=err>the array does not open: {esc(e)}</p>"], [], {}
+    if findings_of is not None:
+        body += ["<h3>validate</h3>", findings_html(findings_of)]
+    return "".join(body), tiles, states
+
+
+def _sections(arr, root, rows, live) -> list[str]:
+    """The schema, fragments, timeline, domains and cells of an open array."""
     body = [f"<h2>{esc(root)}</h2>", "<h3>schema</h3>", schema_html(schema_json(arr.schema, arr.enumerations)),
             _history_html(arr),
             "<h3>fragments</h3>", table(["fragment", "state", "version", "timestamp_range", "type", "cells", "bytes",
                                          "non_empty_domain"],
                                         [(r["name"], r["state"] + (" (read)" if r["name"] in live else ""),
                                           r["format_version"], r["timestamp_range"], r["type"], r["cell_num"],
-                                          r["bytes"], r["non_empty_domain"]) for r in frag_rows], limit=500),
+                                          r["bytes"], r["non_empty_domain"]) for r in rows], limit=500),
             "<h3>timeline</h3>", _timeline_svg(arr, rows),
             "<h3>non-empty domains and MBRs</h3>", "<div class=plots>", *_domains_svg(arr), "</div>",
             "<h3>first cells</h3>", _cells_html(arr)]
-    if findings_of is not None:
-        body += ["<h3>validate</h3>", findings_html(findings_of)]
-    return "".join(body), _tiles(arr, root)
+    return body
 
 
 # --- files: bytes, spans ---
@@ -328,10 +347,10 @@ def _file_view(storage, root, entry: dict, key, budget: list) -> dict:
             out["notes"].append(f"{name}: the first {keep} of {len(buf)} bytes are in the page")
     kept = {s["name"]: len(base64.b64decode(s["b64"])) for s in out["spaces"]}
     out["spans"] = [[s.space, s.start, s.end, s.path, text(_value(s.value))] for s in found
-                    if s.path is not None and s.end <= kept.get(s.space, 0)]
+                    if s.path is not None and s.end <= kept.get(s.space, 0)][:FIELDS]
     if len(out["spans"]) < sum(s.path is not None for s in found):
-        out["notes"].append(f"{sum(s.path is not None for s in found) - len(out['spans'])} fields lie past the "
-                            "bytes in the page")
+        out["notes"].append(f"{sum(s.path is not None for s in found) - len(out['spans'])} fields are not linked: "
+                            f"past the bytes in the page, or past the first {FIELDS}")
     return out
 
 
@@ -354,9 +373,8 @@ def _collect(path, key) -> tuple[str, str, list, list]:
         body, tiles = _group_html(storage, root, key, findings)
         tree, title = _tree(storage, root, {}), f"group {storage.name(root)}"
     else:
-        arr = open_array(path, key=key)
-        body, tiles = _array_html(arr, root, findings)
-        tree = _tree(storage, root, _file_states(storage, root, arr, fragment_rows(arr)))
+        body, tiles, states = _array_html(path, root, key, findings)
+        tree = _tree(storage, root, states)
         title = f"array {storage.name(root)}"
     budget = [PAGE_BYTES]
     views = [_file_view(storage, root, t, key, budget) for t in tree]
@@ -381,7 +399,7 @@ def _group_html(storage, root, key, findings) -> tuple[str, list]:
                   "group metadata"), "<h3>validate</h3>", findings_html(findings)]
     tiles = []
     for a in arrays:
-        html_, t = _array_html(open_array(a, key=key), a, None)
+        html_, t, _ = _array_html(a, a, key, None)
         body.append(html_)
         tiles += [x | {"file": _rel(storage, root, storage.join(a, x["file"]))} for x in t]
     return "".join(body), tiles[:TILES]

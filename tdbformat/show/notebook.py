@@ -104,7 +104,8 @@ def parsed_file_html(pf, lines: int = 200) -> str:
     """A parsed file (``files.ParsedFile``): its kind and the first ``lines`` of its tree, with byte offsets."""
     tree = to_tree([pf]).splitlines()[1:]
     more = f"\n... {len(tree) - lines} more lines" if len(tree) > lines else ""
-    return _box(f"<div class=cap>{esc(pf.path)} ({esc(pf.kind)})</div><pre>{esc(chr(10).join(tree[:lines]) + more)}</pre>")
+    shown = "\n".join(tree[:lines]) + more
+    return _box(f"<div class=cap>{esc(pf.path)} ({esc(pf.kind)})</div><pre>{esc(shown)}</pre>")
 
 
 def findings_html(findings: list) -> str:

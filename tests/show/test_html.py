@@ -185,3 +185,16 @@ def test_a_file_page(browser, shots, tmp_path, writer, name, pick):
     f = pick(root)
     _open(browser, _render(f, tmp_path / "page.html"), shots, f"file-{f.name[:24]}")
     _check_fields(browser, f, f)
+
+
+def test_a_broken_array_page_says_why_and_keeps_its_files(tmp_path):
+    """A fragment metadata file whose footer length points before the file: the array does not open, and the
+    page still lists its files, shows validate's finding, and the reason in place of the array's sections."""
+    from tdbformat.show.html import page
+
+    shutil.copytree(corpus.root(_case(V22, "sparse_delete")), tmp_path / "a")
+    meta = next((tmp_path / "a").rglob("__fragment_metadata.tdb"))
+    meta.write_bytes(meta.read_bytes()[:-8] + b"\xff" * 8)
+    text = page(tmp_path / "a")
+    assert "the array does not open: " in text and "file-parses" in text
+    assert all(p.name in text for p in corpus.files(tmp_path / "a"))
