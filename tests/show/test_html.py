@@ -198,3 +198,14 @@ def test_a_broken_array_page_says_why_and_keeps_its_files(tmp_path):
     text = page(tmp_path / "a")
     assert "the array does not open: " in text and "file-parses" in text
     assert all(p.name in text for p in corpus.files(tmp_path / "a"))
+
+
+@pytest.mark.parametrize("dialect", ["tiledb-0.6.1/my_workspace/sparse_arrays/sparse_zstd_rle_bzip2",
+                                     "tiledb-1.2.2/my_sparse_array"])
+def test_a_page_of_an_array_from_before_format_version_1(tmp_path, dialect):
+    """Its data files are parsed whole (no fields inside): the page lists and shows every file all the same."""
+    from tdbformat.show.html import page
+
+    root = Path(__file__).resolve().parents[1] / "data" / "prev1" / dialect
+    text = page(root)
+    assert "before format version 1" in text and all(p.name in text for p in corpus.files(root))
