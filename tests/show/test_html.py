@@ -151,6 +151,36 @@ def test_an_array_page(browser, shots, tmp_path, writer, name):
     assert _fragment_names(truth) and not missing, missing
     schema = sorted(p for p in corpus.files(root) if "__schema" in p.parts or p.name == "__array_schema.tdb")[-1]
     _check_fields(browser, root, schema, key)
+    # a field of the schema's unfiltered (decompressed, decrypted) payload: the bytes TileDB's first dimension
+    # name is made of
+    name = truth["schema"]["domain"]["dims"][0]["name"]
+    field = next(s for s in spans(schema, key=key)[1] if s.path and s.path.endswith("dimensions[0].name"))
+    browser.execute_script("arguments[0].click()", browser.find_element(
+        "css selector", f"#ptree .leaf[data-path='{field.path}']"))
+    shown = browser.execute_script("return Array.from(document.querySelectorAll('#hex .b.sel'))"
+                                   ".map(e => [e.closest('.hexspace').dataset.space, +e.dataset.o, e.textContent])")
+    assert [(sp, o) for sp, o, _ in shown] == [(field.space, o) for o in range(field.start, field.end)]
+    assert bytes.fromhex("".join(h for _, _, h in shown)) == name.encode()
+
+
+def test_a_tile_decodes_on_request_to_what_tiledb_reads(browser, shots, tmp_path):
+    """The first tile of a sparse 1-D array's dimension: "decode" shows the first cells of TileDB-Py's global
+    order (capacity 4 per tile) and highlights the tile's bytes in its data file."""
+    tiledb = pytest.importorskip("tiledb")
+    root = corpus.root(_case(V22, "enumerations"))
+    _open(browser, _render(root, tmp_path / "page.html"), shots, "tile-decode")
+    with tiledb.open(str(root)) as A:
+        first = A.query(order="G")[:]["d"][:A.schema.capacity].tolist()
+    data = next(p for p in root.rglob("d0.tdb"))
+    link = browser.find_element("css selector", f"a.flink[data-file='{data.relative_to(root).as_posix()}']")
+    browser.execute_script("arguments[0].click()", link)
+    buttons = browser.find_elements("css selector", ".tile button")
+    button = next(b for b in buttons if "tile 0 of d " in b.get_attribute("textContent"))
+    browser.execute_script("arguments[0].click()", button)
+    shown = button.find_element("xpath", "following-sibling::span").get_attribute("textContent")
+    assert shown.startswith(", ".join(map(str, first)) + " (4 cells)"), shown
+    selected = browser.execute_script("return Array.from(document.querySelectorAll('#hex .b.sel')).map(e => +e.dataset.o)")
+    assert selected and selected[0] == 0 and selected == list(range(selected[0], selected[-1] + 1))
 
 
 def test_enumerated_cells_show_their_labels(browser, shots, tmp_path):
