@@ -19,9 +19,10 @@ import pkgutil
 import numpy as np
 
 from .. import directory
-from ..array import open_array
+from ..array import MemoryBudgetError, open_array
 from ..cat import group_tree, write_cells
 from ..coverage import spans as file_spans
+from ..enums import ArrayType
 from ..errors import FormatError
 from ..render import _scalar
 from ..storage import storage_for
@@ -41,6 +42,8 @@ PARSE_BYTES = 8 << 20
 #: MBRs drawn per plot, tiles decoded into the page, cells shown, member arrays of a group shown, files listed,
 #: fields of one file linked to its bytes
 MBRS, TILES, CELLS, MEMBERS, FILES, FIELDS = 2000, 24, 20, 8, 2000, 5000
+#: a sparse read returns every cell before the first ones are cut: the page reads no larger sparse array
+SPARSE_CELLS = 1_000_000
 #: fragment states of ``fragment_rows`` as the file tree classes their files
 _STATES = {"committed": "live", "consolidated": "reclaimable", "uncommitted": "uncommitted", "ignored": "uncommitted",
            "vacuumed": "reclaimable"}
@@ -247,9 +250,13 @@ def _pair_svg(frags, dims, mbrs, union, i, j) -> str:
 
 def _cells_html(arr) -> str:
     buf = io.StringIO()
+    held = sum(f.cell_num for f in arr.fragments)
+    if arr.schema.array_type != ArrayType.DENSE and held > SPARSE_CELLS:
+        return (f"<p class=note>{held} cells: the page reads the cells of sparse arrays up to {SPARSE_CELLS} cells; "
+                f"`tdbformat cat PATH --limit {CELLS}` prints the first ones</p>")
     try:
         write_cells(arr, buf, fmt="json", limit=CELLS, labels=True)
-    except (FormatError, ValueError) as e:
+    except (FormatError, ValueError, MemoryBudgetError) as e:
         return f"<p class=err>the cells could not be read: {esc(e)}</p>"
     rows = [json.loads(line) for line in buf.getvalue().splitlines()]
     if not rows:
@@ -330,8 +337,9 @@ def _file_view(storage, root, entry: dict, key, budget: list) -> dict:
     leaf fields as ``[space, start, end, path, value]``."""
     out = {"path": entry["path"], "kind": entry["kind"], "size": entry["size"], "spaces": [], "spans": [],
            "notes": []}
-    if entry["size"] > PARSE_BYTES:
-        out["notes"].append(f"{entry['size']} bytes: over the {PARSE_BYTES}-byte bound, not parsed")
+    if entry["size"] > PARSE_BYTES or budget[0] <= 0:
+        out["notes"].append(f"{entry['size']} bytes: over the {PARSE_BYTES}-byte bound, not parsed"
+                            if budget[0] > 0 else f"not in the page: its {PAGE_BYTES} bytes of files are spent")
         return out
     try:
         data, found = file_spans(entry["full"], key=key)
@@ -377,7 +385,7 @@ def _collect(path, key) -> tuple[str, str, list, list]:
         tree = _tree(storage, root, states)
         title = f"array {storage.name(root)}"
     budget = [PAGE_BYTES]
-    views = [_file_view(storage, root, t, key, budget) for t in tree]
+    views = [_file_view(storage, root, t, key, budget) for t in tree[:FILES]]
     return title, "<h3>files</h3>" + _tree_html(tree) + body, views, tiles
 
 
@@ -408,7 +416,8 @@ def _group_html(storage, root, key, findings) -> tuple[str, list]:
 def page(path, key=None) -> str:
     """The page of the array, group or file at ``path`` (``key``: of an encrypted array), as HTML text."""
     title, body, views, tiles = _collect(path, key)
-    data = json.dumps({"files": views, "tiles": tiles}, ensure_ascii=True).replace("</", "<\\/")
+    # no "<" in the script element's text: "</script" or "<!--" there would end or bend it
+    data = json.dumps({"files": views, "tiles": tiles}, ensure_ascii=True).replace("<", "\\u003c")
     return ("<!DOCTYPE html><html><head><meta charset=utf-8>"
             f"<title>tdbformat: {esc(title)}</title><style>{_asset('page.css')}</style></head><body>"
             f"<h1>{esc(title)}</h1><p class=path>{esc(path)}</p>{body}"

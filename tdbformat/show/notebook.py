@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 
+from ..enums import ArrayType
 from ..render import to_tree
 from . import jsonable, schema_json, text
 
@@ -81,7 +82,7 @@ FRAGMENT_COLUMNS = ["fragment", "version", "timestamp_range", "type", "cells", "
 
 def array_html(arr) -> str:
     """An opened array (``array.Array``): what it is, its schema, and the fragments a read sees."""
-    kind = "dense" if arr.schema.array_type == 0 else "sparse"
+    kind = "dense" if arr.schema.array_type == ArrayType.DENSE else "sparse"
     frags = arr.fragments
     head = f"<div class=cap>{esc(arr.path)}: a {kind} array, {len(frags)} fragments</div>"
     return _box(head + schema_html(schema_json(arr.schema, arr.enumerations))

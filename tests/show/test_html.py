@@ -149,7 +149,7 @@ def test_an_array_page(browser, shots, tmp_path, writer, name):
     text = _open(browser, page, shots, f"{writer}-{name}")
     missing = [n for n in _schema_names(truth["schema"]) + _fragment_names(truth) if n not in text]
     assert _fragment_names(truth) and not missing, missing
-    schema = sorted(p for p in corpus.files(root) if "__schema" in p.parts or p.name == "__array_schema.tdb")[-1]
+    schema = sorted(p for p in corpus.files(root) if p.parent.name == "__schema" or p.name == "__array_schema.tdb")[-1]
     _check_fields(browser, root, schema, key)
     # a field of the schema's unfiltered (decompressed, decrypted) payload: the bytes TileDB's first dimension
     # name is made of
@@ -215,6 +215,20 @@ def test_a_file_page(browser, shots, tmp_path, writer, name, pick):
     f = pick(root)
     _open(browser, _render(f, tmp_path / "page.html"), shots, f"file-{f.name[:24]}")
     _check_fields(browser, f, f)
+
+
+def test_markup_in_a_file_name_stays_text(browser, shots, tmp_path):
+    """A stray file named like markup: the page shows its name as text and runs nothing of it (an injected
+    <img> would ask the network for "x" and log an error)."""
+    shutil.copytree(corpus.root(_case(V22, "dense_2d_multiattr")), tmp_path / "a")
+    name = "<img src=x onerror=console.error(1)><!--<script>"
+    (tmp_path / "a" / name).write_bytes(b"<script>console.error(2)</script>")
+    text = _open(browser, _render(tmp_path / "a", tmp_path / "page.html"), shots, "markup-name")
+    assert name in text and "stray-files" in text
+    browser.execute_script("arguments[0].click()", browser.find_element(
+        "xpath", "//a[contains(@class, 'flink') and starts-with(@data-file, '<img')]"))
+    assert not [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert name in browser.execute_script("return document.getElementById('ptree').textContent")
 
 
 def test_a_broken_array_page_says_why_and_keeps_its_files(tmp_path):
