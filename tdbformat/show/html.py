@@ -204,7 +204,7 @@ def _domains_svg(arr) -> list[str]:
         step = max(1, -(-n * len(frags) // MBRS))
         mbrs.append([(lo[::step].tolist(), hi[::step].tolist()) for lo, hi in got])
         if step > 1:
-            notes.append(f"{f.name}: {n} MBRs, every {step}th drawn")
+            notes.append(f"{f.name}: {n} MBRs, 1 in every {step} drawn")
     pairs = [(i, j) for i in range(len(dims)) for j in range(i + 1, len(dims))][:6] or [(0, None)]
     bounds = arr.nonempty_domain()
     out = [_pair_svg(frags, dims, mbrs, bounds, i, j) for i, j in pairs]

@@ -253,3 +253,27 @@ def test_a_page_of_an_array_from_before_format_version_1(tmp_path, dialect):
     root = Path(__file__).resolve().parents[1] / "data" / "prev1" / dialect
     text = page(root)
     assert "before format version 1" in text and all(p.name in text for p in corpus.files(root))
+
+
+def test_a_large_array_is_sampled_and_says_so(tmp_path):
+    """A sparse array of 6000 two-cell tiles (TileDB-Py writes it) and a data file over FILE_BYTES: the page
+    draws every third MBR, embeds the first FILE_BYTES of the file, says both, and stays small."""
+    tiledb = pytest.importorskip("tiledb")
+    import numpy as np
+
+    from tdbformat.show.html import FILE_BYTES, PAGE_BYTES, page
+
+    uri = str(tmp_path / "big")
+    dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 99_999), tile=100, dtype=np.int64),
+                        tiledb.Dim("y", domain=(0, 99_999), tile=100, dtype=np.int64))
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, sparse=True, capacity=2,
+                                                attrs=[tiledb.Attr("a", dtype=np.float64)]))
+    rng = np.random.default_rng(7)
+    with tiledb.open(uri, "w") as A:
+        A[np.arange(12_000) * 8, rng.integers(0, 100_000, 12_000)] = rng.random(12_000)
+    text = page(uri)
+    frag = next(Path(uri, "__fragments").iterdir()).name
+    assert f"{frag}: 6000 MBRs, 1 in every 3 drawn" in text
+    assert text.count("stroke-width=0.6") == 2000  # one pair of dimensions: 2000 MBRs drawn
+    assert f"file: the first {FILE_BYTES} of " in text
+    assert len(text.encode()) < PAGE_BYTES * 4 // 3 + (1 << 20)
