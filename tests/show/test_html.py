@@ -277,3 +277,54 @@ def test_a_large_array_is_sampled_and_says_so(tmp_path):
     assert text.count("stroke-width=0.6") == 2000  # one pair of dimensions: 2000 MBRs drawn
     assert f"file: the first {FILE_BYTES} of " in text
     assert len(text.encode()) < PAGE_BYTES * 4 // 3 + (1 << 20)
+
+
+def test_the_timeline_marks_deletes_and_the_domains_overlap_where_tiledb_says(tmp_path):
+    """sparse_delete: one mark per delete commit on disk, at its timestamp. A 3-D array of two fragments that
+    TileDB-Py writes overlapping: one plot per pair of dimensions, each fragment's rectangle where its
+    non-empty domain (TileDB-Py's fragment info) puts it, so the two overlap in every plot."""
+    tiledb = pytest.importorskip("tiledb")
+    import re
+
+    import numpy as np
+
+    from tdbformat.show.html import page
+
+    root = corpus.root(_case(V22, "sparse_delete"))
+    text = page(root)
+    deletes = sorted(p.name for p in (root / "__commits").glob("*.del"))
+    marks = re.findall(r"<title>delete: __commits/([^ ]+) at (\d+)</title>", text)
+    assert [(n, int(n.split("_")[2])) for n in deletes] == [(n, int(t)) for n, t in marks]
+
+    uri = str(tmp_path / "cube")
+    dims = [tiledb.Dim(n, domain=(0, 99), tile=10, dtype=np.int32) for n in "xyz"]
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(*dims), sparse=True,
+                                                attrs=[tiledb.Attr("a", dtype=np.int32)]))
+    for lo, hi in ((0, 59), (40, 99)):
+        with tiledb.open(uri, "w") as A:
+            A[[lo, hi], [lo, hi], [lo, hi]] = np.array([1, 2], np.int32)
+    text = page(uri)
+    info = tiledb.array_fragments(uri)
+    figures = re.findall(r"<figure>.*?</figure>", text)
+    assert len(figures) == 3  # x-y, x-z, y-z
+    for fig in figures:
+        boxes = []
+        for ned, frag in zip(info.nonempty_domain, info.uri):
+            name = frag.rstrip("/").rsplit("/", 1)[-1]
+            x, y, w, h = map(float, re.search(r"<rect x=([\d.]+) y=([\d.]+) width=([\d.]+) height=([\d.]+) "
+                                              rf"fill='[^']+' fill-opacity=0.25[^>]*><title>{name}:", fig).groups())
+            lo, hi = ned[0]  # every dimension has the same bounds here; the union is [0, 99]: 100 cells, 300 px
+            assert (x, w) == pytest.approx((40 + 3 * lo, 3 * (hi - lo + 1)), abs=0.01)
+            assert (y, h) == pytest.approx((40 + 300 - 3 * (hi + 1), 3 * (hi - lo + 1)), abs=0.01)
+            boxes.append((x, x + w))
+        assert boxes[1][0] < boxes[0][1]  # the second starts before the first ends: they overlap
+
+
+def test_the_command_line(tmp_path, capsys):
+    out = tmp_path / "report.html"
+    root = corpus.root(_case(V22, "dense_2d_multiattr"))
+    assert main(["html", str(root), "-o", str(out)]) == 0
+    assert capsys.readouterr().out == f"{out}: {out.stat().st_size} bytes\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # written atomically: no temporary left
+    assert main(["html", str(tmp_path / "nothing"), "-o", str(tmp_path / "x.html")]) == 2
+    assert "no file or folder here" in capsys.readouterr().err and not (tmp_path / "x.html").exists()
