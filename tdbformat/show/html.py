@@ -82,14 +82,15 @@ def _file_states(storage, root, rows) -> dict:
 
 
 def _tree(storage, root, states: dict) -> list[dict]:
-    files = storage.walk(root) if storage.is_dir(root) else [root]
+    """Every file under ``root`` (or the file ``root`` itself): its path from there, size, kind and state."""
+    base = root if storage.is_dir(root) else storage.parent(root)
     out = []
-    for p in files:
+    for p in storage.walk(root) if storage.is_dir(root) else [root]:
         try:
             kind = directory.file_kind(storage, p)
         except FormatError:
             kind = "unknown"
-        out.append({"path": _rel(storage, root, p), "full": str(p), "size": storage.size(p), "kind": kind,
+        out.append({"path": _rel(storage, base, p), "full": str(p), "size": storage.size(p), "kind": kind,
                     "state": states.get(str(p), "live")})
     return out
 
@@ -373,13 +374,12 @@ def _collect(path, key) -> tuple[str, str, list, list]:
     storage, root = storage_for(path)
     findings = validate(path, key=key)
     if storage.is_file(root):
-        tree = _tree(storage, storage.parent(root), {})
-        tree = [t for t in tree if t["full"] == str(root)] or _tree(storage, root, {})
+        tree = _tree(storage, root, {})
         body, tiles = "<h2>one file</h2>" + "<h3>validate</h3>" + findings_html(findings), []
         title = f"file {storage.name(root)}"
     elif directory.is_group(storage, root):
-        body, tiles = _group_html(storage, root, key, findings)
-        tree, title = _tree(storage, root, {}), f"group {storage.name(root)}"
+        body, tiles, states = _group_html(storage, root, key, findings)
+        tree, title = _tree(storage, root, states), f"group {storage.name(root)}"
     else:
         body, tiles, states = _array_html(path, root, key, findings)
         tree = _tree(storage, root, states)
@@ -389,7 +389,8 @@ def _collect(path, key) -> tuple[str, str, list, list]:
     return title, "<h3>files</h3>" + _tree_html(tree) + body, views, tiles
 
 
-def _group_html(storage, root, key, findings) -> tuple[str, list]:
+def _group_html(storage, root, key, findings) -> tuple[str, list, dict]:
+    """A group's members and metadata, and the sections, tiles and file states of its first member arrays."""
     doc = group_tree(storage, root, key)
     rows, arrays = [], []
 
@@ -405,12 +406,13 @@ def _group_html(storage, root, key, findings) -> tuple[str, list]:
     body = ["<h2>group members</h2>", table(["name", "type", "uri"], rows),
             table(["key", "type", "value"], [(k, e["type"], e["value"]) for k, e in doc["metadata"].items()],
                   "group metadata"), "<h3>validate</h3>", findings_html(findings)]
-    tiles = []
+    tiles, states = [], {}
     for a in arrays:
-        html_, t, _ = _array_html(a, a, key, None)
+        html_, t, s = _array_html(a, a, key, None)
         body.append(html_)
         tiles += [x | {"file": _rel(storage, root, storage.join(a, x["file"]))} for x in t]
-    return "".join(body), tiles[:TILES]
+        states.update(s)
+    return "".join(body), tiles[:TILES], states
 
 
 def page(path, key=None) -> str:

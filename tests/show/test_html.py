@@ -7,6 +7,7 @@ and stays within its size. One browser for every page; a screenshot per kind und
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -284,8 +285,6 @@ def test_the_timeline_marks_deletes_and_the_domains_overlap_where_tiledb_says(tm
     TileDB-Py writes overlapping: one plot per pair of dimensions, each fragment's rectangle where its
     non-empty domain (TileDB-Py's fragment info) puts it, so the two overlap in every plot."""
     tiledb = pytest.importorskip("tiledb")
-    import re
-
     import numpy as np
 
     from tdbformat.show.html import page
@@ -328,3 +327,30 @@ def test_the_command_line(tmp_path, capsys):
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # written atomically: no temporary left
     assert main(["html", str(tmp_path / "nothing"), "-o", str(tmp_path / "x.html")]) == 2
     assert "no file or folder here" in capsys.readouterr().err and not (tmp_path / "x.html").exists()
+
+
+def test_a_group_page_classes_its_member_arrays_files(tmp_path):
+    """A group whose member array was consolidated and not vacuumed: the replaced fragments' files are
+    reclaimable (TileDB-Py's fragment info lists them in to_vacuum), the rest live."""
+    tiledb = pytest.importorskip("tiledb")
+    import numpy as np
+
+    from tdbformat.show.html import _collect
+
+    group = str(tmp_path / "g")
+    tiledb.Group.create(group)
+    uri = f"{group}/arr"
+    dom = tiledb.Domain(tiledb.Dim("d", domain=(0, 9), tile=5, dtype=np.int32))
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=dom, attrs=[tiledb.Attr("a", dtype=np.int32)]))
+    for ts in (1, 2):
+        with tiledb.open(uri, "w", timestamp=ts) as A:
+            A[0:10] = np.full(10, ts, np.int32)
+    tiledb.consolidate(uri)
+    with tiledb.Group(group, "w") as g:
+        g.add("arr", name="arr", relative=True)
+    gone = {u.rstrip("/").rsplit("/", 1)[-1] for u in tiledb.array_fragments(uri, include_mbrs=False).to_vacuum}
+    html_text = _collect(group, None)[1]
+    rows = re.findall(r"<tr class='st-(\w+)'><td><a href='#' class=flink data-file='([^']+)'>", html_text)
+    data = {path: state for state, path in rows if path.endswith("/a0.tdb")}
+    assert len(gone) == 2 and len(data) == 3
+    assert {p: s for p, s in data.items()} == {p: "reclaimable" if p.split("/")[-2] in gone else "live" for p in data}
