@@ -150,6 +150,11 @@ def test_an_array_page(browser, shots, tmp_path, writer, name):
     text = _open(browser, page, shots, f"{writer}-{name}")
     missing = [n for n in _schema_names(truth["schema"]) + _fragment_names(truth) if n not in text]
     assert _fragment_names(truth) and not missing, missing
+    # a fragment folder's files are reclaimable exactly where TileDB's to_vacuum lists the fragment
+    rows = re.findall(r"<tr class='st-(\w+)'><td><a href='#' class=flink data-file='([^']+)'>", page.read_text())
+    gone = {u.rstrip("/").rsplit("/", 1)[-1] for u in truth.get("to_vacuum") or []}
+    frags = {path: state for state, path in rows if path.startswith("__fragments/")}
+    assert frags == {p: "reclaimable" if p.split("/")[1] in gone else "live" for p in frags}
     schema = sorted(p for p in corpus.files(root) if p.parent.name == "__schema" or p.name == "__array_schema.tdb")[-1]
     _check_fields(browser, root, schema, key)
     # a field of the schema's unfiltered (decompressed, decrypted) payload: the bytes TileDB's first dimension
