@@ -710,6 +710,27 @@ def _repair_parser(sub, key_help: str, json_help: str) -> None:
 
 # --- end repair ---
 
+# --- html (tdbformat.show.html) ---
+
+def cmd_html(args) -> int:
+    from .show.html import write_page
+
+    size = write_page(args.path, args.output, key=args.key)
+    print(f"{args.output}: {size} bytes")
+    return 0
+
+
+def _html_parser(sub, key_help: str) -> None:
+    s = sub.add_parser("html", help="one self-contained HTML page of an array, a group or one file: files, schema "
+                       "and history, fragment timeline, domains and MBRs, findings, first cells, and each file's "
+                       "parse tree beside its bytes")
+    s.add_argument("path")
+    s.add_argument("-o", "--output", required=True, metavar="REPORT.html", help="the page to write")
+    s.add_argument("--key", help=key_help)
+    s.set_defaults(func=cmd_html)
+
+# --- end html ---
+
 
 def _writing_parsers(sub, key_help: str) -> None:
     """The parsers of create, write and convert."""
@@ -860,6 +881,7 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_salvage)
     # --- end salvage ---
     _repair_parser(sub, key_help, json_help)
+    _html_parser(sub, key_help)  # --- html ---
     # --- remote: --storage-options on every command that takes a path or a URL ---
     for s in sub.choices.values():
         if {a.dest for a in s._actions} & _PATH_ARGS:

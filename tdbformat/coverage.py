@@ -34,6 +34,8 @@ class Span:
 
 def _walk(value, prefix: str, base: int, space: str, out: list) -> None:
     """The leaf fields of a parsed Container (and the generic tiles inside it) as spans."""
+    if not isinstance(value, dict):  # a value parsed whole (a pre-v1 data file's bytes): no fields inside
+        return
     if isinstance(value, dict) and value.get("_generic_tile") is not None:
         gt_at = value["_generic_tile"]._offsets.get("version", 0) + base
         _walk(value["_generic_tile"], f"{prefix}generic_tile.", base, space, out)

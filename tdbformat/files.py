@@ -13,6 +13,7 @@ from typing import Any
 
 from . import directory
 from .errors import FormatError
+from .show.notebook import parsed_file_html
 from .storage import storage_for
 from .structs.tile import DataFile
 
@@ -38,6 +39,9 @@ class ParsedFile:
         """What ``tdbformat inspect`` shows: the value, or a summary where the value is an object."""
         show = getattr(self.struct, "view", None)
         return show(self.value) if show else self.value
+
+    def _repr_html_(self) -> str:
+        return parsed_file_html(self)
 
 
 def _struct(module: str, name: str):

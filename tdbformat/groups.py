@@ -25,6 +25,7 @@ from construct import Container, ListContainer
 
 from . import directory
 from .enums import ObjectType
+from .show.notebook import group_html
 from .storage import storage_for
 from .structs.group import GroupDetails
 from .structs.names import parse_timestamped_name
@@ -177,3 +178,6 @@ class Group:
 
     def __repr__(self):
         return f"<Group {self.path} v{self.version}: {len(self.members)} members, {len(self._changes)} queued>"
+
+    def _repr_html_(self) -> str:
+        return group_html(self)

@@ -25,6 +25,7 @@ from ..filters.encryption import normalize_key
 from ..filters.pipeline import thread_count
 from ..structs import array_schema as schema_mod
 from ..structs import enumeration as enumeration_mod
+from ..show.notebook import array_html
 from ..structs.names import parse_timestamped_name
 from ..storage import storage_for
 from .cells import metadata_value, nonempty_bound, range_bound, tiledb_py_metadata
@@ -194,6 +195,8 @@ class Array(TileDBPyReads):
         """``{enumeration name: (values, ordered)}``, parsed on first use."""
         return _load_enumerations(self.storage, self.path, self.schema, self.key)
 
+
+Array._repr_html_ = array_html  # the notebook view (the class is at its 120-line limit)
 
 #: the tile-decoding pools, one per thread count, shared by every read: starting and joining a pool cost a
 #: small read a tenth of its time. Safe to share because no task in them waits for another.

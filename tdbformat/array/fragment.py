@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import show
 from ..errors import EncryptionError, FormatError, FormatWarning
+from ..show.notebook import fragment_html
 from ..structs import consolidated as consolidated_mod
 from ..structs import fragment as fragment_mod
 from ..storage import LocalStorage
@@ -56,6 +57,9 @@ class Fragment:
 
     def __repr__(self) -> str:
         return show.fragment_repr(self)
+
+    def _repr_html_(self) -> str:
+        return fragment_html(self)
 
     @property
     def dense(self) -> bool:

@@ -17,8 +17,9 @@ from dataclasses import asdict, dataclass
 from functools import partial
 
 from ..errors import ChecksumError, EncryptionError, FormatError, UnsupportedError
+from ..show.notebook import findings_html
 
-__all__ = ["Finding", "RULES", "Report", "validate", "validate_many"]
+__all__ = ["Finding", "Findings", "RULES", "Report", "validate", "validate_many"]
 
 #: rule id -> (severity, what it checks); ids are stable: scripts and --rules name them
 RULES = {
@@ -73,6 +74,13 @@ class Finding:
         return {k: (jsonable(v) if k in ("expected", "found") else v) for k, v in asdict(self).items()}
 
 
+class Findings(list):
+    """What :func:`validate` returns: a list of :class:`Finding`, shown as a table in a notebook."""
+
+    def _repr_html_(self) -> str:
+        return findings_html(self)
+
+
 class Report:
     """The findings of one validation, limited to the selected rules; each finding is recorded once."""
 
@@ -118,7 +126,7 @@ def _check_rules(rules):
     return list(rules)
 
 
-def validate(path, key=None, rules=None, progress=None, storage_options=None) -> list[Finding]:
+def validate(path, key=None, rules=None, progress=None, storage_options=None) -> Findings:
     """Run the rules (``rules``: ids of :data:`RULES`, default all) over the array, group or file at ``path``
     (``key``: of an encrypted array; ``storage_options``: of a URL's fsspec filesystem); the findings, in the
     order found. ``progress(done, total)`` is called with increments as tiles are found and checked."""
@@ -140,7 +148,7 @@ def validate(path, key=None, rules=None, progress=None, storage_options=None) ->
         validate_array(storage, root, key, report)
     else:
         raise FormatError("no file or folder here", file=str(root))
-    return report.findings
+    return Findings(report.findings)
 
 
 def validate_many(paths, key=None, rules=None, scheduler=None, storage_options=None) -> list[list[Finding]]:

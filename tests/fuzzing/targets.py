@@ -26,6 +26,7 @@ import tdbformat.cli
 from tdbformat import FormatError, open_array, parse_file
 from tdbformat.array import MemoryBudgetError
 from tdbformat.files import inspect_path
+from tdbformat.show.html import page
 
 from .mutate import mutate
 
@@ -66,6 +67,7 @@ def _ops(case: dict):
     # findings are validate's answer; it raises only when the copy is no array, group or file at all
     if case["validate"]:
         yield "validate", lambda: tdbformat.validate(root, key=key)
+        yield "html page", lambda: page(root, key=key)  # validates too: on the same share of the cases
     if case["validate"] and not case["group"]:
         yield "repair --out", lambda: _repair_out(root, key)
     opened = {}
