@@ -688,9 +688,17 @@ def cmd_repair(args) -> int:
     return 1 if left else 0
 
 
-def _repair_parser(sub, key_help: str, json_help: str) -> None:
+def _rescue_parsers(sub, key_help: str, json_help: str) -> None:
+    """The parsers of salvage and repair."""
     from .check.repair import REPAIRS
 
+    s = sub.add_parser("salvage", help="copy every cell of SRC that can still be read into a new array DST and "
+                       "print what was lost; exit 1 if anything was (SRC is only read)")
+    s.add_argument("src")
+    s.add_argument("dst")
+    s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help=json_help % "salvage")
+    s.set_defaults(func=cmd_salvage)
     s = sub.add_parser("repair", help="fix what validate finds: damaged consolidated or array metadata, dangling "
                        "commits, uncommitted folders, stray files, fragments whose metadata lies (a dry run "
                        "unless --in-place or --out)")
@@ -871,16 +879,7 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--json", action="store_true", help=json_help % name)
         s.set_defaults(func=func)
     # --- end validate, stats, versions ---
-    # --- salvage ---
-    s = sub.add_parser("salvage", help="copy every cell of SRC that can still be read into a new array DST and "
-                       "print what was lost; exit 1 if anything was (SRC is only read)")
-    s.add_argument("src")
-    s.add_argument("dst")
-    s.add_argument("--key", help=key_help)
-    s.add_argument("--json", action="store_true", help=json_help % "salvage")
-    s.set_defaults(func=cmd_salvage)
-    # --- end salvage ---
-    _repair_parser(sub, key_help, json_help)
+    _rescue_parsers(sub, key_help, json_help)  # salvage, repair
     _html_parser(sub, key_help)  # --- html ---
     # --- remote: --storage-options on every command that takes a path or a URL ---
     for s in sub.choices.values():
