@@ -30,6 +30,7 @@ from ..structs.commits import negate
 from ..structs.enumeration import Enumeration
 from ..structs.metadata import ArrayMetadata
 from ..structs.names import parse_timestamped_name, timestamped_name
+from ..versions import DEFAULT_WRITE_VERSION
 from . import Array, check_ranges, open_array
 from .cells import filled, from_ordinal, nonempty_bound
 from .create import check_version, create, new_uuid, schema_at
@@ -47,8 +48,9 @@ __all__ = ["convert"]
 _SCHEMA, _FRAGMENT, _METADATA, _DELETE = range(4)
 
 
-def convert(src, dst, version: int, merge: bool = False, key=None, max_chunk_size: int = MAX_CHUNK) -> list[str]:
-    """Rewrite the array at ``src`` as a new array at ``dst`` in format ``version`` (see the module doc);
+def convert(src, dst, version: int = DEFAULT_WRITE_VERSION, merge: bool = False, key=None, max_chunk_size: int = MAX_CHUNK) -> list[str]:
+    """Rewrite the array at ``src`` as a new array at ``dst`` in format ``version`` (see the module doc;
+    default :data:`~tdbformat.versions.DEFAULT_WRITE_VERSION`, the newest a released TileDB writes);
     ``key`` decrypts the source and encrypts the destination; ``max_chunk_size`` is the writer's chunk bound
     (v5+; TileDB's default 64 KiB, 192 bytes in the tiledb-py 0.19-0.25 wheels). Returns the names of the
     fragments written (not counting those of dimension labels' arrays)."""
