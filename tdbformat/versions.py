@@ -172,6 +172,9 @@ FEATURES = _features(
             "coordinate pipeline compresses them (REFERENCE §4.3)", until=2),
     Feature("coordinates_per_dimension", "each dimension's coordinates are a field with its own data file, "
             "not one __coords file (REFERENCE §11)", since=5),
+    Feature("dimension_filters", "a dimension has a filter pipeline of its own (empty: the schema's coords_filters "
+            "apply); before, it has none, so the per-dimension tiles of fragments that TileDB 2.x appends to a "
+            "v1-4 array are stored unfiltered (Dimension::deserialize; read at the schema's version)", since=5),
     Feature("commit_markers", "a fragment is committed by a marker file (.ok, later __commits/*.wrt), not by "
             "the presence of its metadata file", since=5),
     Feature("schema_folder", "schemas are files of __schema/, named by timestamp, not one __array_schema.tdb",
