@@ -188,7 +188,7 @@ def test_a_failed_write_leaves_nothing(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
     with monkeypatch.context() as m:
         m.setattr("tdbformat.storage.os.replace", no_space)
-        with pytest.raises(tdbformat.FormatError, match="No space left"):
+        with pytest.raises(tdbformat.StorageError, match="No space left"):
             tdbformat.put_metadata(path, {"x": 2}, timestamp=2)
     assert sorted(p.name for p in _meta_files(path)) == before
     assert _py_meta(path) == {"k": 1}

@@ -24,7 +24,7 @@ from construct import Container
 from .. import directory
 from ..enums import ArrayType, Datatype, Layout
 from ..filters.pipeline import MAX_CHUNK
-from ..storage import storage_for
+from ..storage import storage_for, syncing
 from ..structs.array_schema import ArraySchema, attributes
 from ..structs.commits import negate
 from ..structs.enumeration import Enumeration
@@ -48,12 +48,20 @@ __all__ = ["convert"]
 _SCHEMA, _FRAGMENT, _METADATA, _DELETE = range(4)
 
 
-def convert(src, dst, version: int = DEFAULT_WRITE_VERSION, merge: bool = False, key=None, max_chunk_size: int = MAX_CHUNK) -> list[str]:
+def convert(src, dst, version: int = DEFAULT_WRITE_VERSION, merge: bool = False, key=None,
+            max_chunk_size: int = MAX_CHUNK, fsync: bool | None = None) -> list[str]:
     """Rewrite the array at ``src`` as a new array at ``dst`` in format ``version`` (see the module doc;
     default :data:`~tdbformat.versions.DEFAULT_WRITE_VERSION`, the newest a released TileDB writes);
     ``key`` decrypts the source and encrypts the destination; ``max_chunk_size`` is the writer's chunk bound
-    (v5+; TileDB's default 64 KiB, 192 bytes in the tiledb-py 0.19-0.25 wheels). Returns the names of the
-    fragments written (not counting those of dimension labels' arrays)."""
+    (v5+; TileDB's default 64 KiB, 192 bytes in the tiledb-py 0.19-0.25 wheels); ``fsync`` (default on, or
+    the environment's ``TDBFORMAT_FSYNC=0``): each commit reaches the disk after what it commits, ``False``
+    for a scratch copy. Returns the names of the fragments written (not counting those of dimension labels'
+    arrays)."""
+    with syncing(fsync):
+        return _convert(src, dst, version, merge, key, max_chunk_size)
+
+
+def _convert(src, dst, version, merge, key, max_chunk_size) -> list[str]:
     version = check_version(version)
     max_chunk_size = checked_chunk_bound(max_chunk_size)
     if not isinstance(merge, bool):

@@ -249,13 +249,16 @@ def _era_folders(version: int) -> list[str]:
     return folders
 
 
-def create(path, schema, version: int = DEFAULT_WRITE_VERSION, key=None, timestamp: int | None = None) -> Container:
+def create(path, schema, version: int = DEFAULT_WRITE_VERSION, key=None, timestamp: int | None = None,
+           fsync: bool | None = None) -> Container:
     """Create an array at ``path`` holding ``schema`` at format ``version`` (default
     :data:`~tdbformat.versions.DEFAULT_WRITE_VERSION`, the newest a released TileDB writes; encrypted with ``key``): the schema
     file of the version's era (``__array_schema.tdb`` v1-9, ``__schema/__t_t_uuid`` from v10), the lock file of
     v1-10, the folders of the era and the enumeration files of a schema with ``enumeration_dicts`` (v20+).
-    Returns the schema Container as written."""
-    storage, root = storage_for(path)
+    ``fsync`` (default on, or the environment's ``TDBFORMAT_FSYNC=0``): the files and folders reach the disk
+    before the schema file is renamed into place; ``False`` for scratch arrays. Returns the schema Container
+    as written."""
+    storage, root = storage_for(path, fsync=fsync)
     built_schema = schema_at(schema, version)
     payloads = schema.enumeration_dicts(version) if hasattr(schema, "enumeration_dicts") else {}
     enumerations = {name: Enumeration.build(Container(p), version=version, key=key) for name, p in payloads.items()}
