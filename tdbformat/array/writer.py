@@ -12,6 +12,7 @@ arrays or ``validity=``. Timestamps are ms, as TileDB-Py's: ``timestamp=`` is th
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.recfunctions import structured_to_unstructured
 from construct import Container
 
 from ..directory import load_schemas
@@ -39,8 +40,11 @@ def _column(values, info, name: str, n: int | None = None) -> np.ndarray:
         return out
     dtype = cell_dtype(info)
     arr = np.asarray(data)
-    if dtype.names and arr.dtype.names is None and arr.shape[-1:] == (info.cell_val_num,):
-        arr = np.ascontiguousarray(arr, dtype[0]).view(dtype)[..., 0]
+    if dtype.kind == "c" and arr.dtype.names:  # records of (real, imaginary)
+        arr = structured_to_unstructured(arr, info.datatype.numpy_dtype)
+    several = dtype.names or (dtype.kind == "c" and arr.dtype.kind != "c")  # values given on a last axis
+    if several and arr.dtype.names is None and arr.shape[-1:] == (info.cell_val_num,):
+        arr = np.ascontiguousarray(arr, info.datatype.numpy_dtype).view(dtype)[..., 0]
     elif arr.dtype.kind in "mM" and dtype.kind in "mM":
         arr = arr.astype(dtype)
     try:
