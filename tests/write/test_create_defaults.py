@@ -134,3 +134,13 @@ def test_enumerations_need_version_20(tmp_path):
     with pytest.raises(ValueError, match="20 or later, not v19"):
         tdbformat.create(tmp_path / "a", _enum_schema(19), version=19)
     assert not (tmp_path / "a").exists()
+
+
+def test_the_docs_say_which_release_reads_each_version():
+    from pathlib import Path
+
+    from tdbformat.versions import KNOWN_VERSIONS, first_reader
+    text = (Path(__file__).resolve().parents[2] / "docs" / "format-versions.md").read_text()
+    assert f"format version **{DEFAULT_WRITE_VERSION}**" in text
+    for v in KNOWN_VERSIONS:
+        assert f"| {v} | {first_reader(v)} |" in text
