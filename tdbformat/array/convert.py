@@ -188,27 +188,30 @@ def _metadata_files(array) -> list:
 
 def _write_schema(array, dst, item, t: int, version: int, key) -> None:
     """The first schema through ``create``; later ones (v10+) beside it at their own timestamps; each under its
-    source name when it has one (fragments name their schema); then the enumeration files the schema names
-    (v20+), rebuilt at ``version``."""
+    source name when it has one (fragments name their schema); the enumeration files the schema names (v20+),
+    rebuilt at ``version``, before it."""
     name, schema = item
     storage, root = storage_for(dst)
     folder = storage.join(root, directory.SCHEMA_DIR)
     keep = version >= 10 and name != directory.LEGACY_SCHEMA and _name_time(name) == t
     data = ArraySchema.build(schema_at(schema, version), key=key, version=version)
+    values = {}
+    for ref in schema.get("enumerations") or []:
+        src = directory.enumeration_path(array.storage, array.path, ref.filename)
+        values[ref.filename] = Enumeration.parse(array.storage.read(src, what="enumeration file"), key=key,
+                                                 filename=str(src))
     if not storage.is_dir(root):
-        create(dst, schema, version, key=key, timestamp=t)
+        create(dst, schema, version, key=key, timestamp=t, enumerations=values)
         if keep:  # create names the file with a new uuid: put it under the source's name instead
             made = directory.schema_files(storage, root)[0]
             storage.commit(storage.join(folder, name), data)
             storage.delete(made)
-    else:
-        storage.commit(storage.join(folder, name if keep else timestamped_name(t, t, new_uuid())), data)
-    for ref in schema.get("enumerations") or []:
-        src = directory.enumeration_path(array.storage, array.path, ref.filename)
-        value = Enumeration.parse(array.storage.read(src, what="enumeration file"), key=key, filename=str(src))
-        target = directory.enumeration_path(storage, root, ref.filename)
+        return
+    for filename, value in values.items():
+        target = directory.enumeration_path(storage, root, filename)
         if not storage.is_file(target):
             storage.commit(target, Enumeration.build(value, version=version, key=key))
+    storage.commit(storage.join(folder, name if keep else timestamped_name(t, t, new_uuid())), data)
 
 
 def _cells(array, frag, schema) -> dict:

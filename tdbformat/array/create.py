@@ -250,18 +250,20 @@ def _era_folders(version: int) -> list[str]:
 
 
 def create(path, schema, version: int = DEFAULT_WRITE_VERSION, key=None, timestamp: int | None = None,
-           fsync: bool | None = None) -> Container:
+           fsync: bool | None = None, enumerations: dict | None = None) -> Container:
     """Create an array at ``path`` holding ``schema`` at format ``version`` (default
-    :data:`~tdbformat.versions.DEFAULT_WRITE_VERSION`, the newest a released TileDB writes; encrypted with ``key``): the schema
-    file of the version's era (``__array_schema.tdb`` v1-9, ``__schema/__t_t_uuid`` from v10), the lock file of
-    v1-10, the folders of the era and the enumeration files of a schema with ``enumeration_dicts`` (v20+).
+    :data:`~tdbformat.versions.DEFAULT_WRITE_VERSION`, the newest a released TileDB writes; encrypted with
+    ``key``): the schema file of the version's era (``__array_schema.tdb`` v1-9, ``__schema/__t_t_uuid`` from
+    v10), the lock file of v1-10, the folders of the era and the enumeration files the schema names (v20+):
+    those of a ``tdbformat.schema.ArraySchema``, or for a schema dict ``enumerations``, ``{file name:
+    payload}`` (what ``Enumeration.parse`` returns), written before the schema file.
     ``fsync`` (default on, or the environment's ``TDBFORMAT_FSYNC=0``): the files and folders reach the disk
     before the schema file is renamed into place; ``False`` for scratch arrays. Returns the schema Container
     as written."""
     storage, root = storage_for(path, fsync=fsync)
     built_schema = schema_at(schema, version)
-    payloads = schema.enumeration_dicts(version) if hasattr(schema, "enumeration_dicts") else {}
-    enumerations = {name: Enumeration.build(Container(p), version=version, key=key) for name, p in payloads.items()}
+    payloads = schema.enumeration_dicts(version) if hasattr(schema, "enumeration_dicts") else enumerations or {}
+    files = {name: Enumeration.build(Container(p), version=version, key=key) for name, p in payloads.items()}
     if storage.is_dir(root) and storage.list(root):
         raise ValueError(f"path: {path} exists and is not empty")
     t = now_ms() if timestamp is None else int(timestamp)
@@ -271,7 +273,7 @@ def create(path, schema, version: int = DEFAULT_WRITE_VERSION, key=None, timesta
         storage.makedirs(storage.join(root, *folder.split("/")))
     if version <= 10:
         storage.write(storage.join(root, LOCK), b"")
-    for name, enumeration in enumerations.items():  # before the schema that names them
+    for name, enumeration in files.items():  # before the schema that names them
         storage.commit(enumeration_path(storage, root, name), enumeration)
     # the schema file makes the folder an array: it comes last, whole (renamed into place)
     if FEATURES["schema_folder"](version):
