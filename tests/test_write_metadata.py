@@ -174,7 +174,7 @@ def test_group_metadata(tmp_path):
         got = {k: G.meta[k].copy() if isinstance(G.meta[k], np.ndarray) else G.meta[k] for k in G.meta}
     assert got.keys() == {"s", "v"} and got["s"] == "text"
     np.testing.assert_array_equal(got["v"], [1.5, 2.5])
-    assert ArrayMetadata.parse(Path(mine).read_bytes())._generic_tile.version == DEFAULT_WRITE_VERSION  # no details yet: as TileDB 2.30
+    assert ArrayMetadata.parse(Path(mine).read_bytes())._generic_tile.version == DEFAULT_WRITE_VERSION  # as TileDB 2.30
 
 
 def test_a_failed_write_leaves_nothing(tmp_path, monkeypatch):
