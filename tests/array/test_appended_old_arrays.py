@@ -57,3 +57,19 @@ def test_tdbformat_arrays_appended_by_tiledb(tmp_path, version):
 
 def test_the_feature_is_declared():
     assert not FEATURES["dimension_filters"](4) and FEATURES["dimension_filters"](5)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
+def test_tdbformat_dense_arrays_appended_by_tiledb(tmp_path, version):
+    dom = S.Domain(S.Dim("x", domain=(1, 8), tile=4, dtype=np.int64), S.Dim("y", domain=(1, 6), tile=3,
+                                                                           dtype=np.int64))
+    schema = S.ArraySchema(domain=dom, attrs=[S.Attr("a", dtype=np.float64, filters=[S.ZstdFilter(level=3)])],
+                           coords_filters=[S.ZstdFilter(level=3)])
+    tdbformat.create(tmp_path / "a", schema, version=version)
+    tdbformat.write(tmp_path / "a", {"a": np.arange(48, dtype=np.float64).reshape(8, 6)}, subarray=[(1, 8), (1, 6)])
+    with tiledb.open(str(tmp_path / "a"), "w") as A:
+        A[2:4, 3:6] = {"a": np.full((2, 3), -1.0)}
+    with tiledb.open(str(tmp_path / "a")) as A:
+        want = A[:]["a"]
+    assert (want == -1).sum() == 6
+    np.testing.assert_array_equal(tdbformat.open_array(tmp_path / "a")[:]["a"], want)
