@@ -117,6 +117,7 @@ def _record_syncs(monkeypatch) -> list:
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to name a descriptor's file")
 @pytest.mark.parametrize("version", [4, 11, 22])
 def test_data_then_folders_are_synced_before_the_commit_is_renamed(tmp_path, monkeypatch, version):
+    monkeypatch.delenv("TDBFORMAT_FSYNC", raising=False)  # the default: on
     _array(tmp_path / "a", version)
     calls = _record_syncs(monkeypatch)
     name = tdbformat.write(tmp_path / "a", {"a": np.full(4, 9, np.int32)}, coords=[np.arange(5, 9)], timestamp=2)
