@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import os
 import stat
 import uuid
@@ -363,10 +364,16 @@ def _sync_folders(storage: LocalStorage) -> None:
 
 
 def _sync_folder(folder) -> None:
-    """The folder's entries (the names of new files and renames) on the disk."""
+    """The folder's entries (the names of new files and renames) on the disk (where folders can be synced: not
+    on Windows, nor on file systems that refuse it with EINVAL)."""
+    if os.name == "nt":
+        return
     fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(fd)
+    except OSError as e:
+        if e.errno != errno.EINVAL:
+            raise
     finally:
         os.close(fd)
 
