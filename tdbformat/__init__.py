@@ -9,7 +9,8 @@ from .array.convert import convert
 from .array.writer import ArrayWriter, create, open_writer, write
 from .groups import Group, create_group
 from .array import schema
-from .errors import ChecksumError, EncryptionError, FormatError, FormatWarning, UnsupportedError, VersionError
+from .errors import (ChecksumError, EncryptionError, FormatError, FormatWarning, StorageError, UnsupportedError,
+                     VersionError)
 from .files import ParsedFile, parse_file
 from .filters import filter_tile, unfilter
 from .structs.tile import FilteredTile
@@ -65,3 +66,4 @@ __all__ += ["to_dask", "storage_for"]
 __all__ += ["FilterPlan"]
 __all__ += ["default_storage_options"]
 __all__ += ["repair"]
+__all__ += ["StorageError"]

@@ -387,32 +387,16 @@ def cmd_create(args) -> int:
     import json
 
     from .array.create import create
-    from .versions import LATEST
 
     doc = json.loads(_read_input(args.schema, "schema JSON"))
     schema = _dict_form(doc) if "domain" in doc and "attributes" in doc else schema_from_json(doc)
-    version = LATEST if args.version is None else args.version
+    version = args.version
     create(args.path, schema, version, key=args.key, timestamp=args.timestamp)
-    if hasattr(schema, "enumeration_dicts") and version >= 20:
-        _write_enumerations(args.path, schema, version, args.key)
     if args.json:
         _print_json(_doc("create", args.path, format_version=version))
     else:
         print(f"created {args.path} (format version {version})")
     return 0
-
-
-def _write_enumerations(path, schema, version: int, key) -> None:
-    from construct import Container
-
-    from .directory import enumeration_path
-    from .storage import storage_for
-    from .structs.enumeration import Enumeration
-
-    storage, root = storage_for(path)
-    for name, payload in schema.enumeration_dicts(version).items():
-        storage.commit(enumeration_path(storage, root, name), Enumeration.build(Container(payload), version=version,
-                                                                                  key=key))
 
 
 def _columns(path) -> dict:
@@ -742,13 +726,16 @@ def _html_parser(sub, key_help: str) -> None:
 
 def _writing_parsers(sub, key_help: str) -> None:
     """The parsers of create, write and convert."""
-    from .versions import KNOWN_VERSIONS
+    from .versions import DEFAULT_WRITE_VERSION, KNOWN_VERSIONS, readers_text
 
+    version_help = (f"format version (default {DEFAULT_WRITE_VERSION}: the newest a released TileDB writes). "
+                    f"Who reads each: {readers_text()}")
     s = sub.add_parser("create", help="create an empty array from a schema (the JSON of `tdbformat schema --json`)")
     s.add_argument("path")
     s.add_argument("--schema", required=True, metavar="SCHEMA.json", help="`tdbformat schema --json` output of an "
                    "array, or the dict ArraySchema.build takes")
-    s.add_argument("--version", type=int, choices=KNOWN_VERSIONS, help="format version (default: the latest)")
+    s.add_argument("--version", type=int, choices=KNOWN_VERSIONS, default=DEFAULT_WRITE_VERSION, metavar="N",
+                   help=version_help)
     s.add_argument("--timestamp", type=int, metavar="T", help="the schema's timestamp (ms; default now)")
     s.add_argument("--key", help="AES-256-GCM key to encrypt the array with")
     s.add_argument("--json", action="store_true", help="print what was written as JSON (docs/json-schema/create.v1.json)")
@@ -768,7 +755,8 @@ def _writing_parsers(sub, key_help: str) -> None:
     s = sub.add_parser("convert", help="rewrite an array at another format version (a new array at DST)")
     s.add_argument("src")
     s.add_argument("dst", help="must not exist; after a failure, delete what was written there")
-    s.add_argument("--version", type=int, choices=KNOWN_VERSIONS, required=True)
+    s.add_argument("--version", type=int, choices=KNOWN_VERSIONS, default=DEFAULT_WRITE_VERSION, metavar="N",
+                   help=version_help)
     s.add_argument("--merge", action="store_true", help="all cells visible now as one fragment (deletes applied)")
     s.add_argument("--max-chunk-size", type=int, default=65536, metavar="BYTES",
                    help="the writer's chunk bound from v5 (TileDB's 64 KiB; 192 as the tiledb-py 0.19-0.25 wheels)")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from construct import ConstructError
 
 __all__ = ["FormatError", "ChecksumError", "EncryptionError", "VersionError", "UnsupportedError", "FormatWarning",
-           "located"]
+           "located", "StorageError"]
 
 
 class FormatError(ValueError):
@@ -59,6 +59,19 @@ class VersionError(FormatError):
 
 class UnsupportedError(FormatError):
     """Valid bytes that need an optional extra (for example WebP) that is not installed."""
+
+
+class StorageError(OSError):
+    """The storage failed (a full disk, an I/O error, no permission, a store out of reach), not the format: the
+    bytes may be fine. An ``OSError``, so ``except OSError`` catches it: ``errno`` is the system's (None where
+    the store gives none) and ``filename`` the file."""
+
+    def __init__(self, errno, reason: str, file):
+        super().__init__(errno, reason, str(file))
+
+    @property
+    def file(self) -> str:
+        return self.filename
 
 
 def _clean_path(path: str | None) -> str | None:

@@ -29,7 +29,7 @@ from .show.notebook import group_html
 from .storage import storage_for
 from .structs.group import GroupDetails
 from .structs.names import parse_timestamped_name
-from .versions import LATEST, checked_version
+from .versions import DEFAULT_WRITE_VERSION, checked_version
 
 __all__ = ["create_group", "Group", "GROUP_DETAILS_SINCE"]
 
@@ -39,7 +39,7 @@ GROUP_DETAILS_SINCE = 12
 DETAILS_V2_SINCE = 18
 
 
-def create_group(path, version: int = LATEST, key=None) -> "Group":
+def create_group(path, version: int = DEFAULT_WRITE_VERSION, key=None) -> "Group":
     """Make a group at ``path`` (its marker file) and return it open for adding members at ``version``."""
     version = checked_version(version)
     storage, root = storage_for(path)
@@ -85,7 +85,7 @@ class Group:
         self.key, self.timestamp = key, timestamp
         directory.checked_timestamp(timestamp)
         if version is None:
-            version = directory.group_format_version(self.storage, self.path, key) or LATEST
+            version = directory.group_format_version(self.storage, self.path, key) or DEFAULT_WRITE_VERSION
         self.version = checked_version(version)
         self._changes = {}  # member key -> (GroupMember Container, removed), in the order they were queued
 

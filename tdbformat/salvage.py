@@ -306,7 +306,7 @@ def _copy_enumerations(arr, dst, lost) -> None:
 def _uncommitted(findings) -> list:
     return [Loss(str(f.file).replace("\\", "/").rstrip("/").rsplit("/", 1)[-1],
                  "the fragment is not committed, so TileDB does not read it; it is not copied")
-            for f in findings if f.rule == "commits" and f.found == "uncommitted"]
+            for f in findings if f.rule == "uncommitted"]
 
 
 def _copy_metadata(arr, dst, lost) -> bool:

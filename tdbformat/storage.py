@@ -2,10 +2,12 @@
 :class:`Storage`. Nothing else in the package opens files.
 
 A storage knows each file's real size, so no read is sized by a length that a file claims: a range past
-the end is a :class:`FormatError` naming the file before anything is allocated. Every ``OSError`` (a
-missing file, a folder where a file belongs, no permission) becomes a ``FormatError`` that names the path
-and what was expected there. Writes are atomic: data goes to a temporary name first and is renamed into
-place (:meth:`Storage.commit`), so a reader sees a file whole or not at all.
+the end is a :class:`FormatError` naming the file before anything is allocated. A missing file, or a folder
+where a file belongs, is a ``FormatError`` that names the path and what was expected there; a failure of the
+storage itself (a full disk, an I/O error, no permission, a store out of reach) is a :class:`StorageError`,
+an ``OSError`` that keeps the errno and names the file. Writes are atomic: data goes to a temporary name
+first, synced, and is renamed into place (:meth:`Storage.commit`), so a reader sees a file whole or not at
+all.
 
 :class:`LocalStorage` serves local paths; :class:`FsspecStorage` serves URLs (``s3://``, ``gs://``, ``az://``,
 ``http(s)://``, ``memory://``, ``file://``) through the same methods, with fsspec as the optional extra
@@ -27,11 +29,11 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import FormatError, UnsupportedError
+from .errors import FormatError, StorageError, UnsupportedError
 
 __all__ = ["Storage", "LocalStorage", "storage_for"]
 __all__ += ["FsspecStorage", "FileView", "URL_SCHEMES", "coalesce"]
-__all__ += ["default_storage_options"]
+__all__ += ["default_storage_options", "StorageError", "syncing"]
 
 
 class _Listings:
@@ -253,7 +255,15 @@ class _FsspecMoves(_Moves):
 
 
 class LocalStorage(_LocalMoves, Storage):
-    """Files on a local disk (paths are :class:`pathlib.Path`)."""
+    """Files on a local disk (paths are :class:`pathlib.Path`). ``fsync`` (default on; :func:`syncing`, or the
+    environment's ``TDBFORMAT_FSYNC=0``, turn it off): files are synced as they close, and :meth:`commit` syncs
+    the folders that gained entries before its rename and its folder after, so that a power loss cannot leave a
+    commit whose data is not on the disk. Off: scratch writes, which a crash of the machine (not of the process)
+    may lose."""
+
+    def __init__(self, fsync: bool | None = None):
+        self.fsync = _fsync_default() if fsync is None else bool(fsync)
+        self._unsynced = set()  # folders that gained an entry since the last commit: synced before the next
 
     def join(self, folder, *names):
         # a Path is not parsed again (three times the cost): this runs for every name of a listing
@@ -308,16 +318,23 @@ class LocalStorage(_LocalMoves, Storage):
 
     def write(self, path, data: bytes) -> None:
         def write():
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_bytes(data)
+            self._mkdir(Path(path).parent)
+            with open(path, "wb") as f:
+                f.write(data)
+                _synced(f, self.fsync)
         self._os(write, path)
+        self._unsynced.add(Path(path).parent)
 
     def commit(self, path, data: bytes) -> None:
+        """``data`` under a temporary name, the folders synced (:func:`_sync_folders`), renamed to ``path``."""
         tmp = Path(path).with_name(f".{Path(path).name}.{uuid.uuid4().hex}.tmp")
         try:
             self.write(tmp, data)
+            _sync_folders(self)
             self._os(lambda: os.replace(tmp, path), path)
-        except FormatError:
+            if self.fsync:
+                self._os(lambda: _sync_folder(Path(path).parent), path)
+        except (FormatError, StorageError):
             # TileDB 2.30 loads every file of __meta/, a partial one too: leave none behind
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
@@ -327,23 +344,98 @@ class LocalStorage(_LocalMoves, Storage):
         self._os(lambda: os.remove(path), path)
 
     def makedirs(self, path) -> None:
-        self._os(lambda: Path(path).mkdir(parents=True, exist_ok=True), path)
+        self._os(lambda: self._mkdir(Path(path)), path)
+
+    def _mkdir(self, folder: Path) -> None:
+        """``folder`` and its missing parents, each noted for the next commit's sync (its entry is in its parent)."""
+        if not folder.is_dir():
+            self._mkdir(folder.parent)
+            folder.mkdir(exist_ok=True)
+            self._unsynced.add(folder.parent)
 
     @contextmanager
     def writer(self, path):
         try:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self._mkdir(Path(path).parent)
             with open(path, "wb") as f:
                 yield f
+                _synced(f, self.fsync)
+            self._unsynced.add(Path(path).parent)
         except OSError as e:
-            raise FormatError(f"cannot access: {e.strerror or e}", file=str(path)) from None
+            raise _local_error(e, path) from None
 
     @staticmethod
     def _os(call, path):
         try:
             return call()
         except OSError as e:
-            raise FormatError(f"cannot access: {e.strerror or e}", file=str(path)) from None
+            raise _local_error(e, path) from None
+
+
+#: what :func:`syncing` set for the local storages made in this thread or task (None: the environment's)
+_FSYNC = contextvars.ContextVar("tdbformat_fsync", default=None)
+
+
+@contextmanager
+def syncing(fsync: bool | None):
+    """Within the block, local storages made without ``fsync=`` of their own take ``fsync`` (None: as before):
+    how a writer's ``fsync=`` reaches every storage a job opens (``convert``'s)."""
+    token = _FSYNC.set(_FSYNC.get() if fsync is None else bool(fsync))
+    try:
+        yield
+    finally:
+        _FSYNC.reset(token)
+
+
+def _fsync_default() -> bool:
+    """Whether to sync: :func:`syncing`'s choice, else the environment's ``TDBFORMAT_FSYNC`` (default on)."""
+    if _FSYNC.get() is not None:
+        return _FSYNC.get()
+    return os.environ.get("TDBFORMAT_FSYNC", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _synced(f, fsync: bool) -> None:
+    """``f``'s bytes flushed and, with ``fsync``, on the disk."""
+    if fsync:
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _sync_folders(storage: LocalStorage) -> None:
+    """Every folder that gained an entry since the last commit synced (the deepest first), with ``fsync``."""
+    if storage.fsync:
+        for folder in sorted(storage._unsynced, key=lambda p: -len(p.parts)):
+            storage._os(lambda: _sync_folder(folder), folder)
+    storage._unsynced.clear()
+
+
+def _sync_folder(folder) -> None:
+    """The folder's entries (the names of new files and renames) on the disk (where folders can be synced: not
+    on Windows, nor on file systems that refuse it with EINVAL)."""
+    if os.name == "nt":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno != errno.EINVAL:
+            raise
+    finally:
+        os.close(fd)
+
+
+#: what is not there, or not what the format puts there: the folder's layout, so a FormatError
+_LAYOUT_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError)
+
+
+def _local_error(e: OSError, path) -> Exception:
+    """The one place a local ``OSError`` becomes ours: a layout problem is a FormatError, anything else (a full
+    disk, an I/O error, no permission) a StorageError keeping the errno."""
+    if isinstance(e, StorageError):  # already ours
+        return e
+    if isinstance(e, _LAYOUT_ERRORS):
+        return FormatError(f"cannot access: {e.strerror or e}", file=str(path))
+    return StorageError(e.errno, f"cannot access: {e.strerror or e}", path)
 
 
 class FileView:
@@ -651,7 +743,7 @@ def _call(call, path, missing=None):
     """``call()``, its errors ours; ``missing()`` is the answer for no such file, when given."""
     try:
         return call()
-    except FormatError:
+    except (FormatError, StorageError):
         raise
     except FileNotFoundError as e:
         if missing is None:
@@ -686,17 +778,18 @@ def _check_fetched(data, path, start: int, end: int) -> bytes:
     return data
 
 
-def _error(e: BaseException, path) -> FormatError:
-    """The one place an fsspec backend's error becomes ours, naming the URL."""
+def _error(e: BaseException, path) -> Exception:
+    """The one place an fsspec backend's error becomes ours, naming the URL: a missing object a FormatError,
+    any other failure (refused, unreachable, denied) a StorageError."""
     if isinstance(e, FileNotFoundError):
         return FormatError("not found", file=str(path))
-    return FormatError(f"cannot access: {type(e).__name__}: {e}", file=str(path))
+    return StorageError(getattr(e, "errno", None), f"cannot access: {type(e).__name__}: {e}", path)
 
 
-def storage_for(path, storage_options=None) -> tuple[Storage, object]:
+def storage_for(path, storage_options=None, fsync: bool | None = None) -> tuple[Storage, object]:
     """The storage that serves ``path``, and the path as that storage spells it: a URL of
     :data:`URL_SCHEMES` goes through fsspec (``storage_options`` passed to its filesystem, as pandas and
-    dask do), a local path to :class:`LocalStorage`."""
+    dask do), a local path to :class:`LocalStorage` (``fsync``: see there; an object store has no syncs)."""
     if isinstance(path, Storage):
         raise TypeError("path: expected a path, not a Storage")
     if not isinstance(path, (str, os.PathLike)):
@@ -710,7 +803,7 @@ def storage_for(path, storage_options=None) -> tuple[Storage, object]:
         return FsspecStorage(scheme, options), path.rstrip("/")
     if storage_options:
         raise ValueError("storage_options: only URLs take storage options, not a local path")
-    return LocalStorage(), Path(path)
+    return LocalStorage(fsync), Path(path)
 
 
 #: what :func:`default_storage_options` set for the URLs of this thread or task

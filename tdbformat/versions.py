@@ -172,6 +172,9 @@ FEATURES = _features(
             "coordinate pipeline compresses them (REFERENCE §4.3)", until=2),
     Feature("coordinates_per_dimension", "each dimension's coordinates are a field with its own data file, "
             "not one __coords file (REFERENCE §11)", since=5),
+    Feature("dimension_filters", "a dimension has a filter pipeline of its own (empty: the schema's coords_filters "
+            "apply); before, it has none, so the per-dimension tiles of fragments that TileDB 2.x appends to a "
+            "v1-4 array are stored unfiltered (Dimension::deserialize; read at the schema's version)", since=5),
     Feature("commit_markers", "a fragment is committed by a marker file (.ok, later __commits/*.wrt), not by "
             "the presence of its metadata file", since=5),
     Feature("schema_folder", "schemas are files of __schema/, named by timestamp, not one __array_schema.tdb",
@@ -276,4 +279,25 @@ LibraryVersion = _LibraryVersionField()
 FIRST_RELEASE = {1: "1.4", 2: "1.5", 3: "1.6", 4: "1.7", 5: "2.0", 6: "2.1", 7: "2.2", 8: "2.2.3", 9: "2.3",
                  10: "2.4", 11: "2.7", 12: "2.8", 13: "2.9", 14: "2.10", 15: "2.11", 16: "2.12", 17: "2.14",
                  18: "2.15", 19: "2.16", 20: "2.17", 21: "2.19", 22: "2.25", 23: "2.30"}
-__all__ += ["FIRST_RELEASE"]
+#: Format versions that the spec's history gives a release which does not write them: v23 ("Introduced in
+#: TileDB 2.30") is on TileDB's main branch only; 2.30.0 and 2.30.1 (TileDB-Py 0.36.1) write and read up to 22
+#: (their constants.cc: ``format_version = 22``) and refuse 23 ("newer than the library format version").
+UNRELEASED = (23,)
+#: What every writer writes when no version is given: the newest version a released TileDB writes, so that
+#: the array opens in released TileDB (``version=LATEST`` stays possible).
+DEFAULT_WRITE_VERSION = max(v for v in FIRST_RELEASE if v not in UNRELEASED)
+
+
+def first_reader(version: int) -> str:
+    """The TileDB releases that read format ``version``: "TileDB 2.25+", or that none released does yet."""
+    if version in UNRELEASED:
+        return f"no released TileDB yet (the spec names {FIRST_RELEASE[version]}, which writes {DEFAULT_WRITE_VERSION})"
+    return f"TileDB {FIRST_RELEASE[version]}+"
+
+
+def readers_text() -> str:
+    """One line per format version and the releases that read it, for ``--help`` texts."""
+    return "; ".join(f"v{v}: {first_reader(v)}" for v in KNOWN_VERSIONS)
+
+
+__all__ += ["FIRST_RELEASE", "UNRELEASED", "DEFAULT_WRITE_VERSION", "first_reader", "readers_text"]

@@ -151,8 +151,9 @@ def test_missing_commit_file(tmp_path):
     root = _copy(tmp_path, "filter_zstd")
     wrt = next(root.rglob("*.wrt"))
     wrt.unlink()
-    bad = _one(validate(root), "commits")
+    bad = _one(validate(root), "uncommitted")
     assert Path(bad.file) == root / "__fragments" / wrt.name[:-4] and bad.found == "uncommitted"
+    assert bad.severity == "warning" and "tdbformat clean --uncommitted" in bad.message
 
 
 def test_wrong_key(tmp_path):

@@ -538,7 +538,7 @@ def test_a_data_file_that_cannot_be_written_fails_the_write_and_leaves_the_array
                     return f.write(data)
             yield Full()
     monkeypatch.setattr(LocalStorage, "writer", full_disk)
-    with pytest.raises(tdbformat.FormatError, match="No space left") as err:
+    with pytest.raises(tdbformat.StorageError, match="No space left") as err:
         write(path, dense_data(np.random.default_rng(2), (8, 6), version >= 7), timestamp=2, max_chunk_size=64)
     assert err.value.file is not None and err.value.file.endswith(".tdb")
     monkeypatch.undo()

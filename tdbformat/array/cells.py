@@ -20,12 +20,15 @@ _STRINGS = {Datatype.STRING_ASCII, Datatype.STRING_UTF8, Datatype.CHAR, Datatype
 
 
 def cell_dtype(info) -> np.dtype:
-    """The numpy dtype of one cell of a fixed-size field (a record of ``cell_val_num`` values if several)."""
+    """The numpy dtype of one cell of a fixed-size field (a record of ``cell_val_num`` values if several; two
+    float32s or float64s are a complex64 or complex128, as TileDB-Py reads and writes them)."""
     base = info.datatype.numpy_dtype
     if info.cell_val_num == 1:
         return base
     if base.kind == "S":
         return np.dtype(f"S{info.cell_val_num}")
+    if base.kind == "f" and info.cell_val_num == 2 and base.itemsize in (4, 8):
+        return np.dtype(f"<c{2 * base.itemsize}")
     return np.dtype(",".join([base.str] * info.cell_val_num))
 
 

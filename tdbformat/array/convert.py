@@ -24,12 +24,13 @@ from construct import Container
 from .. import directory
 from ..enums import ArrayType, Datatype, Layout
 from ..filters.pipeline import MAX_CHUNK
-from ..storage import storage_for
+from ..storage import storage_for, syncing
 from ..structs.array_schema import ArraySchema, attributes
 from ..structs.commits import negate
 from ..structs.enumeration import Enumeration
 from ..structs.metadata import ArrayMetadata
 from ..structs.names import parse_timestamped_name, timestamped_name
+from ..versions import DEFAULT_WRITE_VERSION
 from . import Array, check_ranges, open_array
 from .cells import filled, from_ordinal, nonempty_bound
 from .create import check_version, create, new_uuid, schema_at
@@ -47,11 +48,20 @@ __all__ = ["convert"]
 _SCHEMA, _FRAGMENT, _METADATA, _DELETE = range(4)
 
 
-def convert(src, dst, version: int, merge: bool = False, key=None, max_chunk_size: int = MAX_CHUNK) -> list[str]:
-    """Rewrite the array at ``src`` as a new array at ``dst`` in format ``version`` (see the module doc);
+def convert(src, dst, version: int = DEFAULT_WRITE_VERSION, merge: bool = False, key=None,
+            max_chunk_size: int = MAX_CHUNK, fsync: bool | None = None) -> list[str]:
+    """Rewrite the array at ``src`` as a new array at ``dst`` in format ``version`` (see the module doc;
+    default :data:`~tdbformat.versions.DEFAULT_WRITE_VERSION`, the newest a released TileDB writes);
     ``key`` decrypts the source and encrypts the destination; ``max_chunk_size`` is the writer's chunk bound
-    (v5+; TileDB's default 64 KiB, 192 bytes in the tiledb-py 0.19-0.25 wheels). Returns the names of the
-    fragments written (not counting those of dimension labels' arrays)."""
+    (v5+; TileDB's default 64 KiB, 192 bytes in the tiledb-py 0.19-0.25 wheels); ``fsync`` (default on, or
+    the environment's ``TDBFORMAT_FSYNC=0``): each commit reaches the disk after what it commits, ``False``
+    for a scratch copy. Returns the names of the fragments written (not counting those of dimension labels'
+    arrays)."""
+    with syncing(fsync):
+        return _convert(src, dst, version, merge, key, max_chunk_size)
+
+
+def _convert(src, dst, version, merge, key, max_chunk_size) -> list[str]:
     version = check_version(version)
     max_chunk_size = checked_chunk_bound(max_chunk_size)
     if not isinstance(merge, bool):
@@ -178,27 +188,30 @@ def _metadata_files(array) -> list:
 
 def _write_schema(array, dst, item, t: int, version: int, key) -> None:
     """The first schema through ``create``; later ones (v10+) beside it at their own timestamps; each under its
-    source name when it has one (fragments name their schema); then the enumeration files the schema names
-    (v20+), rebuilt at ``version``."""
+    source name when it has one (fragments name their schema); the enumeration files the schema names (v20+),
+    rebuilt at ``version``, before it."""
     name, schema = item
     storage, root = storage_for(dst)
     folder = storage.join(root, directory.SCHEMA_DIR)
     keep = version >= 10 and name != directory.LEGACY_SCHEMA and _name_time(name) == t
     data = ArraySchema.build(schema_at(schema, version), key=key, version=version)
+    values = {}
+    for ref in schema.get("enumerations") or []:
+        src = directory.enumeration_path(array.storage, array.path, ref.filename)
+        values[ref.filename] = Enumeration.parse(array.storage.read(src, what="enumeration file"), key=key,
+                                                 filename=str(src))
     if not storage.is_dir(root):
-        create(dst, schema, version, key=key, timestamp=t)
+        create(dst, schema, version, key=key, timestamp=t, enumerations=values)
         if keep:  # create names the file with a new uuid: put it under the source's name instead
             made = directory.schema_files(storage, root)[0]
             storage.commit(storage.join(folder, name), data)
             storage.delete(made)
-    else:
-        storage.commit(storage.join(folder, name if keep else timestamped_name(t, t, new_uuid())), data)
-    for ref in schema.get("enumerations") or []:
-        src = directory.enumeration_path(array.storage, array.path, ref.filename)
-        value = Enumeration.parse(array.storage.read(src, what="enumeration file"), key=key, filename=str(src))
-        target = directory.enumeration_path(storage, root, ref.filename)
+        return
+    for filename, value in values.items():
+        target = directory.enumeration_path(storage, root, filename)
         if not storage.is_file(target):
             storage.commit(target, Enumeration.build(value, version=version, key=key))
+    storage.commit(storage.join(folder, name if keep else timestamped_name(t, t, new_uuid())), data)
 
 
 def _cells(array, frag, schema) -> dict:

@@ -16,13 +16,14 @@ import numpy as np
 from construct import Container, ListContainer
 
 from ..directory import (COMMITS_DIR, ENUMERATIONS_DIR, FRAGMENT_META_DIR, FRAGMENTS_DIR, LABELS_DIR, LEGACY_SCHEMA,
-                         LOCK, META_DIR, SCHEMA_DIR)
+                         LOCK, META_DIR, SCHEMA_DIR, enumeration_path)
 from ..enums import Datatype, FilterType, Layout
 from ..storage import storage_for
 from ..structs.array_schema import VAR_NUM, ArraySchema
+from ..structs.enumeration import Enumeration
 from ..structs.filter_pipeline import DEFAULT_MAX_CHUNK_SIZE
 from ..structs.names import timestamped_name
-from ..versions import FEATURES, KNOWN_VERSIONS, LATEST
+from ..versions import DEFAULT_WRITE_VERSION, FEATURES, KNOWN_VERSIONS, LATEST
 
 __all__ = ["create", "schema_at", "SCHEMA_FEATURES", "new_uuid", "now_ms", "check_version"]
 
@@ -182,7 +183,7 @@ def _as_container(value):
     return value
 
 
-def schema_at(schema, version: int = LATEST) -> Container:
+def schema_at(schema, version: int = DEFAULT_WRITE_VERSION) -> Container:
     """``schema`` as the Container ``ArraySchema.build`` takes at ``version`` (see the module doc)."""
     version = check_version(version)
     if hasattr(schema, "to_dict"):
@@ -248,12 +249,21 @@ def _era_folders(version: int) -> list[str]:
     return folders
 
 
-def create(path, schema, version: int = LATEST, key=None, timestamp: int | None = None) -> Container:
-    """Create an array at ``path`` holding ``schema`` at format ``version`` (encrypted with ``key``): the schema
-    file of the version's era (``__array_schema.tdb`` v1-9, ``__schema/__t_t_uuid`` from v10), the lock file of
-    v1-10 and the folders of the era. Returns the schema Container as written."""
-    storage, root = storage_for(path)
+def create(path, schema, version: int = DEFAULT_WRITE_VERSION, key=None, timestamp: int | None = None,
+           fsync: bool | None = None, enumerations: dict | None = None) -> Container:
+    """Create an array at ``path`` holding ``schema`` at format ``version`` (default
+    :data:`~tdbformat.versions.DEFAULT_WRITE_VERSION`, the newest a released TileDB writes; encrypted with
+    ``key``): the schema file of the version's era (``__array_schema.tdb`` v1-9, ``__schema/__t_t_uuid`` from
+    v10), the lock file of v1-10, the folders of the era and the enumeration files the schema names (v20+):
+    those of a ``tdbformat.schema.ArraySchema``, or for a schema dict ``enumerations``, ``{file name:
+    payload}`` (what ``Enumeration.parse`` returns), written before the schema file.
+    ``fsync`` (default on, or the environment's ``TDBFORMAT_FSYNC=0``): the files and folders reach the disk
+    before the schema file is renamed into place; ``False`` for scratch arrays. Returns the schema Container
+    as written."""
+    storage, root = storage_for(path, fsync=fsync)
     built_schema = schema_at(schema, version)
+    payloads = schema.enumeration_dicts(version) if hasattr(schema, "enumeration_dicts") else enumerations or {}
+    files = {name: Enumeration.build(Container(p), version=version, key=key) for name, p in payloads.items()}
     if storage.is_dir(root) and storage.list(root):
         raise ValueError(f"path: {path} exists and is not empty")
     t = now_ms() if timestamp is None else int(timestamp)
@@ -263,6 +273,8 @@ def create(path, schema, version: int = LATEST, key=None, timestamp: int | None 
         storage.makedirs(storage.join(root, *folder.split("/")))
     if version <= 10:
         storage.write(storage.join(root, LOCK), b"")
+    for name, enumeration in files.items():  # before the schema that names them
+        storage.commit(enumeration_path(storage, root, name), enumeration)
     # the schema file makes the folder an array: it comes last, whole (renamed into place)
     if FEATURES["schema_folder"](version):
         storage.makedirs(storage.join(root, SCHEMA_DIR))

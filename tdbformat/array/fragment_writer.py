@@ -319,6 +319,17 @@ def _tile_stats(info, cells, mask, is_dim, var=None):
     return lo, hi, total, nulls
 
 
+def _saturating_float_sum(values):
+    """Doubles added in order until a sum of finite values would pass the largest double: then that (or the
+    lowest), as Sum<T, double>::sum clamps."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        sums = np.cumsum(values)
+    out = np.flatnonzero(~np.isfinite(sums) & np.isfinite(values))
+    if not len(out) or not np.isfinite(sums[out[0] - 1] if out[0] else 0.0):
+        return sums[-1]
+    return np.float64(np.finfo(np.float64).max if values[out[0]] > 0 else np.finfo(np.float64).min)
+
+
 def _string_min_max(info, cells, mask, var) -> tuple:
     """The least and greatest valid string cells as TileDB keeps them (:func:`extreme_cells`), as bytes
     (None, None: no valid cell)."""
@@ -336,12 +347,12 @@ def _string_min_max(info, cells, mask, var) -> tuple:
 
 def _saturating_sum(values, acc: str, bounds=None):
     """``values`` added one after the other as TileDB's metadata generator adds them (Sum<T>::sum,
-    compute_fragment_sum): an integer sum that would leave its type stops at the type's max (or min); floats
-    add in order. ``bounds``: their (min, max) if known."""
+    compute_fragment_sum): a sum that would leave its type stops at the type's max (or min, or lowest
+    double) and adds nothing more. ``bounds``: their (min, max) if known."""
     if not len(values):
         return np.zeros((), acc)[()]
     if acc == "<f8":
-        return np.cumsum(values, dtype=acc)[-1]
+        return _saturating_float_sum(np.asarray(values, acc))
     lo, hi = bounds or (values.min(), values.max())
     if len(values) * max(abs(int(lo)), abs(int(hi))) < (2**64 if acc == "<u8" else 2**63):
         return values.sum(dtype=acc)  # no running sum can leave the type: one vectorised pass, no cumsum

@@ -21,7 +21,7 @@ from .. import directory
 from ..enums import Datatype
 from ..storage import storage_for
 from ..structs.metadata import ArrayMetadata
-from ..versions import LATEST
+from ..versions import DEFAULT_WRITE_VERSION
 from .cells import NP_FLAT, NP_SHAPE
 from .schema import datatype_of
 
@@ -110,7 +110,7 @@ def metadata_entries(puts: Mapping | None = None, deletes: Iterable = ()) -> lis
 def _version(storage, root, key) -> int:
     """The array's format version; a group's is that of its details files (the newest if it has none)."""
     if directory.is_group(storage, root):
-        return directory.group_format_version(storage, root, key) or LATEST
+        return directory.group_format_version(storage, root, key) or DEFAULT_WRITE_VERSION
     return directory.array_format_version(storage, root, key)
 
 

@@ -12,6 +12,7 @@ arrays or ``validity=``. Timestamps are ms, as TileDB-Py's: ``timestamp=`` is th
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.recfunctions import structured_to_unstructured
 from construct import Container
 
 from ..directory import load_schemas
@@ -39,8 +40,11 @@ def _column(values, info, name: str, n: int | None = None) -> np.ndarray:
         return out
     dtype = cell_dtype(info)
     arr = np.asarray(data)
-    if dtype.names and arr.dtype.names is None and arr.shape[-1:] == (info.cell_val_num,):
-        arr = np.ascontiguousarray(arr, dtype[0]).view(dtype)[..., 0]
+    if dtype.kind == "c" and arr.dtype.names:  # records of (real, imaginary)
+        arr = structured_to_unstructured(arr, info.datatype.numpy_dtype)
+    several = dtype.names or (dtype.kind == "c" and arr.dtype.kind != "c")  # values given on a last axis
+    if several and arr.dtype.names is None and arr.shape[-1:] == (info.cell_val_num,):
+        arr = np.ascontiguousarray(arr, info.datatype.numpy_dtype).view(dtype)[..., 0]
     elif arr.dtype.kind in "mM" and dtype.kind in "mM":
         arr = arr.astype(dtype)
     try:
@@ -265,9 +269,10 @@ def _sparse_bounds(dims, keys, columns, starts, bounds):
 class ArrayWriter:
     """An array opened for writing (:func:`open_writer`): each assignment writes one fragment."""
 
-    def __init__(self, path, timestamp=None, key=None, max_chunk_size: int = MAX_CHUNK, threads: int | None = None):
+    def __init__(self, path, timestamp=None, key=None, max_chunk_size: int = MAX_CHUNK, threads: int | None = None,
+                 fsync: bool | None = None):
         self.path, self.threads = path, None if threads is None else thread_count(threads)
-        self.storage, self.root = storage_for(path)
+        self.storage, self.root = storage_for(path, fsync=fsync)
         self.key, self.timestamp, self.max_chunk_size = key, _timestamp(timestamp), _chunk_bound(max_chunk_size)
         schemas = load_schemas(self.storage, self.root, key=key)
         self.schema_name, self.schema = schemas[-1]
@@ -427,21 +432,26 @@ def _check_subarray(schema, subarray) -> list:
     return out
 
 
-def open_writer(path, timestamp=None, key=None, max_chunk_size: int = MAX_CHUNK, threads: int | None = None) \
-        -> ArrayWriter:
+def open_writer(path, timestamp=None, key=None, max_chunk_size: int = MAX_CHUNK, threads: int | None = None,
+                fsync: bool | None = None) -> ArrayWriter:
     """The array at ``path`` opened for writing (``tdbformat.open_array(path, "w")``): assignments write
     fragments at ``timestamp`` (ms; default now), encrypted with ``key``; tiles are chunked at
     ``max_chunk_size`` bytes from v5 (TileDB's default 64 KiB; v1-4 chunk by the pipeline's bound) and
     filtered by ``threads`` threads (default ``tdbformat.filters.set_threads``: one per core), which give
-    the same bytes in any number."""
-    return ArrayWriter(path, timestamp=timestamp, key=key, max_chunk_size=max_chunk_size, threads=threads)
+    the same bytes in any number. ``fsync`` (default on, or the environment's ``TDBFORMAT_FSYNC=0``): data
+    files and fragment metadata reach the disk before the commit marker is renamed into place; ``False``
+    for scratch writes that a crash of the machine may lose."""
+    return ArrayWriter(path, timestamp=timestamp, key=key, max_chunk_size=max_chunk_size, threads=threads,
+                       fsync=fsync)
 
 
 def write(path, data, *, subarray=None, coords=None, validity=None, timestamp=None, key=None,
           max_chunk_size: int = MAX_CHUNK, uuid: str | None = None, cell_timestamps=None, delete_timestamps=None,
-          delete_conditions=None, processed_conditions=None, threads: int | None = None) -> str:
-    """Write one fragment to the array at ``path`` (see :meth:`ArrayWriter.write`); returns its name."""
-    return open_writer(path, timestamp, key, max_chunk_size, threads).write(
+          delete_conditions=None, processed_conditions=None, threads: int | None = None,
+          fsync: bool | None = None) -> str:
+    """Write one fragment to the array at ``path`` (see :meth:`ArrayWriter.write`); returns its name.
+    ``fsync``: as :func:`open_writer` (``False``: no syncs, for scratch writes)."""
+    return open_writer(path, timestamp, key, max_chunk_size, threads, fsync).write(
         data, subarray=subarray, coords=coords, validity=validity, uuid=uuid, cell_timestamps=cell_timestamps,
         delete_timestamps=delete_timestamps, delete_conditions=delete_conditions,
         processed_conditions=processed_conditions)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from construct import Construct, Container, Flag, If, Int32ul, Int64ul, Rebuild, evaluate, this
+from construct import Construct, Container, Flag, If, Int32ul, Int64ul, ListContainer, Rebuild, evaluate, this
 
 from ..enums import (
     ArrayType, ArrayTypeEnum, CurrentDomainType, CurrentDomainTypeEnum, DataOrderEnum, Datatype, DatatypeEnum,
@@ -23,8 +23,8 @@ from ..enums import (
 )
 from ..errors import FormatError
 from ..fields import Bounded, Counted, Raw, Section, Struct, Text, Valid, rule, switch, text_field
-from ..versions import KNOWN_VERSIONS, FormatVersion, since, until
-from .filter_pipeline import FilterPipeline
+from ..versions import FEATURES, KNOWN_VERSIONS, FormatVersion, since, until
+from .filter_pipeline import DEFAULT_MAX_CHUNK_SIZE, FilterPipeline
 from .generic_tile import generic_tile
 
 __all__ = [
@@ -298,13 +298,17 @@ def schema_version(schema) -> int:
 
 
 def dimensions(schema) -> list[FieldInfo]:
-    """The dimensions as fields; an empty dimension pipeline means the coords_filters apply."""
+    """The dimensions as fields; an empty dimension pipeline means the coords_filters apply, and a dimension
+    of a v1-4 schema has an empty one of its own (feature ``dimension_filters``: what TileDB 2.x's fragments
+    in such an array store its dimension tiles with)."""
     domain = schema.domain
+    own = schema.get("version") is None or FEATURES["dimension_filters"](schema.version)
     out = []
     for dim in domain.dimensions:
         datatype = Datatype(dim.datatype if dim.get("datatype") is not None else domain.domain_type)
         cell_val_num = dim.cell_val_num if dim.get("cell_val_num") is not None else 1
-        filters = dim.filters if dim.get("filters") is not None and dim.filters.filters else schema.coords_filters
+        filters = dim.filters if dim.get("filters") is not None and dim.filters.filters else \
+            schema.coords_filters if own else Container(max_chunk_size=DEFAULT_MAX_CHUNK_SIZE, filters=ListContainer())
         out.append(FieldInfo(dim.name, datatype, cell_val_num, cell_val_num == VAR_NUM, False, filters))
     return out
 

@@ -35,7 +35,9 @@ RULES = {
     "duplicates": ("error", "a sparse fragment has no duplicate coordinates unless the schema allows them"),
     "tile-stats": ("error", "tile mins, maxes, sums and null counts equal the values recomputed from the data"),
     "checksums": ("error", "MD5 and SHA-256 checksum filters verify"),
-    "commits": ("error", "every fragment folder is committed, and every commit marker names a fragment"),
+    "commits": ("error", "every commit marker names a fragment"),
+    "uncommitted": ("warning", "every fragment folder is committed (one that is not, a write that stopped, "
+                               "readers ignore; `tdbformat clean --uncommitted` removes it)"),
     "stray-files": ("warning", "every file is part of the format"),
     "vacuum-targets": ("warning", "vacuum lists name fragments that exist or were vacuumed consistently"),
     "fragment-schema": ("error", "the schema each fragment names exists"),

@@ -145,8 +145,9 @@ def _commits(storage, root, listing, report) -> None:
         version = parse_timestamped_name(name).version
         what = ("commit marker (.ok or .wrt)" if version is not None and FEATURES["commit_markers"](version)
                 else directory.FRAGMENT_METADATA)
-        report.add("commits", f"fragment {name} has no {what}: readers ignore its cells", file=folder,
-                   expected="committed", found="uncommitted")
+        report.add("uncommitted", f"fragment {name} has no {what} (a write that stopped): readers ignore its "
+                   "cells; `tdbformat clean --uncommitted` removes it", file=folder, expected="committed",
+                   found="uncommitted")
     for folder in (root, storage.join(root, directory.COMMITS_DIR)):
         for name in storage.list(folder):
             stem, _, suffix = name.rpartition(".")

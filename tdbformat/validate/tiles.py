@@ -12,6 +12,8 @@ from ..array import order
 from ..array.cells import cell_dtype
 from ..array.fragment import _KINDS
 from ..array.dense import _tile_jobs
+from ..array.fragment_writer import _saturating_sum as saturating_sum
+from ..array.fragment_writer import _sum_dtype as sum_dtype
 from ..directory import FRAGMENT_METADATA
 from ..enums import FilterType
 from ..errors import FormatError
@@ -242,27 +244,16 @@ def _has_stats(info) -> bool:
     return not info.var and info.cell_val_num == 1 and info.datatype.name not in _NO_STATS and not lossy
 
 
-def _sum_kind(dtype: np.dtype) -> str:
-    return {"f": "f", "u": "u", "b": "u"}.get(dtype.kind, "i")
-
-
 def _stats(values: np.ndarray, valid, info):
-    """(min, max, sum, null count) of a tile's valid cells as TileDB computes them (None where it keeps
-    none: no valid cell, NaNs, a sum that may have saturated)."""
+    """(min, max, sum, null count) of a tile's valid cells as TileDB computes them, sums clamped at their
+    type's limits (None where it keeps none: no valid cell, NaNs)."""
     nulls = 0 if valid is None else int(np.count_nonzero(valid == 0))
     if valid is not None:
         values = values[valid != 0]
     if not len(values) or (values.dtype.kind == "f" and np.isnan(values).any()):
         return None, None, None, nulls
-    kind = _sum_kind(values.dtype)
-    if kind == "f":
-        total = float(np.sum(values, dtype=np.float64))
-    elif values.dtype.itemsize <= 4 and len(values) < 2**31:  # an int64 sum of these cannot overflow
-        total = int(np.sum(values, dtype=np.int64 if kind == "i" else np.uint64))
-    else:  # TileDB saturates where numpy wraps: compare only sums far from the limits
-        wide = np.sum(values, dtype=np.float64)
-        total = None if abs(wide) >= 2.0**62 else int(np.sum(values, dtype=np.int64 if kind == "i" else np.uint64))
-    return values.min(), values.max(), total, nulls
+    lo, hi = values.min(), values.max()
+    return lo, hi, saturating_sum(values, sum_dtype(values.dtype.kind), (lo, hi)).item(), nulls
 
 
 #: section -> (the footer field that locates it, what one value is)

@@ -1,0 +1,149 @@
+"""Issue #39 §0b: a failing storage is not a broken format. A full disk or an I/O error raises
+``StorageError``, an ``OSError`` that keeps the errno and names the file, on reads and writes, and leaves what
+was committed as it was; bytes that break the format stay ``FormatError``. And writes sync: the data files and
+the fragment metadata, then their folders, reach the disk before the commit marker is renamed into place."""
+
+from __future__ import annotations
+
+import builtins
+import errno
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tdbformat
+from tdbformat import FormatError, StorageError
+from tdbformat import schema as S
+from tdbformat import storage as storage_module
+
+tiledb = pytest.importorskip("tiledb")
+
+
+def _array(path, version=22):
+    dom = S.Domain(S.Dim("d", domain=(1, 8), tile=4, dtype=np.int64))
+    tdbformat.create(path, S.ArraySchema(domain=dom, attrs=[S.Attr("a", dtype=np.int32)], sparse=True),
+                     version=version)
+    tdbformat.write(path, {"a": np.arange(4, dtype=np.int32)}, coords=[np.arange(1, 5)], timestamp=1)
+
+
+def _failing_open(monkeypatch, code, when):
+    """``open`` in the storage layer fails with ``code`` for the paths and modes ``when(path, mode)`` picks."""
+    real = builtins.open
+
+    def fake(path, mode="r", *args, **kwargs):
+        if when(str(path), mode):
+            raise OSError(code, os.strerror(code), str(path))
+        return real(path, mode, *args, **kwargs)
+    monkeypatch.setattr(storage_module, "open", fake, raising=False)
+
+
+def _tiledb_cells(path):
+    with tiledb.open(str(path)) as A:
+        return {k: v.tolist() for k, v in A[:].items()}
+
+
+def test_an_io_error_on_read_is_an_oserror_naming_the_file(tmp_path, monkeypatch):
+    _array(tmp_path / "a")
+    _failing_open(monkeypatch, errno.EIO, lambda p, mode: p.endswith("a0.tdb"))
+    with pytest.raises(OSError) as e:
+        tdbformat.open_array(tmp_path / "a")[:]
+    assert isinstance(e.value, StorageError) and not isinstance(e.value, FormatError)
+    assert e.value.errno == errno.EIO and e.value.filename.endswith("a0.tdb")
+    assert "Input/output error" in str(e.value)
+
+
+@pytest.mark.parametrize("failing", ["a0.tdb", "__fragment_metadata.tdb", ".wrt."])
+def test_a_full_disk_on_write_loses_nothing(tmp_path, monkeypatch, failing):
+    _array(tmp_path / "a")
+    before = _tiledb_cells(tmp_path / "a")
+    commits = sorted(os.listdir(tmp_path / "a" / "__commits"))
+    _failing_open(monkeypatch, errno.ENOSPC, lambda p, mode: "w" in mode and failing in p)
+    with pytest.raises(OSError) as e:
+        tdbformat.write(tmp_path / "a", {"a": np.full(4, 9, np.int32)}, coords=[np.arange(5, 9)], timestamp=2)
+    assert isinstance(e.value, StorageError) and e.value.errno == errno.ENOSPC and failing in e.value.filename
+    monkeypatch.undo()
+    assert sorted(os.listdir(tmp_path / "a" / "__commits")) == commits  # nothing committed
+    assert not list((tmp_path / "a").rglob("*.tmp"))
+    assert _tiledb_cells(tmp_path / "a") == before
+    got = tdbformat.open_array(tmp_path / "a")[:]
+    assert {k: v.tolist() for k, v in got.items()} == before
+
+
+def test_a_failed_rename_leaves_no_commit(tmp_path, monkeypatch):
+    _array(tmp_path / "a")
+    before = _tiledb_cells(tmp_path / "a")
+
+    def replace(src, dst):
+        raise OSError(errno.EIO, os.strerror(errno.EIO), str(dst))
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(StorageError) as e:
+        tdbformat.write(tmp_path / "a", {"a": np.full(4, 9, np.int32)}, coords=[np.arange(5, 9)], timestamp=2)
+    assert e.value.errno == errno.EIO and e.value.filename.endswith(".wrt")
+    monkeypatch.undo()
+    assert _tiledb_cells(tmp_path / "a") == before and not list((tmp_path / "a").rglob("*.tmp"))
+
+
+def test_a_short_file_is_still_a_format_error(tmp_path):
+    _array(tmp_path / "a")
+    data = next((tmp_path / "a").rglob("a0.tdb"))
+    data.write_bytes(data.read_bytes()[:-3])
+    with pytest.raises(FormatError):
+        tdbformat.open_array(tmp_path / "a")[:]
+
+
+def test_a_missing_folder_is_still_a_format_error(tmp_path):
+    with pytest.raises(FormatError):
+        tdbformat.open_array(tmp_path / "nothing")
+
+
+def _record_syncs(monkeypatch) -> list:
+    """(call, path) of every os.fsync and os.replace, in order (an fsync's path read from its descriptor)."""
+    calls, real_fsync, real_replace = [], os.fsync, os.replace
+
+    def fsync(fd):
+        calls.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        return real_fsync(fd)
+
+    def replace(src, dst):
+        calls.append(("replace", str(dst)))
+        return real_replace(src, dst)
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    return calls
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to name a descriptor's file")
+@pytest.mark.parametrize("version", [4, 11, 22])
+def test_data_then_folders_are_synced_before_the_commit_is_renamed(tmp_path, monkeypatch, version):
+    monkeypatch.delenv("TDBFORMAT_FSYNC", raising=False)  # the default: on
+    _array(tmp_path / "a", version)
+    calls = _record_syncs(monkeypatch)
+    name = tdbformat.write(tmp_path / "a", {"a": np.full(4, 9, np.int32)}, coords=[np.arange(5, 9)], timestamp=2)
+    monkeypatch.undo()
+    commit = [i for i, (op, p) in enumerate(calls) if op == "replace"]
+    assert len(commit) == 1, calls  # one rename: the commit (v1-4: the fragment metadata file)
+    before, after = calls[:commit[0]], calls[commit[0] + 1:]
+    synced = [Path(p) for op, p in before if op == "fsync"]
+    folder = next(p for p in (tmp_path / "a").rglob(name) if p.is_dir())
+    data = sorted(p for p in folder.iterdir() if p.suffix == ".tdb")
+    assert data and all(p in synced for p in data if p.name != "__fragment_metadata.tdb" or version > 4), calls
+    assert folder in synced and folder.parent in synced, calls  # the fragment's entries, and its own entry
+    target = Path(calls[commit[0]][1])
+    assert [Path(p) for op, p in after if op == "fsync"] == [target.parent], calls  # the rename, synced
+    assert all(synced.index(p) < synced.index(folder) for p in data if p in synced)  # files before folders
+
+
+def test_fsync_false_syncs_nothing_and_writes_the_same(tmp_path, monkeypatch):
+    _array(tmp_path / "a")
+    calls = _record_syncs(monkeypatch)
+    tdbformat.write(tmp_path / "a", {"a": np.full(4, 9, np.int32)}, coords=[np.arange(5, 9)], timestamp=2,
+                    fsync=False)
+    tdbformat.create(tmp_path / "b", tdbformat.open_array(tmp_path / "a").schema, fsync=False)
+    tdbformat.convert(tmp_path / "a", tmp_path / "c", fsync=False)
+    monkeypatch.setenv("TDBFORMAT_FSYNC", "0")
+    tdbformat.write(tmp_path / "b", {"a": np.full(4, 9, np.int32)}, coords=[np.arange(5, 9)], timestamp=2)
+    monkeypatch.undo()
+    assert [op for op, _ in calls if op == "fsync"] == []
+    assert _tiledb_cells(tmp_path / "c") == _tiledb_cells(tmp_path / "a")
