@@ -115,8 +115,8 @@ def _classify(storage, root, f: Finding):
         return None
     if f.rule == "stray-files":
         return "stray-files", parts
-    if f.rule == "commits":
-        return ("uncommitted" if f.found == "uncommitted" else "commit-markers"), parts
+    if f.rule in ("uncommitted", "commits"):  # a folder no marker commits; a marker naming no folder
+        return ("uncommitted" if f.rule == "uncommitted" else "commit-markers"), parts
     top = parts[0]
     if top == directory.FRAGMENT_META_DIR or (len(parts) == 1 and top.endswith(".meta")):
         return "consolidated-fragment-metadata", parts
