@@ -3,7 +3,7 @@
 import sys
 from pathlib import Path
 
-from tdbformat.conformance import write_conformance
+from tdbformat.spec.conformance import write_conformance
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,12 +19,12 @@ import uuid
 import numpy as np
 from construct import Container, ListContainer
 
-from ..enums import (
+from .enums import (
     ArrayType, Compressor, CurrentDomainType, DataOrder, Datatype, FilterType, Layout, WebpInputFormat,
 )
-from ..structs.array_schema import VAR_NUM, value_dtype
-from ..structs.filter_pipeline import DEFAULT_MAX_CHUNK_SIZE
-from ..versions import LATEST, checked_version
+from .structs.array_schema import VAR_NUM, value_dtype
+from .structs.filter_pipeline import DEFAULT_MAX_CHUNK_SIZE
+from .versions import LATEST, checked_version
 
 __all__ = [
     "Filter", "FilterList", "NoOpFilter", "GzipFilter", "ZstdFilter", "LZ4Filter", "RleFilter", "Bzip2Filter",

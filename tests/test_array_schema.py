@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from corpus import CORPUS, HISTORIC, case_id, cases, files, key, root, truth
 from tdbformat.enums import ArrayType, Datatype, FilterType, Layout
 from tdbformat.errors import FormatError, VersionError
-from tdbformat.strategies import array_schemas
+from tdbformat.testing.strategies import array_schemas
 from tdbformat.structs.array_schema import (
     VAR_NUM, ArraySchema, Attribute, attributes, check_not_pre_v1, dimensions, fill_value,
 )

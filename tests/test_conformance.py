@@ -10,7 +10,7 @@ import pytest
 
 import corpus
 from tdbformat import parse_file
-from tdbformat.conformance import _value, select_cases, write_conformance
+from tdbformat.spec.conformance import _value, select_cases, write_conformance
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "conformance"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import tdbformat
-from tdbformat.directory import metadata_files
+from tdbformat.layout import metadata_files
 from tdbformat.structs.names import parse_timestamped_name
 
 from corpus import CORPUS, cases, key, root, truth

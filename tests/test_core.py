@@ -13,7 +13,7 @@ from corpus import CORPUS, files
 from tdbformat import DataFile, Filter, FilterPipeline, FormatError, GenericTile, GenericTileHeader, VersionError
 from tdbformat.enums import Compressor, Datatype, EncryptionType, FilterType
 from tdbformat.numpy_array import CountedNumpy
-from tdbformat.strategies import filter_pipelines, filters, generic_tiles, tiles
+from tdbformat.testing.strategies import filter_pipelines, filters, generic_tiles, tiles
 from tdbformat.structs.tile import Tile
 from tdbformat.versions import KNOWN_VERSIONS, LATEST, between, since, until
 

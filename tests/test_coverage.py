@@ -15,7 +15,7 @@ import pytest
 from construct import Int8ul, Int32ul, Padding
 
 import corpus
-from tdbformat.coverage import Span, coverage, field_spans, gaps, hexdump, spans
+from tdbformat.check.coverage import Span, coverage, field_spans, gaps, hexdump, spans
 from tdbformat.fields import Section, Struct
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,7 +80,7 @@ def test_commands(tmp_path):
     root = corpus.root(corpus.CORPUS / "v22_tiledb-py-0.36.1_core-2.30.0" / "filter_zstd")
 
     def run(*argv):
-        r = subprocess.run([sys.executable, "-m", "tdbformat.cli", "inspect", *argv], capture_output=True, text=True,
+        r = subprocess.run([sys.executable, "-m", "tdbformat", "inspect", *argv], capture_output=True, text=True,
                            cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120)
         assert r.returncode == 0, r.stderr
         return r.stdout

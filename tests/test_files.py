@@ -68,7 +68,7 @@ def test_inspect_prints_a_tree_with_offsets(capsys):
 
 def test_inspect_json_of_a_whole_array():
     case = next(c for c in cases() if c.name == "sparse_delete" and c.parent.name.startswith("v23"))
-    out = subprocess.run([sys.executable, "-m", "tdbformat.cli", "inspect", "--json", str(root(case))],
+    out = subprocess.run([sys.executable, "-m", "tdbformat", "inspect", "--json", str(root(case))],
                          capture_output=True, text=True, check=True).stdout
     doc = json.loads(out)
     parsed = doc["files"]
@@ -95,7 +95,7 @@ def test_cat_prints_a_string_cell_that_is_not_utf8(tmp_path):
     shutil.copytree(root(case), copy)
     var = next(copy.rglob("a1_var.tdb"))  # unfiltered: its last byte is the last byte of a string cell
     var.write_bytes(var.read_bytes()[:-1] + b"\xff")
-    out = subprocess.run([sys.executable, "-m", "tdbformat.cli", "cat", str(copy)], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "tdbformat", "cat", str(copy)], capture_output=True, text=True,
                          env={**os.environ, "PYTHONIOENCODING": "utf-8"})
     assert out.returncode == 0, out.stderr
     assert "\\xff" in out.stdout and "Traceback" not in out.stderr  # the byte, escaped: nothing lost

@@ -17,7 +17,7 @@ import pytest
 
 from tdbformat import open_array
 from tdbformat.array import MemoryBudgetError
-from tdbformat.cat import write_cells
+from tdbformat.cli.cat import write_cells
 from tdbformat.show import jsonable
 
 tiledb = pytest.importorskip("tiledb")
@@ -104,7 +104,7 @@ def test_read_without_ranges_refuses_before_allocating(huge):
 def test_cat_limit_peak_memory_under_100_mib(huge):
     """Measured in a fresh process that runs the command, so earlier children do not count."""
     probe = ("import resource, subprocess, sys\n"
-             f"r = subprocess.run([sys.executable, '-m', 'tdbformat.cli', 'cat', {huge!r}, '--limit', '3'],"
+             f"r = subprocess.run([sys.executable, '-m', 'tdbformat', 'cat', {huge!r}, '--limit', '3'],"
              " capture_output=True)\n"
              "assert r.returncode == 0, r.stderr\n"
              "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")

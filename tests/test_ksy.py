@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from tdbformat import parse_file
-from tdbformat.files import file_kind
-from tdbformat.ksy import write_ksy
+from tdbformat.layout.files import file_kind
+from tdbformat.spec.ksy import write_ksy
 from tdbformat.spec import structure
 from tdbformat.versions import KNOWN_VERSIONS
 

@@ -9,7 +9,7 @@ from construct import Container
 from corpus import CORPUS, HISTORIC, case_id, cases, files, key, root, truth
 from tdbformat.enums import Datatype, ObjectType
 from tdbformat.errors import FormatError
-from tdbformat.directory import group_members, read_metadata
+from tdbformat.layout import group_members, read_metadata
 from tdbformat.structs.group import GroupDetails
 from tdbformat.structs.metadata import ArrayMetadata, MetadataEntry, fold_metadata
 

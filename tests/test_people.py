@@ -15,7 +15,7 @@ import pytest
 
 import corpus
 from tdbformat import open_array
-from tdbformat.cat import write_cells
+from tdbformat.cli.cat import write_cells
 from tdbformat.show import jsonable
 from oracle import tiledb_ctx
 
@@ -91,7 +91,7 @@ def test_a_real_process_per_command():
                            (["schema", str(corpus.root(enc))], 2, "pass --key KEY"),
                            (["cat", str(corpus.root(ARRAYS[0])), "--range", "nope=1:2"], 2, "--range"),
                            (["cat", str(ROOT)], 2, "not a TileDB array")]:
-        r = subprocess.run([sys.executable, "-m", "tdbformat.cli", *argv], capture_output=True, text=True, cwd=ROOT,
+        r = subprocess.run([sys.executable, "-m", "tdbformat", *argv], capture_output=True, text=True, cwd=ROOT,
                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
         assert r.returncode == rc and text in r.stdout + r.stderr and "Traceback" not in r.stderr, (argv, r.stderr)
 
@@ -288,7 +288,7 @@ def _run_in_terminal(argv) -> tuple[bytes, bytes]:
     import select
 
     (out_m, out_s), (err_m, err_s) = pty.openpty(), pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "tdbformat.cli", *argv], stdout=out_s, stderr=err_s, cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "tdbformat", *argv], stdout=out_s, stderr=err_s, cwd=ROOT,
                             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "TERM": "xterm"})
     os.close(out_s), os.close(err_s)
     got, open_fds = {out_m: b"", err_m: b""}, {out_m, err_m}
@@ -313,6 +313,6 @@ def test_progress_bars_only_at_a_terminal():
     argv = ["inspect", str(corpus.root(case)), *(["--key", corpus.key(case)] if corpus.key(case) else [])]
     out, err = _run_in_terminal(argv)
     assert b"parsing" in err and b"array_schema" in out
-    piped = subprocess.run([sys.executable, "-m", "tdbformat.cli", *argv], capture_output=True, cwd=ROOT,
+    piped = subprocess.run([sys.executable, "-m", "tdbformat", *argv], capture_output=True, cwd=ROOT,
                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "TERM": "xterm"})
     assert piped.returncode == 0 and b"parsing" not in piped.stderr and b"\x1b[" not in piped.stdout

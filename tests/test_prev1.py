@@ -25,9 +25,9 @@ from construct import Container, ListContainer
 from tdbformat import FormatError, open_array, parse_file
 from tdbformat.errors import UnsupportedError
 from tdbformat.enums import ArrayType, LegacyCompressor as C, LegacyDatatype as T
-from tdbformat.files import inspect_path
+from tdbformat.layout.files import inspect_path
 from tdbformat.storage import storage_for
-from tdbformat import directory
+from tdbformat import layout as directory
 from tdbformat.structs.prev1_0x import ArraySchema0x, BookKeeping0x
 from tdbformat.structs.prev1_1x import ArraySchema1x, FragmentMetadata1x
 
@@ -568,7 +568,7 @@ def test_diff_1x_1_shows_what_changed_at_format_version_1(capsys):
 
 
 def test_dialect_pages_are_generated_with_their_gates():
-    from tdbformat.spec_render import dialect_markdown
+    from tdbformat.spec.render import dialect_markdown
     one = dialect_markdown("1.x")
     assert "| `dimensions[].null_tile_extent` | u8 | 1 | library 1.2+ |" in one
     assert "| `file_sizes` |" in one and "Array schema (0.x)" not in one

@@ -15,7 +15,7 @@ import corpus
 import oracle
 from oracle import assert_column, assert_same, canonical
 from tdbformat.array import order as _order
-from tdbformat.array.query import evaluate
+from tdbformat.array.evaluate import evaluate
 from tdbformat.array import open_array
 from tdbformat.enums import CombinationOp, Layout, QueryConditionOp
 from tdbformat.errors import FormatError, UnsupportedError

@@ -181,7 +181,7 @@ def test_open_array_reads_footer_tails(remote, server, monkeypatch):
 def test_a_footer_tail_holds_the_footer(s3, server, monkeypatch):
     """open_fragment_metadata parses each footer from a SMALL_TAIL-byte tail, and it equals the footer of
     the whole file (every v22 fragment of the corpus; those with a longer footer are read whole)."""
-    from tdbformat import directory
+    from tdbformat import layout
     from tdbformat.storage import FileView
     monkeypatch.setattr(tdbformat.array.ranged, "TAIL", SMALL_TAIL)
     storage = FsspecStorage("s3", s3)
@@ -189,10 +189,10 @@ def test_a_footer_tail_holds_the_footer(s3, server, monkeypatch):
     for case in [c for c in ARRAY_CASES if corpus.case_id(c).startswith("v22")]:
         root = server.url(case)
         try:
-            schemas = dict(directory.load_schemas(storage, root, corpus.key(case)))
+            schemas = dict(layout.load_schemas(storage, root, corpus.key(case)))
         except UnsupportedError:
             continue
-        entries = [(e.metadata_file, e.name) for e in directory.Listing.of(storage, root, corpus.key(case)).fragments]
+        entries = [(e.metadata_file, e.name) for e in layout.Listing.of(storage, root, corpus.key(case)).fragments]
         for (path, name), meta in zip(entries, open_fragment_metadata(storage, entries, schemas, corpus.key(case))):
             whole = fragment_mod.FragmentMetadata.parse(storage.read(path), schema=schemas, key=corpus.key(case),
                                                         name=name)
@@ -375,15 +375,15 @@ def test_every_footer_from_a_tail_equals_the_whole_files(tail, monkeypatch):
     """Every corpus fragment of v5+ (versioned names) opened from a ``tail``-byte tail (plus the rest of a
     longer footer, found by its stored length): the footer equals the one parsed from the whole file, and
     less than the whole file was fetched."""
-    from tdbformat import directory
+    from tdbformat import layout
     from tdbformat.storage import FileView
     monkeypatch.setattr(tdbformat.array.ranged, "TAIL", tail)
     storage, ranged = LocalStorage(), 0
     for case in ARRAY_CASES:
         root, key = corpus.root(case), corpus.key(case)
         try:
-            schemas = dict(directory.load_schemas(storage, root, key))
-            entries = [(e.metadata_file, e.name) for e in directory.Listing.of(storage, root, key).fragments]
+            schemas = dict(layout.load_schemas(storage, root, key))
+            entries = [(e.metadata_file, e.name) for e in layout.Listing.of(storage, root, key).fragments]
         except (FormatError, UnsupportedError):
             continue
         for (path, name), meta in zip(entries, open_fragment_metadata(storage, entries, schemas, key)):

@@ -18,8 +18,8 @@ import pytest
 from corpus import CORPUS, cases, files, key, root, truth
 from tdbformat import spec
 from tdbformat.cli import main
-from tdbformat.files import file_kind, parse_file
-from tdbformat.spec_render import render_diff, write_spec_versions
+from tdbformat.layout.files import file_kind, parse_file
+from tdbformat.spec.render import render_diff, write_spec_versions
 from tdbformat.structs import commits, enumeration, fragment, group, metadata
 
 SPEC = Path(__file__).parent / "data" / "spec"

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from corpus import CORPUS, key
-from tdbformat.files import parse_file
+from tdbformat.layout.files import parse_file
 from tdbformat.structs.footer import find_footer
 from tdbformat.spec import KNOWN_VERSIONS, fields, metadata_file_layout, structures
-from tdbformat.spec_render import spec_markdown
+from tdbformat.spec.render import spec_markdown
 
 # A construct's class name (<TypedValues>), a private helper (_n), an untranslated dtype or condition.
 _INTERNAL = re.compile(r"<\w+>|numpy by context|\bcomputed\b|(?<![\w.])_[a-z]\w*")

@@ -14,7 +14,7 @@ import pytest
 
 import corpus
 from tdbformat.structs.tile import DataFile, tile_nbytes
-from tdbformat.stats import stats, versions
+from tdbformat.check.stats import stats, versions
 from tdbformat.versions import FIRST_RELEASE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,7 +109,7 @@ def test_commands_print_and_json_validates():
         schema = json.loads((ROOT / "docs" / "json-schema" / f"{command}.v1.json").read_text())
         jsonschema.Draft202012Validator.check_schema(schema)
         for extra in ([], ["--json"]):
-            r = subprocess.run([sys.executable, "-m", "tdbformat.cli", command, str(case), *extra], capture_output=True,
+            r = subprocess.run([sys.executable, "-m", "tdbformat", command, str(case), *extra], capture_output=True,
                                text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120)
             assert r.returncode == 0, r.stderr
             if extra:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tdbformat.stdsort import std_sort
+from tdbformat.layout.stdsort import std_sort
 
 CASES = json.loads((Path(__file__).parent / "data" / "stdsort.json").read_text())["cases"]
 

@@ -98,7 +98,7 @@ def test_delete_consolidate_vacuum_keeps_live_cells_in_cat(tmp_path):
     assert len(want["a"]) > 0
     frag = open_array(uri).fragments[-1]
     assert frag.has_delete_meta
-    out = subprocess.run([sys.executable, "-m", "tdbformat.cli", "cat", uri], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "tdbformat", "cat", uri], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert sum(1 for line in out.stdout.splitlines() if line.strip()) >= len(want["a"])
 

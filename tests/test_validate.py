@@ -17,7 +17,7 @@ import corpus
 import oracle
 from tdbformat import FormatError, open_array, parse_file
 from tdbformat.structs.array_schema import ArraySchema
-from tdbformat.validate import RULES, Finding, validate
+from tdbformat.check.validate import RULES, Finding, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 V22 = corpus.CORPUS / "v22_tiledb-py-0.36.1_core-2.30.0"
@@ -320,7 +320,7 @@ def test_schema_swapped_for_another_arrays(tmp_path, other):
 # --- the command ---
 
 def _cli(*argv):
-    return subprocess.run([sys.executable, "-m", "tdbformat.cli", *argv], capture_output=True, text=True, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "tdbformat", *argv], capture_output=True, text=True, cwd=ROOT,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=300)
 
 

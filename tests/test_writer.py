@@ -16,10 +16,10 @@ import pytest
 import tiledb
 
 import tdbformat
-from tdbformat.array.create import create, schema_at
-from tdbformat.array.writer import open_writer, write
+from tdbformat.write.create import create, schema_at
+from tdbformat.write.writer import open_writer, write
 from tdbformat import parse_file
-from tdbformat.directory import FRAGMENT_METADATA, load_schemas
+from tdbformat.layout import FRAGMENT_METADATA, load_schemas
 from tdbformat.storage import LocalStorage, storage_for
 from tdbformat.enums import FilterType
 from tdbformat.structs.fragment import SECTIONS, data_files
@@ -415,7 +415,7 @@ def _tiledb_fixed_string_bound(values, cell_val_num, largest):
 def test_fixed_string_fragment_bounds_step_as_tiledbs_loop(largest):
     """The fragment's min and max of fixed-size strings whose tiles are sometimes all null (None): TileDB
     compares the first values stored, one per tile not all null."""
-    from tdbformat.array.fragment_writer import _summary_bound
+    from tdbformat.write.fragment_writer import _summary_bound
     from tdbformat.structs.array_schema import FieldInfo
     from tdbformat.enums import Datatype
     info = FieldInfo("c", Datatype.STRING_ASCII, 3, False, True, None)
@@ -487,7 +487,7 @@ def test_a_tile_that_fails_to_filter_fails_the_write_once_no_tile_is_filtering(t
     runs in the background), and nothing commits."""
     import threading
     import time
-    from tdbformat.array import fragment_writer
+    from tdbformat.write import fragment_writer
     schema = _threads_schema(tmp_path, False)
     path = str(tmp_path / "a")
     create(path, schema, 22)
@@ -1059,7 +1059,7 @@ def test_an_encrypted_tile_of_empty_cells_is_tiledbs(tmp_path, filters):
 def test_var_cells_are_each_cells_utf8_bytes(cells):
     """A column of var cells becomes its cells' bytes back to back and their lengths: what encoding each str
     as UTF-8 (bytes as they are) gives, cell by cell."""
-    from tdbformat.array.tiling import var_cells
+    from tdbformat.write.tiling import var_cells
     column = np.array(cells + [None], object)[:-1]  # an object column, as a write holds one
     try:
         want = [c.encode() if isinstance(c, str) else c for c in cells]

@@ -17,8 +17,8 @@ import tiledb
 
 import tdbformat
 from oracle import assert_same, canonical, tiledb_ctx
-from tdbformat.array.create import create
-from tdbformat.array.writer import open_writer
+from tdbformat.write.create import create
+from tdbformat.write.writer import open_writer
 from test_writer import KEY, py_schema
 
 SPARSE_DIMS = ["int8", "uint8", "int16", "int32", "uint32", "int64", "uint64", "float32", "float64", "ascii",

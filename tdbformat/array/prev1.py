@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 from construct import Container, ListContainer
 
-from .. import directory
+from .. import layout as directory
 from ..enums import ArrayType, Datatype, LegacyCompressor, Layout
 from ..errors import FormatError, UnsupportedError, located
-from ..filters.legacy import decompress, decompress_coords_rle
+from ..filters.prev1 import decompress, decompress_coords_rle
 from ..storage import storage_for
 from ..structs.array_schema import VAR_NUM, FieldInfo
 from ..structs.prev1_0x import VAR_NUM_0X
@@ -31,7 +31,8 @@ from ..structs.prev1_1x import VAR_NUM_1X, decode_chunks, legacy_domain, legacy_
 from ..versions import dialect_label
 from . import order
 from .cells import U64, cell_dtype, filled, split_var
-from .dense import check_budget
+from .dense import MemoryBudgetError, check_budget
+from .options import budget_or_default, check_ranges, wanted_attributes
 
 __all__ = ["LegacyArray", "LegacyFragment"]
 
@@ -184,10 +185,9 @@ class LegacyArray:
         """The cells as ``{name: numpy array}``, as :meth:`Array.read` gives them: dense arrays N-D over the
         domain (or ``ranges``), order "C" or "F"; sparse arrays the coordinates then the attributes, in
         global order (default, "G", "U") or row-/column-major ("C", "F")."""
-        from . import _wanted, check_ranges
         if timestamp is not None:
             raise ValueError("timestamp: fragments before format version 1 have no timestamps to read at")
-        wanted = _wanted(self.schema, attrs)
+        wanted = wanted_attributes(self.schema, attrs)
         if order not in (None, *_ORDERS):
             raise ValueError(f"order: expected one of {', '.join(map(repr, _ORDERS))}, not {order!r}")
         ranges = check_ranges(self.dims, ranges)
@@ -210,10 +210,8 @@ def _tile_span(arr, ned: np.ndarray) -> tuple[list, list]:
 
 
 def _budget(arr, nbytes: int, budget, what: str):
-    if budget is None:
-        from . import MEMORY_BUDGET as budget
+    budget = budget_or_default(budget)
     if nbytes > budget:
-        from .dense import MemoryBudgetError
         raise MemoryBudgetError(f"{what} would take {nbytes} bytes, more than the memory budget of {budget}")
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .files import parse_file
-from .render import _scalar
-from .storage import storage_for
-from .structs.footer import has_footer_length
-from .structs.fragment import SECTIONS, Footer, find_footer
+from ..layout.files import parse_file
+from ..show.render import _scalar
+from ..storage import storage_for
+from ..structs.footer import has_footer_length
+from ..structs.fragment import SECTIONS, Footer, find_footer
 
 __all__ = ["Span", "spans", "field_spans", "metadata_spans", "gaps", "coverage", "hexdump"]
 

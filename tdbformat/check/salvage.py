@@ -1,7 +1,7 @@
 """``salvage``: copy every cell of a broken array that can still be read into a new array, and say exactly what
 was lost (fragment, field, tile, cells).
 
-The source is only read. :func:`~tdbformat.validate.validate` runs first and its findings go into the report;
+The source is only read. :func:`~tdbformat.check.validate.validate` runs first and its findings go into the report;
 then each fragment is loaded on its own (one whose metadata or schema is broken is lost whole) and rewritten
 with the writer at its own timestamp, into an array created with the same schema and format version:
 
@@ -22,24 +22,24 @@ from dataclasses import dataclass, field
 import numpy as np
 from construct import Container
 
-from . import directory
-from .array import Array
-from .array.cells import filled
-from .array.create import create
-from .array.fragment import field_index, load_fragments
-from .array.tiles import Tiles
-from .array import order
-from .array.writer import write
-from .enums import ArrayType, EncryptionType
-from .errors import FormatError, located
-from .filters.encryption import normalize_key
-from .storage import storage_for
-from .structs.array_schema import attributes, dimensions
-from .structs.commits import DeleteCommit
-from .structs.enumeration import Enumeration
-from .structs.metadata import ArrayMetadata
+from .. import layout
+from ..array import Array
+from ..array.cells import filled
+from ..write.create import create
+from ..array.fragment import field_index, load_fragments
+from ..array.tiles import Tiles
+from ..array import order
+from ..write.writer import write
+from ..enums import ArrayType, EncryptionType
+from ..errors import FormatError, located
+from ..filters.encryption import normalize_key
+from ..storage import storage_for
+from ..structs.array_schema import attributes, dimensions
+from ..structs.commits import DeleteCommit
+from ..structs.enumeration import Enumeration
+from ..structs.metadata import ArrayMetadata
 from .validate import validate
-from .versions import FEATURES
+from ..versions import FEATURES
 
 __all__ = ["Loss", "SalvageReport", "salvage"]
 
@@ -73,7 +73,7 @@ class Loss:
         return f"lost: {what}{count}: {self.reason}"
 
     def to_json(self) -> dict:
-        from .show import jsonable
+        from ..show import jsonable
 
         return {k: jsonable(v) for k, v in dataclasses.asdict(self).items()}
 
@@ -117,12 +117,12 @@ class _Source(Array):
     def __init__(self, path, key, lost: list):
         self.storage, self.path = storage_for(path)
         self.key, self.window, self.only = key, (0, np.iinfo(np.int64).max), None
-        self.schemas = directory.load_schemas(self.storage, self.path, self.key)
+        self.schemas = layout.load_schemas(self.storage, self.path, self.key)
         self.schema = self.schemas[-1][1]
         self.encrypted = self.schema["_generic_tile"].encryption_type != EncryptionType.NO_ENCRYPTION
         self.dims, self.attrs = dimensions(self.schema), attributes(self.schema)
         self.tiles = Tiles(self.storage, self.key, self.encrypted)
-        self._listing = directory.Listing.of(self.storage, self.path, self.key)
+        self._listing = layout.Listing.of(self.storage, self.path, self.key)
         self._committed = []
         for entry in self._listing.fragments:
             try:
@@ -282,14 +282,14 @@ def _copy_deletes(arr, dst, key) -> None:
     for d in arr._listing.deletes:
         name = d.marker.rsplit("/", 1)[-1].rsplit(".", 1)[0]
         data = DeleteCommit.build(Container(condition=d.condition), version=arr.schema.version, key=key)
-        d_storage.commit(directory.delete_commit_path(d_storage, d_root, name), data)
+        d_storage.commit(layout.delete_commit_path(d_storage, d_root, name), data)
 
 
 def _copy_enumerations(arr, dst, lost) -> None:
     """Each enumeration file the schema names, copied byte for byte once it parses."""
     d_storage, d_root = storage_for(dst)
     for r in arr.schema.get("enumerations") or []:
-        p = directory.enumeration_path(arr.storage, arr.path, r.filename)
+        p = layout.enumeration_path(arr.storage, arr.path, r.filename)
         try:
             data = arr.storage.read(p, what="enumeration file")
             Enumeration.parse(data, key=arr.key, filename=str(p))
@@ -297,8 +297,8 @@ def _copy_enumerations(arr, dst, lost) -> None:
             lost.append(Loss(None, f"enumeration {r.name} cannot be read (TileDB cannot open the copy): {e}",
                              field="__enumerations"))
             continue
-        target = directory.enumeration_path(d_storage, d_root, r.filename)
-        d_storage.makedirs(d_storage.join(d_root, directory.SCHEMA_DIR, directory.ENUMERATIONS_DIR))
+        target = layout.enumeration_path(d_storage, d_root, r.filename)
+        d_storage.makedirs(d_storage.join(d_root, layout.SCHEMA_DIR, layout.ENUMERATIONS_DIR))
         d_storage.commit(target, data)
 
 
@@ -314,7 +314,7 @@ def _copy_metadata(arr, dst, lost) -> bool:
     storage = arr.storage
     d_storage, d_root = storage_for(dst)
     whole = True
-    for p in directory.metadata_files(storage, storage.join(arr.path, directory.META_DIR)):
+    for p in layout.metadata_files(storage, storage.join(arr.path, layout.META_DIR)):
         try:
             data = storage.read(p, what="metadata file")
             ArrayMetadata.parse(data, key=arr.key, filename=str(p))
@@ -322,14 +322,14 @@ def _copy_metadata(arr, dst, lost) -> bool:
             lost.append(Loss(None, f"an array metadata file cannot be read: {e}", field="__meta"))
             whole = False
             continue
-        d_storage.makedirs(d_storage.join(d_root, directory.META_DIR))
-        d_storage.commit(directory.metadata_path(d_storage, d_root, storage.name(p)), data)
+        d_storage.makedirs(d_storage.join(d_root, layout.META_DIR))
+        d_storage.commit(layout.metadata_path(d_storage, d_root, storage.name(p)), data)
     return whole
 
 
 def _check_paths(src, dst):
     (s_storage, s_root), (d_storage, d_root) = storage_for(src), storage_for(dst)
-    if directory.is_group(s_storage, s_root):
+    if layout.is_group(s_storage, s_root):
         raise ValueError(f"src: {src} is a group; salvage its member arrays one by one")
     if str(s_root).rstrip("/") == str(d_root).rstrip("/"):
         raise ValueError("dst: the copy must go to another path than src")

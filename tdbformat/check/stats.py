@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import directory
-from .array.fragment import load_fragments
-from .show import filters_json
-from .storage import storage_for
-from .structs.array_schema import schema_version
+from .. import layout
+from ..array.fragment import load_fragments
+from ..show import filters_json
+from ..storage import storage_for
+from ..structs.array_schema import schema_version
 from .validate.tiles import data_fields, field_offsets
-from .versions import FIRST_RELEASE
+from ..versions import FIRST_RELEASE
 
 __all__ = ["stats", "versions"]
 
@@ -25,12 +25,12 @@ _FILES = {"": "fixed", "_var": "var", "_validity": "validity"}
 
 
 def _open(path, key):
-    from .filters.encryption import normalize_key
+    from ..filters.encryption import normalize_key
 
     storage, root = storage_for(path)
     key = normalize_key(key)
-    schemas = directory.load_schemas(storage, root, key)
-    frags = load_fragments(storage, directory.Listing.of(storage, root, key), dict(schemas), key)
+    schemas = layout.load_schemas(storage, root, key)
+    frags = load_fragments(storage, layout.Listing.of(storage, root, key), dict(schemas), key)
     return storage, schemas, frags
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .errors import FormatError
+from ..errors import FormatError
 
 __all__ = ["main", "parser"]
 
 
 def cmd_inspect(args) -> int:
-    from .files import inspect_path
-    from .render import files_json, to_tree
+    from ..layout.files import inspect_path
+    from ..show.render import files_json, to_tree
 
     if args.coverage or args.hex:
         return cmd_inspect_bytes(args)
@@ -24,11 +24,11 @@ def cmd_inspect(args) -> int:
     return 0
 
 
-# --- people: schema, fragments, meta, ls, cat (tdbformat.show, tdbformat.cat) ---
+# --- people: schema, fragments, meta, ls, cat (tdbformat.show, tdbformat.cli.cat) ---
 
 def _doc(command: str, path: str, **body) -> dict:
     """The envelope of every --json document: its shape is docs/json-schema/<command>.v<N>.json."""
-    from .show import JSON_VERSION
+    from ..show import JSON_VERSION
 
     return {"json_schema": f"{command}.v{JSON_VERSION}", "path": path, **body}
 
@@ -65,13 +65,13 @@ def _table(title: str, columns: list, rows: list):
 
 def _group_or_array(args):
     """("group", storage, root) when PATH is a group, else ("array", Array)."""
-    from .directory import is_group
-    from .storage import storage_for
+    from ..layout import is_group
+    from ..storage import storage_for
 
     storage, root = storage_for(args.path)
     if is_group(storage, root):
         return "group", storage, root
-    from .array import open_array
+    from ..array import open_array
 
     return "array", open_array(args.path, key=args.key, timestamp=_timestamp(getattr(args, "timestamp", None)))
 
@@ -122,7 +122,7 @@ def _meta_table(meta: dict, title: str):
 
 
 def cmd_schema(args) -> int:
-    from .show import schema_json
+    from ..show import schema_json
 
     found = _group_or_array(args)
     if found[0] == "group":
@@ -141,7 +141,7 @@ def cmd_schema(args) -> int:
 
 
 def _print_schema(console, d: dict) -> None:
-    from .show import jsonable
+    from ..show import jsonable
 
     console.print(f"[bold]{d['array_type']} array[/bold], schema {d['name']} (format version {d['format_version']})")
     console.print(f"cell order {d['cell_order']}, tile order {d['tile_order']}, capacity {d['capacity']}, "
@@ -168,7 +168,7 @@ def _print_schema(console, d: dict) -> None:
 
 
 def cmd_fragments(args) -> int:
-    from .show import fragment_rows
+    from ..show import fragment_rows
 
     found = _group_or_array(args)
     if found[0] == "group":
@@ -183,9 +183,9 @@ def cmd_fragments(args) -> int:
 
 
 def cmd_meta(args) -> int:
-    from .array.cells import metadata_value, tiledb_py_metadata
-    from .directory import read_metadata
-    from .show import meta_json
+    from ..array.cells import metadata_value, tiledb_py_metadata
+    from ..layout import read_metadata
+    from ..show import meta_json
 
     found = _group_or_array(args)
     if found[0] == "group":
@@ -232,19 +232,19 @@ def cmd_cat(args) -> int:
 # --- format versions and spec (tdbformat.spec) ---
 
 def cmd_diff_versions(args) -> int:
-    from .spec_render import render_diff
+    from ..spec.render import render_diff
 
     print(render_diff(args.a, args.b, args.struct, "json" if args.json else args.format), end="")
     return 0
 
 
 def cmd_spec(args) -> int:
-    from .spec_render import spec_json, spec_markdown, write_spec_versions
+    from ..spec.render import spec_json, spec_markdown, write_spec_versions
 
     if args.write:
         from pathlib import Path
 
-        from .ksy import write_ksy
+        from ..spec.ksy import write_ksy
 
         for path in [*write_spec_versions(args.write), *write_ksy(Path(args.write) / "ksy")]:
             print(path)
@@ -254,7 +254,7 @@ def cmd_spec(args) -> int:
 
 
 def cmd_export_ksy(args) -> int:
-    from .ksy import export_ksy
+    from ..spec.ksy import export_ksy
 
     paths = export_ksy(args.version, args.out)
     if args.json:
@@ -266,9 +266,9 @@ def cmd_export_ksy(args) -> int:
 
 
 def cmd_diff(args) -> int:
-    from .files import parse_file
-    from .spec_render import dialect_diff, render_file_diff
-    from .versions import DIALECTS
+    from ..layout.files import parse_file
+    from ..spec.render import dialect_diff, render_file_diff
+    from ..versions import DIALECTS
 
     if args.file_a in DIALECTS:  # ``tdbformat diff 1.x 1``: what changed at format version 1
         print(dialect_diff(args.file_a, int(args.file_b) if args.file_b.isdigit() else -1), end="")
@@ -281,10 +281,10 @@ def cmd_diff(args) -> int:
 # --- end format versions and spec ---
 
 
-# --- writing: create, write, convert (tdbformat.array.create, .writer, .convert) ---
+# --- writing: create, write, convert (tdbformat.write.create, .writer, .convert) ---
 
 def _read_input(path, what: str) -> bytes:
-    from .storage import storage_for
+    from ..storage import storage_for
 
     storage, p = storage_for(path)
     return storage.read(p, what=what)
@@ -294,8 +294,8 @@ def _filter_from_json(f: dict):
     """One filter of ``tdbformat schema --json`` as a ``tdbformat.schema`` filter."""
     import inspect
 
-    from .array import schema as S
-    from .enums import Datatype
+    from .. import schema as S
+    from ..enums import Datatype
 
     classes = {cls.type.name: cls for cls in _subclasses(S.Filter) if "type" in vars(cls)}
     if f.get("type") not in classes:
@@ -318,7 +318,7 @@ def _subclasses(cls):
 
 
 def _dtype_of(type_name: str, var: bool):
-    from .enums import Datatype
+    from ..enums import Datatype
 
     datatype = Datatype[type_name]
     if var and datatype in (Datatype.STRING_ASCII, Datatype.CHAR):
@@ -333,7 +333,7 @@ def _dtype_of(type_name: str, var: bool):
 def schema_from_json(doc: dict):
     """A ``tdbformat.schema.ArraySchema`` from the JSON ``tdbformat schema --json`` prints (the document, or
     one of its ``schemas``): dimensions, attributes, filters, orders, duplicates, enumerations, current domain."""
-    from .array import schema as S
+    from .. import schema as S
 
     d = doc["schemas"][-1] if "schemas" in doc else doc
     if d.get("dimension_labels"):
@@ -363,7 +363,7 @@ def schema_from_json(doc: dict):
 def _dict_form(value, key=None):
     """The dict ``ArraySchema.build`` takes, from JSON: enum fields may be given by name ("SPARSE", "INT64",
     "ROW_MAJOR", a filter's "ZSTD" and its compressor's)."""
-    from .enums import ArrayType, Compressor, Datatype, FilterType, Layout
+    from ..enums import ArrayType, Compressor, Datatype, FilterType, Layout
 
     enums = {"array_type": ArrayType, "tile_order": Layout, "cell_order": Layout, "datatype": Datatype,
              "filter": FilterType, "compressor": Compressor}
@@ -384,8 +384,8 @@ def _dict_form(value, key=None):
 def cmd_create(args) -> int:
     import json
 
-    from .array.create import create
-    from .versions import LATEST
+    from ..write.create import create
+    from ..versions import LATEST
 
     doc = json.loads(_read_input(args.schema, "schema JSON"))
     schema = _dict_form(doc) if "domain" in doc and "attributes" in doc else schema_from_json(doc)
@@ -403,9 +403,9 @@ def cmd_create(args) -> int:
 def _write_enumerations(path, schema, version: int, key) -> None:
     from construct import Container
 
-    from .directory import enumeration_path
-    from .storage import storage_for
-    from .structs.enumeration import Enumeration
+    from ..layout import enumeration_path
+    from ..storage import storage_for
+    from ..structs.enumeration import Enumeration
 
     storage, root = storage_for(path)
     for name, payload in schema.enumeration_dicts(version).items():
@@ -449,7 +449,7 @@ def _typed(column, info, name: str):
         if not info.nullable:
             raise ValueError(f"FILE: column {name!r} has empty cells, and the field is not nullable")
         column = np.where(missing, "0", column)
-    from .array.cells import cell_dtype
+    from ..array.cells import cell_dtype
 
     try:
         values = (column.astype(str) if column.dtype == object else column).astype(cell_dtype(info))
@@ -463,7 +463,7 @@ def _cells_from_columns(arr, columns: dict, subarray):
     dense cells covering a box exactly (the box their coordinates span), placed in it."""
     import numpy as np
 
-    from .enums import ArrayType
+    from ..enums import ArrayType
 
     missing = [f.name for f in arr.dims + arr.attrs if f.name not in columns]
     if missing:
@@ -505,9 +505,9 @@ def cmd_write(args) -> int:
 
     import numpy as np
 
-    from .array import open_array
-    from .array.writer import write
-    from .enums import ArrayType
+    from ..array import open_array
+    from ..write.writer import write
+    from ..enums import ArrayType
 
     arr = open_array(args.path, key=args.key)
     subarray = _subarray_arg(args.subarray)
@@ -528,7 +528,7 @@ def cmd_write(args) -> int:
 
 
 def cmd_convert(args) -> int:
-    from .array.convert import convert
+    from ..write.convert import convert
 
     written = convert(args.src, args.dst, args.version, merge=args.merge, key=args.key,
                       max_chunk_size=args.max_chunk_size)
@@ -540,7 +540,7 @@ def cmd_convert(args) -> int:
     return 0
 
 # --- end writing ---
-# --- validate, stats, versions, inspect --coverage/--hex (tdbformat.validate, .stats, .coverage) ---
+# --- validate, stats, versions, inspect --coverage/--hex (tdbformat.check.validate, .stats, .coverage) ---
 
 def _progress():
     """(rich Progress or None, callback for validate(progress=)): a bar on stderr, when a person watches."""
@@ -561,7 +561,7 @@ def _progress():
 
 
 def cmd_validate(args) -> int:
-    from .validate import validate, validate_many
+    from ..check.validate import validate, validate_many
 
     rules = None if not args.rules else [r.strip() for x in args.rules for r in x.split(",") if r.strip()]
     if len(args.path) > 1 or args.scheduler:  # several arrays, or a dask cluster: one report per PATH, in order
@@ -579,7 +579,7 @@ def cmd_validate(args) -> int:
 
 def _validate_report(args, path, rules, findings) -> int:
     """Print one PATH's findings (--json: one document, a line of its own); 1 if any is an error."""
-    from .validate import RULES
+    from ..check.validate import RULES
 
     errors = sum(f.severity == "error" for f in findings)
     if args.json:
@@ -594,7 +594,7 @@ def _validate_report(args, path, rules, findings) -> int:
     return 1 if errors else 0
 
 def cmd_stats(args) -> int:
-    from .stats import stats
+    from ..check.stats import stats
 
     doc = stats(args.path, key=args.key)
     if args.json:
@@ -615,7 +615,7 @@ def cmd_stats(args) -> int:
 
 
 def cmd_versions(args) -> int:
-    from .stats import versions
+    from ..check.stats import versions
 
     doc = versions(args.path, key=args.key)
     if args.json:
@@ -632,8 +632,8 @@ def cmd_versions(args) -> int:
 
 def cmd_inspect_bytes(args) -> int:
     """``inspect --coverage`` and ``inspect --hex`` of a file, or of every file of a folder."""
-    from .coverage import coverage, hexdump
-    from .storage import storage_for
+    from ..check.coverage import coverage, hexdump
+    from ..storage import storage_for
 
     storage, p = storage_for(args.path)
     files = storage.walk(p) if storage.is_dir(p) else [p]
@@ -655,10 +655,10 @@ def cmd_inspect_bytes(args) -> int:
     return 0
 # --- end validate, stats, versions ---
 
-# --- salvage (tdbformat.salvage) ---
+# --- salvage (tdbformat.check.salvage) ---
 
 def cmd_salvage(args) -> int:
-    from .salvage import salvage
+    from ..check.salvage import salvage
 
     report = salvage(args.src, args.dst, key=args.key)
     if args.json:
@@ -672,7 +672,7 @@ def cmd_salvage(args) -> int:
 
 def _writing_parsers(sub, key_help: str) -> None:
     """The parsers of create, write and convert."""
-    from .versions import KNOWN_VERSIONS
+    from ..versions import KNOWN_VERSIONS
 
     s = sub.add_parser("create", help="create an empty array from a schema (the JSON of `tdbformat schema --json`)")
     s.add_argument("path")
@@ -751,7 +751,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--codes", action="store_true", help="enumerated attributes as codes, not labels")
 
     # --- format versions and spec (tdbformat.spec) ---
-    from .versions import KNOWN_VERSIONS, LATEST
+    from ..versions import KNOWN_VERSIONS, LATEST
 
     s = sub.add_parser("diff-versions", help="the layouts of two format versions side by side")
     s.add_argument("a", type=int, choices=KNOWN_VERSIONS, metavar="A")
@@ -786,7 +786,7 @@ def parser() -> argparse.ArgumentParser:
 
     _writing_parsers(sub, key_help)  # --- writing: create, write, convert ---
     # --- validate, stats, versions ---
-    from .validate import RULES
+    from ..check.validate import RULES
 
     s = sub.add_parser("validate", help="check an array, a group (recursively) or a file against the format's "
                        "rules; exit 1 if errors are found")
@@ -847,7 +847,7 @@ def _storage_options(text: str) -> dict:
 
 def main(argv=None) -> int:
     """Exit codes: 0 success, 1 findings (validation), 2 usage or format error (argparse exits 2 too)."""
-    from .storage import default_storage_options
+    from ..storage import default_storage_options
 
     args = parser().parse_args(argv)
     # a cell that is not valid UTF-8, or a terminal that is not UTF-8, must never end the output
@@ -866,7 +866,3 @@ def main(argv=None) -> int:
     except (OSError, ValueError, TypeError) as e:  # an unwritable output, or arguments the API refused
         print(f"tdbformat: {e}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

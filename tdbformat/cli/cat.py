@@ -12,12 +12,12 @@ import json
 
 import numpy as np
 
-from .array import check_ranges
-from .array.cells import from_ordinal, tiledb_py_metadata
-from .array.dense import read_box
-from .directory import group_members, is_group, read_metadata
-from .enums import ArrayType
-from .show import jsonable, meta_json, text
+from ..array import check_ranges
+from ..array.cells import from_ordinal, tiledb_py_metadata
+from ..array.dense import read_box
+from ..layout import group_members, is_group, read_metadata
+from ..enums import ArrayType
+from ..show import jsonable, meta_json, text
 
 __all__ = ["BLOCK_CELLS", "group_tree", "parse_range", "dense_blocks", "write_cells"]
 

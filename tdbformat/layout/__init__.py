@@ -20,15 +20,15 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from .errors import FormatError
-from .fields import ParseMemo
-from .storage import Storage, storage_for
-from .structs import commits
-from .structs.array_schema import ArraySchema
-from .structs.group import GroupDetails, merge_members
-from .structs.metadata import ArrayMetadata, fold_metadata
-from .structs.names import parse_timestamped_name, timestamped_name
-from .versions import FEATURES
+from ..errors import FormatError
+from ..fields import ParseMemo
+from ..storage import Storage, storage_for
+from ..structs import commits
+from ..structs.array_schema import ArraySchema
+from ..structs.group import GroupDetails, merge_members
+from ..structs.metadata import ArrayMetadata, fold_metadata
+from ..structs.names import parse_timestamped_name, timestamped_name
+from ..versions import FEATURES
 
 __all__ = ["file_kind", "array_root", "schema_files", "load_schemas", "is_group", "Listing", "Delete",
            "metadata_files", "enumeration_path", "FRAGMENT_METADATA", "overlaps", "read_metadata",
@@ -376,8 +376,8 @@ def schema_structure(data: bytes) -> str | None:
     """Which layout a schema file's bytes follow, by structure, never by the first four bytes alone:
     ``"v1+"`` (a generic tile whose header, pipeline and body add up to the file), ``"1.x"`` (a 30-byte
     1.x header that does), ``"0.x"`` (a raw 0.x schema that parses whole), or None."""
-    from .structs.prev1_0x import ArraySchema0x
-    from .versions import LATEST
+    from ..structs.prev1_0x import ArraySchema0x
+    from ..versions import LATEST
     n = len(data)
     if n >= 34 and (1 <= _u(data, 0, 4) <= LATEST or _u(data, 0, 4) == 2**32 - 1) \
             and 34 + _u(data, 30, 4) + _u(data, 4, 8) == n:
@@ -484,8 +484,8 @@ def legacy_file_kind(storage: Storage, path) -> str | None:
 
 def load_legacy_schema(storage: Storage, root, found: str | None = None):
     """The parsed schema of the pre-v1 array at ``root`` (:data:`ArraySchema0x` or :data:`ArraySchema1x`)."""
-    from .structs.prev1_0x import ArraySchema0x
-    from .structs.prev1_1x import ArraySchema1x
+    from ..structs.prev1_0x import ArraySchema0x
+    from ..structs.prev1_1x import ArraySchema1x
     found = found or dialect(storage, root)
     p = legacy_schema_path(storage, root)
     struct = ArraySchema0x if found == "0.x" else ArraySchema1x
@@ -494,14 +494,14 @@ def load_legacy_schema(storage: Storage, root, found: str | None = None):
 
 def legacy_metadata_context(schema) -> dict:
     """What a pre-v1 fragment's metadata is parsed with: the schema, and the version that governs it."""
-    from .structs.prev1_0x import VERSION_0X
+    from ..structs.prev1_0x import VERSION_0X
     return {"schema": schema, "version": schema.get("version") or VERSION_0X}
 
 
 def load_legacy_metadata(storage: Storage, path, schema):
     """The parsed book-keeping (0.x) or fragment metadata (1.x) at ``path``."""
-    from .structs.prev1_0x import BookKeeping0x
-    from .structs.prev1_1x import FragmentMetadata1x
+    from ..structs.prev1_0x import BookKeeping0x
+    from ..structs.prev1_1x import FragmentMetadata1x
     struct = BookKeeping0x if storage.name(path) == BOOK_KEEPING_0X else FragmentMetadata1x
     return struct.parse(storage.read(path, what="fragment metadata"), filename=str(path),
                         **legacy_metadata_context(schema))
@@ -536,5 +536,5 @@ def legacy_file_context(storage: Storage, path, kind: str) -> dict:
     if index is None:
         raise FormatError("not a data file of this fragment: no attribute of the schema is named so",
                           file=str(path))
-    from .structs.prev1_1x import legacy_field_layout
+    from ..structs.prev1_1x import legacy_field_layout
     return legacy_field_layout(schema, fm, index, var)

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import directory
-from .errors import FormatError
-from .storage import storage_for
-from .structs.tile import DataFile
+from .. import layout
+from ..errors import FormatError
+from ..storage import storage_for
+from ..structs.tile import DataFile
 
 __all__ = ["ParsedFile", "parse_file", "inspect_path", "file_kind"]
 
@@ -48,7 +48,7 @@ def _struct(module: str, name: str):
     return get
 
 
-# The structure that parses each kind of file (directory.file_kind says which kind a path is).
+# The structure that parses each kind of file (layout.file_kind says which kind a path is).
 _STRUCTS = {
     "lock": lambda: None,
     "group_marker": lambda: None,
@@ -65,7 +65,7 @@ _STRUCTS = {
     "fragment_metadata": lambda: _FragmentMetadataFile,
     "consolidated_fragment_metadata": _struct("consolidated", "ConsolidatedFragmentMetadata"),
     "data": lambda: DataFile,
-    # the dialects from before format version 1 (prev1.md); directory.legacy_file_kind names them
+    # the dialects from before format version 1 (prev1.md); layout.legacy_file_kind names them
     "array_schema_0x": _struct("prev1_0x", "ArraySchema0x"),
     "book_keeping_0x": _struct("prev1_0x", "BookKeeping0x"),
     "data_0x": _struct("prev1_0x", "DataFile0x"),
@@ -81,7 +81,7 @@ _STRUCTS = {
 def file_kind(path, storage_options=None) -> str:
     """The kind of the file at ``path``, from its name and the folder it is in."""
     storage, p = storage_for(path, storage_options)
-    return directory.file_kind(storage, p)
+    return layout.file_kind(storage, p)
 
 
 class _FragmentMetadataFile:
@@ -89,7 +89,7 @@ class _FragmentMetadataFile:
 
     @staticmethod
     def parse(data, filename, key=None, schema=None):
-        from .structs.fragment import FragmentMetadata
+        from ..structs.fragment import FragmentMetadata
         p = Path(filename)
         return FragmentMetadata.parse(data, schema=schema, key=key, name=p.parent.name, filename=filename)
 
@@ -110,15 +110,15 @@ def parse_file(path, key=None, storage_options=None) -> ParsedFile:
     """Parse the TileDB file at ``path``, a local path or a URL (``key=`` for an encrypted array;
     ``storage_options=`` for the URL's fsspec filesystem, e.g. ``{"endpoint_url": ...}``)."""
     storage, p = storage_for(path, storage_options)
-    kind = directory.file_kind(storage, p)
+    kind = layout.file_kind(storage, p)
     data = storage.read(p, what=f"{kind.replace('_', ' ')} file")
     struct = _STRUCTS[kind]()
     context = {"filename": str(p)}
     if key is not None:
         context["key"] = key
     if kind in _NEEDS_SCHEMA:
-        context["schema"] = dict(directory.load_schemas(storage, directory.array_root(storage, p), key))
-    context.update(directory.legacy_file_context(storage, p, kind))
+        context["schema"] = dict(layout.load_schemas(storage, layout.array_root(storage, p), key))
+    context.update(layout.legacy_file_context(storage, p, kind))
     if struct is None:
         if data:
             raise FormatError(f"a {kind} file is empty, this one has {len(data)} bytes", file=str(p))

@@ -9,10 +9,10 @@ import math
 import numpy as np
 from construct import Container
 
-from .enums import ArrayType, Datatype, FilterType, Layout
-from .directory import FRAGMENTS_DIR, SPECIAL_DIRS
-from .structs import array_schema as schema_mod
-from .structs.names import parse_timestamped_name
+from ..enums import ArrayType, Datatype, FilterType, Layout
+from ..layout import FRAGMENTS_DIR, SPECIAL_DIRS
+from ..structs import array_schema as schema_mod
+from ..structs.names import parse_timestamped_name
 
 __all__ = ["JSON_VERSION", "Schema", "jsonable", "text", "filters_json", "schema_json", "field_repr", "schema_repr",
            "fragment_repr", "fragment_rows", "meta_json"]

@@ -23,10 +23,10 @@ from dataclasses import dataclass, replace
 import construct
 from construct import ConstructError
 
-from .errors import FormatError
-from .fields import Bounded, Counted, Raw, RepeatToEnd, Section, StrictEnum, Text, _Reject
-from .numpy_array import NumpyArray
-from .versions import FEATURES, KNOWN_VERSIONS, Feature, Versioned
+from ..errors import FormatError
+from ..fields import Bounded, Counted, Raw, RepeatToEnd, Section, StrictEnum, Text, _Reject
+from ..numpy_array import NumpyArray
+from ..versions import FEATURES, KNOWN_VERSIONS, Feature, Versioned
 
 __all__ = ["Field", "Structure", "Change", "Part", "fields", "structures", "structure", "aligned", "diff",
            "metadata_file_layout", "footer_lookup"]
@@ -322,7 +322,7 @@ class Part:
 def footer_lookup(version: int) -> tuple[str, list[Field]]:
     """How a reader finds the footer of a v3+ fragment metadata file at ``version`` (REFERENCE §12.1), and,
     where its size is computed rather than stored, the footer fields whose sizes add up to it."""
-    from .structs.footer import Footer
+    from ..structs.footer import Footer
 
     # TileDB: FragmentMetadata::get_footer_offset_and_size, footer_size_v3_v4/_v5_v6/_v7_v9
     stored = ("the file's last 8 bytes are the footer length L (u64); the footer is the L bytes before them, "
@@ -341,8 +341,8 @@ def footer_lookup(version: int) -> tuple[str, list[Field]]:
 def metadata_file_layout(version: int) -> list[Part]:
     """The parts of a v3+ ``__fragment_metadata.tdb`` at ``version``, in file order: the sections (generic
     tiles) in the writer's order (§12.1), the footer, then its length where one is stored; [] before v3."""
-    from .structs.footer import Footer
-    from .structs.fragment import SECTIONS
+    from ..structs.footer import Footer
+    from ..structs.fragment import SECTIONS
 
     if not Footer.exists(version):
         return []
@@ -371,7 +371,7 @@ def metadata_file_layout(version: int) -> list[Part]:
 
 def _modules():
     """Every module of tdbformat.structs and tdbformat.filters, imported."""
-    from . import filters, structs
+    from .. import filters, structs
 
     out = []
     for pkg in (structs, filters):
@@ -407,8 +407,8 @@ def structures() -> dict[str, Structure]:
             for obj in vars(mod).values():
                 if isinstance(obj, Section):
                     add(obj.title, obj.page, obj)
-    from .enums import FilterType
-    from .filters import CODECS
+    from ..enums import FilterType
+    from ..filters import CODECS
 
     by_metadata = {}
     for ftype in sorted(CODECS):

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 
-from .files import parse_file
-from .render import plain
-from .storage import storage_for
-from .structs.fragment import FragmentMetadata, fragment_sections
+from ..layout.files import parse_file
+from ..show.render import plain
+from ..storage import storage_for
+from ..structs.fragment import FragmentMetadata, fragment_sections
 
 __all__ = ["SUITE_VERSION", "select_cases", "case_document", "write_conformance"]
 

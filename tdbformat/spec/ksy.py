@@ -33,13 +33,13 @@ import construct
 import numpy as np
 from construct.expr import BinExpr, Path as ThisPath, UniExpr
 
-from .enums import Datatype
-from .fields import Bounded, Counted, Raw, RepeatToEnd, Section, StrictEnum, Text
-from .numpy_array import NumpyArray
-from .spec import _type_names, structures
-from .storage import LocalStorage
-from .structs.array_schema import value_dtype
-from .versions import FEATURES, KNOWN_VERSIONS, Versioned
+from ..enums import Datatype
+from ..fields import Bounded, Counted, Raw, RepeatToEnd, Section, StrictEnum, Text
+from ..numpy_array import NumpyArray
+from . import _type_names, structures
+from ..storage import LocalStorage
+from ..structs.array_schema import value_dtype
+from ..versions import FEATURES, KNOWN_VERSIONS, Versioned
 
 __all__ = ["ksy_documents", "ksy_text", "export_ksy", "write_ksy"]
 
@@ -469,7 +469,7 @@ class _Builder(_Leaves):
             present = self._inner(con, attr, name, keys)
         except _Opaque as e:
             raise KeyError(f"{owner}.{name} at v{self.version}: a Python function ({e.args[0]!r}) needs an "
-                           f"entry in tdbformat.ksy._OVERRIDES") from None
+                           f"entry in tdbformat.spec.ksy._OVERRIDES") from None
         if not present:
             return None
         suffix = keys.pop("doc-suffix", "")

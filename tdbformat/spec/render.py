@@ -12,14 +12,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import FormatError
-from .fields import Section
-from .structs.fragment import FragmentMetadata, fragment_sections
-from .render import _scalar
-from .show import JSON_VERSION
-from .spec import (BEHAVIOUR, KNOWN_VERSIONS, aligned, diff, feature_changes, features, fields, footer_lookup,
-                   metadata_file_layout, structure, structures)
-from .storage import LocalStorage
+from ..errors import FormatError
+from ..fields import Section
+from ..structs.fragment import FragmentMetadata, fragment_sections
+from ..show.render import _scalar
+from ..show import JSON_VERSION
+from . import (
+    BEHAVIOUR, KNOWN_VERSIONS, aligned, diff, feature_changes, features, fields, footer_lookup,
+    metadata_file_layout, structure, structures,
+)
+from ..storage import LocalStorage
 
 __all__ = ["spec_markdown", "spec_json", "side_by_side", "render_diff", "changes_markdown",
            "write_spec_versions", "diff_values", "render_file_diff", "dialect_markdown", "dialect_diff"]

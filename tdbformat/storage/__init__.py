@@ -25,7 +25,7 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import FormatError, UnsupportedError
+from ..errors import FormatError, UnsupportedError
 
 __all__ = ["Storage", "LocalStorage", "storage_for"]
 __all__ += ["FsspecStorage", "FileView", "URL_SCHEMES", "coalesce"]

@@ -10,8 +10,11 @@ import numpy as np
 from construct import Container
 from hypothesis import strategies as st
 
-from .enums import ArrayType, Compressor, CurrentDomainType, DataOrder, Datatype, EncryptionType, FilterType, Layout, WebpInputFormat
-from .versions import KNOWN_VERSIONS
+from ..enums import (
+    ArrayType, Compressor, CurrentDomainType, DataOrder, Datatype, EncryptionType, FilterType, Layout,
+    WebpInputFormat,
+)
+from ..versions import KNOWN_VERSIONS
 
 __all__ = [
     "versions", "filter_options", "filters", "filter_pipelines", "tiles", "generic_tiles",

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from construct import Container
 
-from .. import directory
+from .. import layout
 from ..enums import ArrayType, Datatype, Layout
 from ..filters.pipeline import MAX_CHUNK
 from ..storage import storage_for
@@ -30,14 +30,14 @@ from ..structs.commits import negate
 from ..structs.enumeration import Enumeration
 from ..structs.metadata import ArrayMetadata
 from ..structs.names import parse_timestamped_name, timestamped_name
-from . import Array, check_ranges, open_array
-from .cells import filled, from_ordinal, nonempty_bound
+from ..array import Array, check_ranges, open_array
+from ..array.cells import filled, from_ordinal, nonempty_bound
 from .create import check_version, create, new_uuid, schema_at
 from .deletes import DELETES_SINCE, delete_cells
-from .dense import read_dense
-from .fragment import field_index
+from ..array.dense import read_dense
+from ..array.fragment import field_index
 from .metadata import METADATA_SINCE
-from .sparse import read_sparse
+from ..array.sparse import read_sparse
 from .writer import CELL_META_SINCE, open_writer, write
 from .writer import _chunk_bound as checked_chunk_bound
 
@@ -84,7 +84,7 @@ _LEGACY_FILTERS = {"GZIP": "GzipFilter", "ZSTD": "ZstdFilter", "LZ4": "LZ4Filter
 
 def _legacy_field(field, stored):
     """A pre-v1 attribute as a schema helper ``Attr``, its compressor as a filter."""
-    from . import schema as S
+    from .. import schema as S
 
     comp = stored.compressor.name
     name = _LEGACY_FILTERS.get(comp, "ZstdFilter" if comp.startswith("BLOSC") else None)
@@ -100,7 +100,7 @@ def _legacy_field(field, stored):
 def _convert_legacy(array, dst, version: int, key) -> str:
     """A 0.x or 1.x array as one fragment holding every cell it reads now (those arrays have no timestamps),
     under its schema in v1+ terms: dimensions, attributes, orders, capacity, each compressor as its filter."""
-    from . import schema as S
+    from .. import schema as S
 
     if key is not None:
         raise ValueError("key: arrays from before format version 1 are never encrypted")
@@ -151,10 +151,10 @@ def _plan(array, version: int, merge: bool) -> list:
     if deletes and version < DELETES_SINCE and not merge:
         raise ValueError(f"delete commits need format version {DELETES_SINCE} or later, not {version} "
                          "(merge=True writes the cells left after them instead)")
-    first = min(times, default=directory.checked_timestamp(None))
+    first = min(times, default=layout.checked_timestamp(None))
     # the legacy schema file has no timestamp, and a schema written later than the first write (the latest one,
     # before v10) would hide that write's cells from TileDB: such a schema is written at the first write's time
-    plan = [(first if name == directory.LEGACY_SCHEMA else min(first, _name_time(name)) if i == 0
+    plan = [(first if name == layout.LEGACY_SCHEMA else min(first, _name_time(name)) if i == 0
              else _name_time(name), _SCHEMA, i, (name, s)) for i, (name, s) in enumerate(schemas)]
     if merge:  # one fragment at the time of the last write or delete
         plan += [(max(cell_times), _FRAGMENT, 0, None)] if frags else []
@@ -172,8 +172,8 @@ def _absorbed(delete, frags) -> bool:
 
 
 def _metadata_files(array) -> list:
-    folder = array.storage.join(array.path, directory.META_DIR)
-    return directory.metadata_files(array.storage, folder) if array.storage.is_dir(folder) else []
+    folder = array.storage.join(array.path, layout.META_DIR)
+    return layout.metadata_files(array.storage, folder) if array.storage.is_dir(folder) else []
 
 
 def _write_schema(array, dst, item, t: int, version: int, key) -> None:
@@ -182,21 +182,21 @@ def _write_schema(array, dst, item, t: int, version: int, key) -> None:
     (v20+), rebuilt at ``version``."""
     name, schema = item
     storage, root = storage_for(dst)
-    folder = storage.join(root, directory.SCHEMA_DIR)
-    keep = version >= 10 and name != directory.LEGACY_SCHEMA and _name_time(name) == t
+    folder = storage.join(root, layout.SCHEMA_DIR)
+    keep = version >= 10 and name != layout.LEGACY_SCHEMA and _name_time(name) == t
     data = ArraySchema.build(schema_at(schema, version), key=key, version=version)
     if not storage.is_dir(root):
         create(dst, schema, version, key=key, timestamp=t)
         if keep:  # create names the file with a new uuid: put it under the source's name instead
-            made = directory.schema_files(storage, root)[0]
+            made = layout.schema_files(storage, root)[0]
             storage.commit(storage.join(folder, name), data)
             storage.delete(made)
     else:
         storage.commit(storage.join(folder, name if keep else timestamped_name(t, t, new_uuid())), data)
     for ref in schema.get("enumerations") or []:
-        src = directory.enumeration_path(array.storage, array.path, ref.filename)
+        src = layout.enumeration_path(array.storage, array.path, ref.filename)
         value = Enumeration.parse(array.storage.read(src, what="enumeration file"), key=key, filename=str(src))
-        target = directory.enumeration_path(storage, root, ref.filename)
+        target = layout.enumeration_path(storage, root, ref.filename)
         if not storage.is_file(target):
             storage.commit(target, Enumeration.build(value, version=version, key=key))
 
@@ -262,7 +262,7 @@ def _alive(coords, kept, allows_dups) -> np.ndarray:
 def _marker(marker: str, version: int) -> str:
     """A processed condition's delete commit (``__commits/<name>.del``) as convert names it at ``version``."""
     ts = parse_timestamped_name(marker.rsplit("/", 1)[-1].removesuffix(".del"))
-    return f"{directory.COMMITS_DIR}/{timestamped_name(ts.t1, ts.t2, ts.uuid, version)}.del"
+    return f"{layout.COMMITS_DIR}/{timestamped_name(ts.t1, ts.t2, ts.uuid, version)}.del"
 
 
 def _uuid(name: str) -> str | None:
@@ -303,4 +303,4 @@ def _write_metadata(array, dst, path, version: int, key) -> None:
     storage, root = storage_for(dst)
     entries = ArrayMetadata.parse(array.storage.read(path, what="metadata file"), key=key, filename=str(path)).entries
     data = ArrayMetadata.build(Container(entries=entries), version=version, key=key)
-    storage.commit(directory.metadata_path(storage, root, array.storage.name(path)), data)
+    storage.commit(layout.metadata_path(storage, root, array.storage.name(path)), data)

@@ -15,8 +15,10 @@ import time
 import numpy as np
 from construct import Container, ListContainer
 
-from ..directory import (COMMITS_DIR, ENUMERATIONS_DIR, FRAGMENT_META_DIR, FRAGMENTS_DIR, LABELS_DIR, LEGACY_SCHEMA,
-                         LOCK, META_DIR, SCHEMA_DIR)
+from ..layout import (
+    COMMITS_DIR, ENUMERATIONS_DIR, FRAGMENT_META_DIR, FRAGMENTS_DIR, LABELS_DIR, LEGACY_SCHEMA, LOCK,
+    META_DIR, SCHEMA_DIR,
+)
 from ..enums import Datatype, FilterType, Layout
 from ..storage import storage_for
 from ..structs.array_schema import VAR_NUM, ArraySchema

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from construct import Container
 
-from .. import directory
+from .. import layout
 from ..enums import ArrayType, CombinationOp, Datatype, NodeType, QueryConditionOp
 from ..storage import storage_for
 from ..structs.array_schema import attributes, dimensions
@@ -112,7 +112,7 @@ def delete_cells(path, condition, timestamp=None, key=None, uuid: str | None = N
     if not isinstance(condition, dict) or "node_type" not in condition:
         raise TypeError(f"condition: expected a ConditionNode Container, not {type(condition).__name__}")
     storage, root = storage_for(path)
-    schema = directory.load_schemas(storage, root, key)[-1][1]
+    schema = layout.load_schemas(storage, root, key)[-1][1]
     version = schema.version
     if version < DELETES_SINCE:
         raise ValueError(f"delete conditions exist from format version {DELETES_SINCE}; this array is v{version}")
@@ -121,10 +121,10 @@ def delete_cells(path, condition, timestamp=None, key=None, uuid: str | None = N
     fields = {f.name: f for f in dimensions(schema) + attributes(schema)}
     plain = tiledb_tree(condition)
     _check(plain, fields)
-    timestamp = directory.checked_timestamp(timestamp)
-    _check_not_inside_consolidated(directory.Listing.of(storage, root, key), timestamp)
+    timestamp = layout.checked_timestamp(timestamp)
+    _check_not_inside_consolidated(layout.Listing.of(storage, root, key), timestamp)
     data = DeleteCommit.build(Container(condition=negate(plain)), version=version, key=key)
     name = timestamped_name(timestamp, timestamp, fragment_uuid(uuid), version)
-    target = directory.delete_commit_path(storage, root, name)
+    target = layout.delete_commit_path(storage, root, name)
     storage.commit(target, data)
     return str(target)

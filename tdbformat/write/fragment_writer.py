@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from construct import Container, ListContainer
 
-from ..directory import COMMITS_DIR, FRAGMENT_METADATA, FRAGMENTS_DIR
+from ..layout import COMMITS_DIR, FRAGMENT_METADATA, FRAGMENTS_DIR
 from ..enums import Datatype, FilterType, OptionalSectionId
 from ..filters import chunk_sizes, filter_tile, skips_offsets, uses_chunking
 from ..filters.encryption import normalize_key

@@ -23,12 +23,12 @@ import os
 
 from construct import Container, ListContainer
 
-from . import directory
-from .enums import ObjectType
-from .storage import storage_for
-from .structs.group import GroupDetails
-from .structs.names import parse_timestamped_name
-from .versions import LATEST, checked_version
+from .. import layout
+from ..enums import ObjectType
+from ..storage import storage_for
+from ..structs.group import GroupDetails
+from ..structs.names import parse_timestamped_name
+from ..versions import LATEST, checked_version
 
 __all__ = ["create_group", "Group", "GROUP_DETAILS_SINCE"]
 
@@ -42,9 +42,9 @@ def create_group(path, version: int = LATEST, key=None) -> "Group":
     """Make a group at ``path`` (its marker file) and return it open for adding members at ``version``."""
     version = checked_version(version)
     storage, root = storage_for(path)
-    if directory.is_group(storage, root) or directory.schema_files(storage, root):
+    if layout.is_group(storage, root) or layout.schema_files(storage, root):
         raise ValueError(f"path: {root} already holds a TileDB group or array")
-    storage.commit(directory.group_marker_path(storage, root), b"")
+    storage.commit(layout.group_marker_path(storage, root), b"")
     return Group(path, version=version, key=key)
 
 
@@ -64,9 +64,9 @@ def _object_type(storage, group, uri: str, relative: bool) -> ObjectType:
     local = storage.join(group, uri) if relative else uri.removeprefix("file://")
     if "://" in str(local):
         raise ValueError(f"uri: {uri!r} is not local, so its object type cannot be found")
-    if directory.is_group(storage, local):
+    if layout.is_group(storage, local):
         return ObjectType.GROUP
-    if directory.schema_files(storage, local):
+    if layout.schema_files(storage, local):
         return ObjectType.ARRAY
     raise ValueError(f"uri: {uri!r} is neither a TileDB array nor a group")
 
@@ -79,12 +79,12 @@ class Group:
 
     def __init__(self, path, version: int | None = None, key=None, timestamp=None):
         self.storage, self.path = storage_for(path)
-        if not directory.is_group(self.storage, self.path):
-            raise ValueError(f"path: {self.path} is not a TileDB group (no {directory.GROUP_MARKER})")
+        if not layout.is_group(self.storage, self.path):
+            raise ValueError(f"path: {self.path} is not a TileDB group (no {layout.GROUP_MARKER})")
         self.key, self.timestamp = key, timestamp
-        directory.checked_timestamp(timestamp)
+        layout.checked_timestamp(timestamp)
         if version is None:
-            version = directory.group_format_version(self.storage, self.path, key) or LATEST
+            version = layout.group_format_version(self.storage, self.path, key) or LATEST
         self.version = checked_version(version)
         self._changes = {}  # member key -> (GroupMember Container, removed), in the order they were queued
 
@@ -93,7 +93,7 @@ class Group:
         """The members as written so far (GroupMember containers; queued changes not included)."""
         if self.version < GROUP_DETAILS_SINCE:
             return []
-        return directory.group_members(self.path, self.key, self.storage)
+        return layout.group_members(self.path, self.key, self.storage)
 
     def _member(self, uri, object_type, relative, name, deleted):
         v = 2 if self.version >= DETAILS_V2_SINCE else 1
@@ -148,10 +148,10 @@ class Group:
         """The given timestamp; by default now, but after the latest details file: files of one millisecond
         apply in no fixed order, and two sessions a millisecond apart must not swap."""
         if self.timestamp is not None:
-            return directory.checked_timestamp(self.timestamp)
-        files = directory.metadata_files(self.storage, self.storage.join(self.path, directory.GROUP_DIR))
+            return layout.checked_timestamp(self.timestamp)
+        files = layout.metadata_files(self.storage, self.storage.join(self.path, layout.GROUP_DIR))
         latest = parse_timestamped_name(self.storage.name(files[-1])).t1 if files else -1
-        return max(directory.checked_timestamp(None), latest + 1)
+        return max(layout.checked_timestamp(None), latest + 1)
 
     def close(self) -> str | None:
         """Write the queued changes as one details file (none if nothing was queued); returns its path."""
@@ -162,8 +162,8 @@ class Group:
         data = GroupDetails.build(Container(version=details_version, members=ListContainer(members)),
                                   version=self.version, key=self.key)
         # TileDB 2.8-2.14 named v1 files without a suffix (the v13-v17 corpus groups); 2.15+ append "_2"
-        name = directory.new_name(self._timestamp(), 2 if details_version == 2 else None)
-        target = directory.group_details_path(self.storage, self.path, name)
+        name = layout.new_name(self._timestamp(), 2 if details_version == 2 else None)
+        target = layout.group_details_path(self.storage, self.path, name)
         self.storage.commit(target, data)
         self._changes = {}
         return str(target)

@@ -17,13 +17,13 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 from construct import Container, ListContainer
 
-from .. import directory
+from .. import layout
 from ..enums import Datatype
 from ..storage import storage_for
 from ..structs.metadata import ArrayMetadata
 from ..versions import LATEST
-from .cells import NP_FLAT, NP_SHAPE
-from .schema import datatype_of
+from ..array.cells import NP_FLAT, NP_SHAPE
+from ..schema import datatype_of
 
 __all__ = ["put_metadata", "delete_metadata", "metadata_entries"]
 
@@ -109,9 +109,9 @@ def metadata_entries(puts: Mapping | None = None, deletes: Iterable = ()) -> lis
 
 def _version(storage, root, key) -> int:
     """The array's format version; a group's is that of its details files (the newest if it has none)."""
-    if directory.is_group(storage, root):
-        return directory.group_format_version(storage, root, key) or LATEST
-    return directory.array_format_version(storage, root, key)
+    if layout.is_group(storage, root):
+        return layout.group_format_version(storage, root, key) or LATEST
+    return layout.array_format_version(storage, root, key)
 
 
 def _write(path, entries: list, timestamp, key) -> str:
@@ -120,9 +120,9 @@ def _write(path, entries: list, timestamp, key) -> str:
     version = _version(storage, root, key)
     if version < METADATA_SINCE:
         raise ValueError(f"array metadata exists from format version {METADATA_SINCE}; this array is v{version}")
-    name = directory.new_name(timestamp)
+    name = layout.new_name(timestamp)
     data = ArrayMetadata.build(Container(entries=ListContainer(entries)), version=version, key=key)
-    target = directory.metadata_path(storage, root, name)
+    target = layout.metadata_path(storage, root, name)
     storage.commit(target, data)
     return str(target)
 

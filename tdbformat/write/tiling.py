@@ -9,7 +9,7 @@ import numpy as np
 
 from ..enums import Layout
 from ..structs.array_schema import VAR_NUM
-from .order import hilbert_values, order_cells, tile_range
+from ..array.order import hilbert_values, order_cells, tile_range
 
 __all__ = ["dense_box", "dense_tiles", "sparse_order", "tile_bounds", "terminated_cells", "var_bytes", "var_cells"]
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import numpy as np
 from construct import Container
 
-from ..directory import load_schemas
+from ..layout import load_schemas
 from ..enums import ArrayType, Layout
 from ..filters.pipeline import MAX_CHUNK, thread_count
 from ..storage import storage_for
 from ..structs.array_schema import attributes, dimensions, value_dtype
-from .cells import cell_dtype, range_bound
+from ..array.cells import cell_dtype, range_bound
 from .create import create, default_fill, new_uuid, now_ms
 from .fragment_writer import FragmentWrite, write_fragment
 from .metadata import delete_metadata, put_metadata

@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from tdbformat import parse_file
-from tdbformat.files import file_kind
+from tdbformat.layout.files import file_kind
 
 from .sites import find_sites, write_site
 

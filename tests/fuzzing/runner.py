@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from pathlib import Path
 
-import tdbformat.array
+import tdbformat.array.options
 from tdbformat.filters.strings import arrow
 
 from .mutate import BEHAVIOURS, CORPUS
@@ -69,7 +69,7 @@ def _limit_memory(margin_mib: int):
     with open("/proc/self/statm") as f:
         baseline = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     resource.setrlimit(resource.RLIMIT_AS, (baseline + (margin_mib << 20), resource.RLIM_INFINITY))
-    tdbformat.array.MEMORY_BUDGET = (margin_mib << 20) // 4
+    tdbformat.array.options.MEMORY_BUDGET = (margin_mib << 20) // 4
 
 
 def _case_in(workdir: Path, opts: Options, number: int, verbose: bool = False, notify=None) -> dict:

@@ -25,7 +25,7 @@ import tdbformat
 import tdbformat.cli
 from tdbformat import FormatError, open_array, parse_file
 from tdbformat.array import MemoryBudgetError
-from tdbformat.files import inspect_path
+from tdbformat.layout.files import inspect_path
 
 from .mutate import mutate
 
@@ -65,7 +65,7 @@ def _ops(case: dict):
         yield "inspect_path", lambda: inspect_path(root, key=key)
     # findings are validate's answer; it raises only when the copy is no array, group or file at all
     if case["validate"]:
-        yield "validate", lambda: tdbformat.validate(root, key=key)
+        yield "validate", lambda: tdbformat.check.validate(root, key=key)
     opened = {}
     yield "open_array", lambda: opened.setdefault("a", open_array(root, key=key))
     if case["group"]:
@@ -105,7 +105,7 @@ _FRAME = re.compile(r'File "([^"]*tdbformat/[^"]*)", line (\d+), in (\S+)')
 
 def _cli_child(argv: list, out_fd: int, err_fd: int):
     """In the forked child: ``tdbformat.cli.main(argv)`` writing to a strict UTF-8 terminal (which, unlike the
-    C locale's, refuses undecodable bytes), ending as ``python3 -m tdbformat.cli`` would."""
+    C locale's, refuses undecodable bytes), ending as ``python3 -m tdbformat`` would."""
     code = 1
     try:
         os.dup2(out_fd, 1)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from functools import partial
 
-from ..errors import ChecksumError, EncryptionError, FormatError, UnsupportedError
+from ...errors import ChecksumError, EncryptionError, FormatError, UnsupportedError
 
 __all__ = ["Finding", "RULES", "Report", "validate", "validate_many"]
 
@@ -68,7 +68,7 @@ class Finding:
         return f"{self.severity} [{self.rule}] {where}: {self.message}{diff}"
 
     def to_json(self) -> dict:
-        from ..show import jsonable
+        from ...show import jsonable
 
         return {k: (jsonable(v) if k in ("expected", "found") else v) for k, v in asdict(self).items()}
 
@@ -122,9 +122,9 @@ def validate(path, key=None, rules=None, progress=None, storage_options=None) ->
     """Run the rules (``rules``: ids of :data:`RULES`, default all) over the array, group or file at ``path``
     (``key``: of an encrypted array; ``storage_options``: of a URL's fsspec filesystem); the findings, in the
     order found. ``progress(done, total)`` is called with increments as tiles are found and checked."""
-    from ..directory import LEGACY_SCHEMA, SCHEMA_DIR, is_group
-    from ..filters.encryption import normalize_key
-    from ..storage import storage_for
+    from ...layout import LEGACY_SCHEMA, SCHEMA_DIR, is_group
+    from ...filters.encryption import normalize_key
+    from ...storage import storage_for
     from .layout import validate_array, validate_file, validate_group
 
     report = Report(_check_rules(rules), progress)
@@ -171,7 +171,7 @@ def _validate_one(path, key, rules, storage_options) -> list[Finding]:
     """One path's validation, its URLs under ``storage_options`` (a local path ignores them), in a task."""
     from contextlib import nullcontext
 
-    from ..storage import default_storage_options
+    from ...storage import default_storage_options
 
     with default_storage_options(storage_options) if storage_options is not None else nullcontext():
         return validate(path, key=key, rules=rules)

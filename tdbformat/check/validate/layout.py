@@ -7,19 +7,19 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from .. import directory
-from ..array.fragment import load_fragments
-from ..array.tiles import Tiles
+from ... import layout
+from ...array.fragment import load_fragments
+from ...array.tiles import Tiles
 from ..coverage import gaps, metadata_spans
-from ..enums import EncryptionType
-from ..errors import FormatError, located
-from ..files import parse_file
-from ..show import _folders
-from ..structs.array_schema import ArraySchema, evolution_mismatch, schema_version
-from ..structs.fragment import SECTIONS, Footer, find_footer
-from ..structs.generic_tile import GENERIC_TILE_BASE_SIZE
-from ..structs.names import parse_timestamped_name
-from ..versions import FEATURES, KNOWN_VERSIONS
+from ...enums import EncryptionType
+from ...errors import FormatError, located
+from ...layout.files import parse_file
+from ...show import _folders
+from ...structs.array_schema import ArraySchema, evolution_mismatch, schema_version
+from ...structs.fragment import SECTIONS, Footer, find_footer
+from ...structs.generic_tile import GENERIC_TILE_BASE_SIZE
+from ...structs.names import parse_timestamped_name
+from ...versions import FEATURES, KNOWN_VERSIONS
 from .tiles import check_fragment
 
 __all__ = ["validate_array", "validate_group", "validate_file"]
@@ -42,13 +42,13 @@ def validate_group(storage, root, key, report, seen=None) -> None:
     """A group's own files, then each member on disk: groups recursively, arrays."""
     seen = set() if seen is None else seen
     seen.add(str(root))
-    for folder in (root, storage.join(root, directory.GROUP_DIR), storage.join(root, directory.META_DIR)):
+    for folder in (root, storage.join(root, layout.GROUP_DIR), storage.join(root, layout.META_DIR)):
         for name in storage.list(folder):
             p = storage.join(folder, name)
             if not storage.is_dir(p):
                 validate_file(storage, p, key, report)
     try:
-        members = directory.group_members(root, key=key, storage=storage)
+        members = layout.group_members(root, key=key, storage=storage)
     except FormatError as e:
         report.error(e)
         return
@@ -56,7 +56,7 @@ def validate_group(storage, root, key, report, seen=None) -> None:
         where = (str(storage.join(root, m.uri)) if m.relative else m.uri).removeprefix("file://")
         if where in seen or not storage.is_dir(where):
             continue  # a member elsewhere (another storage) or already seen
-        if directory.is_group(storage, where):
+        if layout.is_group(storage, where):
             validate_group(storage, where, key, report, seen)
         else:
             validate_array(storage, where, key, report)
@@ -70,7 +70,7 @@ def validate_array(storage, root, key, report) -> None:
     if reason := evolution_mismatch(list(schemas.items())):
         report.add("schema-evolution", reason, file=root, structure="Array schema", field="domain")
     try:
-        listing = directory.Listing.of(storage, root, key)
+        listing = layout.Listing.of(storage, root, key)
     except FormatError as e:
         report.error(e)
         return
@@ -82,27 +82,27 @@ def validate_array(storage, root, key, report) -> None:
     with ThreadPoolExecutor(os.cpu_count()) as pool:
         for frag in frags:
             _version(frag, schemas, report)
-            _sections(frag.metadata, storage.join(frag.path, directory.FRAGMENT_METADATA), frag.name, report)
+            _sections(frag.metadata, storage.join(frag.path, layout.FRAGMENT_METADATA), frag.name, report)
             expected |= {str(p) for p in check_fragment(storage, frag, tiles, report, pool)}
     committed = {str(f.path) for f in frags}
     for p in data_files:
         if str(storage.parent(p)) in committed and str(p) not in expected:
             report.add("stray-files", "a data file that no field of the fragment names", file=p)
-    for label in storage.list(storage.join(root, directory.LABELS_DIR)):  # dimension labels are arrays
-        validate_array(storage, storage.join(root, directory.LABELS_DIR, label), key, report)
+    for label in storage.list(storage.join(root, layout.LABELS_DIR)):  # dimension labels are arrays
+        validate_array(storage, storage.join(root, layout.LABELS_DIR, label), key, report)
 
 
 def _schemas(storage, root, key, report) -> dict:
     """``{file name: schema}`` of every schema that parses (the others are findings)."""
     out = {}
-    for p in directory.schema_files(storage, root):
+    for p in layout.schema_files(storage, root):
         try:
             out[storage.name(p)] = ArraySchema.parse(storage.read(p, what="array schema"), key=key, filename=str(p))
         except FormatError as e:
             report.error(e, file=p)
     for name, schema in out.items():  # the enumeration files a schema names (the walk parses the ones there)
         for ref in schema.get("enumerations") or []:
-            p = directory.enumeration_path(storage, root, ref.filename)
+            p = layout.enumeration_path(storage, root, ref.filename)
             if not storage.is_file(p):
                 report.add("file-parses", f"schema {name} names enumeration {ref.name!r} in a file that is not there",
                            file=p, structure="Array schema", field="enumerations", expected="an enumeration file",
@@ -119,12 +119,12 @@ def _files(storage, root, key, report) -> list:
     """Parse every file of the array but schemas, fragment metadata and data (their rules parse them);
     report files no format kind names. The data files, for the stray check."""
     data = []
-    labels = str(storage.join(root, directory.LABELS_DIR))
+    labels = str(storage.join(root, layout.LABELS_DIR))
     for p in storage.walk(root):
         if str(p).startswith(labels + os.sep):
             continue
         try:
-            kind = directory.file_kind(storage, p)
+            kind = layout.file_kind(storage, p)
         except FormatError:
             report.add("stray-files", "not a file of a TileDB array: no format kind has this name here", file=p)
             continue
@@ -144,10 +144,10 @@ def _commits(storage, root, listing, report) -> None:
             continue
         version = parse_timestamped_name(name).version
         what = ("commit marker (.ok or .wrt)" if version is not None and FEATURES["commit_markers"](version)
-                else directory.FRAGMENT_METADATA)
+                else layout.FRAGMENT_METADATA)
         report.add("commits", f"fragment {name} has no {what}: readers ignore its cells", file=folder,
                    expected="committed", found="uncommitted")
-    for folder in (root, storage.join(root, directory.COMMITS_DIR)):
+    for folder in (root, storage.join(root, layout.COMMITS_DIR)):
         for name in storage.list(folder):
             stem, _, suffix = name.rpartition(".")
             if suffix in ("ok", "wrt") and stem not in folders:

@@ -8,12 +8,12 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..enums import Layout
-from ..errors import FormatError
-from ..array.cells import ordinal
-from ..array.fragment import mbr_bounds
-from ..array.sparse import _sort
-from ..versions import FEATURES
+from ...enums import Layout
+from ...errors import FormatError
+from ...array.cells import ordinal
+from ...array.fragment import mbr_bounds
+from ...array.sparse import _sort
+from ...versions import FEATURES
 
 __all__ = ["check_sparse"]
 

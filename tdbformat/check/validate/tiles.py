@@ -8,16 +8,16 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..array import order
-from ..array.cells import cell_dtype
-from ..array.fragment import _KINDS
-from ..array.dense import _tile_jobs
-from ..directory import FRAGMENT_METADATA
-from ..enums import FilterType
-from ..errors import FormatError
-from ..structs.array_schema import attributes, value_dtype
-from ..structs.fragment import data_files
-from ..versions import FEATURES
+from ...array import order
+from ...array.cells import cell_dtype
+from ...array.fragment import _KINDS
+from ...array.dense import _tile_jobs
+from ...layout import FRAGMENT_METADATA
+from ...enums import FilterType
+from ...errors import FormatError
+from ...structs.array_schema import attributes, value_dtype
+from ...structs.fragment import data_files
+from ...versions import FEATURES
 from .sparse import check_sparse
 
 __all__ = ["check_fragment", "data_fields", "field_offsets"]

@@ -1,0 +1,1 @@
+"""The checks: validate, salvage, coverage, stats (and du, explain, repair plans)."""
