@@ -593,7 +593,7 @@ def test_an_array_tdbformat_writes_to_s3_reads_equal_in_tiledb_py(s3, server, tm
     values = np.random.default_rng(11).random((100, 10))
     strings = np.array([f"cell{i}" * (i % 4) for i in range(1000)], dtype=object).reshape(100, 10)
     url = f"s3://{BUCKET}/written-by-tdbformat-{uuid.uuid4().hex}"
-    with tdbformat.default_storage_options(s3):
+    with tdbformat.storage.default_storage_options(s3):
         tdbformat.create(url, tdbformat.open_array(tmp_path / "schema").schema, version=22)
         tdbformat.write(url, {"v": values[:50], "s": strings[:50]}, subarray=[(0, 49), (0, 9)])
         tdbformat.write(url, {"v": values[50:], "s": strings[50:]}, subarray=[(50, 99), (0, 9)])
@@ -692,7 +692,7 @@ def test_a_write_commits_its_fragment_last(where, version, s3, server, tmp_path,
     url = {"s3": f"s3://{BUCKET}/commits-{uuid.uuid4().hex}", "memory": f"memory://commits-{uuid.uuid4().hex}",
            "local": str(tmp_path / "arr")}[where]
     cls = LocalStorage if where == "local" else FsspecStorage
-    with tdbformat.default_storage_options(s3 if where == "s3" else {}):
+    with tdbformat.storage.default_storage_options(s3 if where == "s3" else {}):
         tdbformat.create(url, schema, version=version)
         tdbformat.write(url, {"v": np.arange(5), "s": np.array(list("abcde"), object)}, subarray=[(0, 4)])
         done = _record_writes(monkeypatch, cls)

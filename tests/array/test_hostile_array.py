@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import corpus
-from tdbformat import ArraySchema, FormatError, FragmentMetadata, open_array
+from tdbformat import FormatError, open_array
+from tdbformat.structs import ArraySchema, FragmentMetadata
 from tdbformat.array.order import tile_grid
 
 tiledb = pytest.importorskip("tiledb")

@@ -21,7 +21,7 @@ from tdbformat.cli.cat import write_cells
 from tdbformat.show import jsonable
 
 tiledb = pytest.importorskip("tiledb")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BIG = (0, 2**31 - 1)
 #: name: (tile extents, order, first write (box, shape), second write overlapping it)
 SHAPES = {

@@ -15,13 +15,13 @@ from tdbformat import open_array
 pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")
 pytest.importorskip("tiledb")  # scripts/make_pandas.py imports it
-DATA = Path(__file__).parent / "data" / "pandas"
+DATA = Path(__file__).parents[1] / "data" / "pandas"
 CASES = sorted(p.parent for p in DATA.glob("*/truth.json"))
 
 
 def _make_pandas():
     """scripts/make_pandas.py, whose ``plain`` turns values into what truth.json holds."""
-    path = Path(__file__).parents[1] / "scripts" / "make_pandas.py"
+    path = Path(__file__).parents[2] / "scripts" / "make_pandas.py"
     spec = importlib.util.spec_from_file_location("make_pandas", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -31,7 +31,7 @@ from tdbformat import layout as directory
 from tdbformat.structs.prev1_0x import ArraySchema0x, BookKeeping0x
 from tdbformat.structs.prev1_1x import ArraySchema1x, FragmentMetadata1x
 
-PREV1 = Path(__file__).parent / "data" / "prev1"
+PREV1 = Path(__file__).parents[1] / "data" / "prev1"
 TRUTH = json.loads((PREV1 / "truth.json").read_text())
 ARRAYS = sorted(TRUTH["arrays"])
 
@@ -590,7 +590,7 @@ def test_keys_timestamps_and_v1_commands_are_refused_with_a_reason(capsys):
 def test_inspect_json_of_these_eras_follows_its_json_schema(capsys):
     jsonschema = pytest.importorskip("jsonschema")
     from tdbformat.cli import main
-    schema = json.loads((Path(__file__).parents[1] / "docs/json-schema/inspect.v1.json").read_text())
+    schema = json.loads((Path(__file__).parents[2] / "docs/json-schema/inspect.v1.json").read_text())
     assert main(["inspect", "--json", str(PREV1 / "tiledb-1.2.2/my_sparse_array")]) == 0
     doc = json.loads(capsys.readouterr().out)
     jsonschema.validate(doc, schema)

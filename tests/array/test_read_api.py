@@ -188,7 +188,7 @@ def test_conditions_on_enumerations_equal_tiledb_py(cond):
     """An ordered integer enumeration and an unordered string one (TileDB-Py's corpus array): labels become
     codes, a value the enumeration lacks matches only !=, inequalities need an ordered enumeration."""
     from pathlib import Path
-    uri = str(Path(__file__).resolve().parent.parent / CORPUS_ENUM)
+    uri = str(Path(__file__).resolve().parents[2] / CORPUS_ENUM)
     _check(uri, lambda A: A.query(cond=cond)[:])
     _check(uri, lambda A: A.query(cond=cond).multi_index[:])
 

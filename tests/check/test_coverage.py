@@ -18,7 +18,7 @@ import corpus
 from tdbformat.check.coverage import Span, coverage, field_spans, gaps, hexdump, spans
 from tdbformat.fields import Section, Struct
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: cases that hold every kind of file, for every writer
 KINDS = {"dense_2d_multiattr", "sparse_2d_rtree", "fragment_meta_consolidated", "array_metadata_consolidated",
          "encrypted_dense", "consolidated_sparse_with_timestamps", "sparse_var_string_dim", "commits_consolidated",

@@ -19,7 +19,7 @@ from test_validate import V22, _cli, _copy, _data_file, _rewrite_metadata, _spar
 from oracle import tiledb_ctx
 
 tiledb = pytest.importorskip("tiledb")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _digest(root: Path) -> str:

@@ -17,7 +17,7 @@ from tdbformat.structs.tile import DataFile, tile_nbytes
 from tdbformat.check.stats import stats, versions
 from tdbformat.versions import FIRST_RELEASE
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ARRAYS = [c for c in corpus.cases() if corpus.truth(c).get("kind", "array") == "array"]
 #: data files whose every tile holds the bytes the metadata counts (string RLE/dictionary keep no offsets)
 PLAIN = [c for c in ARRAYS if c.parent.name.startswith("v22_tiledb-py-0.36.1") and "string" not in c.name

@@ -149,7 +149,7 @@ def test_create_from_the_dict_form(tmp_path, capsys):
 def test_writing_commands_take_json(tmp_path, capsys):
     """create, write and convert --json: documents valid against docs/json-schema, naming what was written."""
     jsonschema = pytest.importorskip("jsonschema")
-    schemas = Path(__file__).resolve().parent.parent / "docs" / "json-schema"
+    schemas = Path(__file__).resolve().parents[2] / "docs" / "json-schema"
 
     def doc(command, *argv):
         out = json.loads(_run(capsys, command, *argv, "--json"))

@@ -22,7 +22,7 @@ from oracle import tiledb_ctx
 jsonschema = pytest.importorskip("jsonschema")
 referencing = pytest.importorskip("referencing")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "docs" / "json-schema"
 COMMANDS = ["schema", "fragments", "meta", "ls", "cat"]
 CASES = corpus.cases()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tdbformat.layout.stdsort import std_sort
 
-CASES = json.loads((Path(__file__).parent / "data" / "stdsort.json").read_text())["cases"]
+CASES = json.loads((Path(__file__).parents[1] / "data" / "stdsort.json").read_text())["cases"]
 
 
 def test_std_sort_orders_as_libstdcxx():

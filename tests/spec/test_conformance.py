@@ -12,7 +12,7 @@ import corpus
 from tdbformat import parse_file
 from tdbformat.spec.conformance import _value, select_cases, write_conformance
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "conformance"
 DOCS = sorted(SUITE.glob("v*/*/expected.json"))
 

@@ -28,7 +28,7 @@ from tdbformat.versions import KNOWN_VERSIONS
 
 from corpus import cases, files, key
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 KSY = REPO / "spec_versions" / "ksy"
 NODE_MODULES = REPO / "scripts" / "node" / "node_modules"
 

@@ -22,8 +22,8 @@ from tdbformat.layout.files import file_kind, parse_file
 from tdbformat.spec.render import render_diff, write_spec_versions
 from tdbformat.structs import commits, enumeration, fragment, group, metadata
 
-SPEC = Path(__file__).parent / "data" / "spec"
-REPO = Path(__file__).parent.parent
+SPEC = Path(__file__).parents[1] / "data" / "spec"
+REPO = Path(__file__).parents[2]
 
 
 def _find(*words):

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from corpus import CORPUS, files
-from tdbformat import DataFile, Filter, FilterPipeline, FormatError, GenericTile, GenericTileHeader, VersionError
+from tdbformat import FormatError, VersionError
+from tdbformat.structs import DataFile, Filter, FilterPipeline, GenericTile, GenericTileHeader
 from tdbformat.enums import Compressor, Datatype, EncryptionType, FilterType
 from tdbformat.numpy_array import CountedNumpy
 from tdbformat.testing.strategies import filter_pipelines, filters, generic_tiles, tiles

@@ -76,7 +76,7 @@ def _tiledb_meta(path, k) -> dict:
 
 
 def _metadata(path, k) -> dict:
-    return {n: (e.datatype, np.asarray(e.value).tolist()) for n, e in tdbformat.read_metadata(path, k).items()}
+    return {n: (e.datatype, np.asarray(e.value).tolist()) for n, e in tdbformat.layout.read_metadata(path, k).items()}
 
 
 def _digest(folder) -> str:

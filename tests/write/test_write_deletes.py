@@ -307,7 +307,7 @@ def test_random_conditions_give_tiledb_pys_file_and_cells(tmp_path_factory, cond
 def test_the_behaviours_corpus_deletes(tmp_path):
     """tests/data/behaviours/delete_conditions: the four .del files TileDB-Py 0.36 wrote, rewritten from their
     conditions on the array without them, are the same bytes; TileDB-Py reads truth.json's cells."""
-    source = Path(__file__).parent / "data" / "behaviours" / "delete_conditions"
+    source = Path(__file__).parents[1] / "data" / "behaviours" / "delete_conditions"
     path = tmp_path / "a"
     shutil.copytree(source / "array", path)
     originals = {p.name.split("_")[2]: p.read_bytes() for p in (path / "__commits").glob("*.del")}

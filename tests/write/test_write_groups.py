@@ -33,7 +33,7 @@ def _py_members(path):
 def _our_members(path):
     """The same, from our reader; URIs resolved as TileDB-Py shows them (relative ones under the group)."""
     out = {}
-    for m in tdbformat.group_members(path):
+    for m in tdbformat.layout.group_members(path):
         uri = f"file://{path.resolve()}/{m.uri}" if m.relative else m.uri
         out[m.name or m.uri] = (uri, m.name, m.object_type.name.lower())
     return out

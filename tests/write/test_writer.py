@@ -26,7 +26,7 @@ from tdbformat.structs.fragment import SECTIONS, data_files
 from tdbformat.structs.names import parse_timestamped_name
 from oracle import assert_same, tiledb_ctx
 
-CORPUS = Path(__file__).parent / "data" / "corpus"
+CORPUS = Path(__file__).parents[1] / "data" / "corpus"
 KEY = "0123456789abcdeF0123456789abcdeF"  # the corpus's encrypted arrays (truth.json "key")
 
 
@@ -137,7 +137,7 @@ def test_v23_reads_back_and_every_file_rebuilds_byte_for_byte(tmp_path):
         path = tmp_path / case
         create(path, src.schema, 23)
         cells = src.read()
-        dims = [d.name for d in tdbformat.dimensions(src.schema)]
+        dims = [d.name for d in tdbformat.structs.dimensions(src.schema)]
         attrs = {k: v for k, v in cells.items() if k not in dims}
         write(path, attrs, coords=None if src.schema.array_type == 0 else [cells[d] for d in dims], timestamp=7)
         got = tdbformat.open_array(path).read()
@@ -205,7 +205,7 @@ def _rewrite(src: Path, dst: Path, key=None, index=0, written=None):
     else:
         shutil.copy(src / "__array_schema.tdb", dst)
     theirs = Path(next(p for p in glob.glob(f"{src}/**/{frag.name}", recursive=True) if os.path.isdir(p)))
-    dims = tdbformat.dimensions(array.schema)
+    dims = tdbformat.structs.dimensions(array.schema)
     ned = frag.metadata.non_empty_domain
     ranges = None if frag.metadata.dense is False else {d.name: (int(lo), int(hi)) for d, (lo, hi) in zip(dims, ned)}
     cells = array.read(timestamp=(ts.t1, ts.t1), ranges=ranges)
@@ -321,7 +321,7 @@ def test_rewritten_fragment_of_an_old_release_is_byte_identical_but_for_codecs(t
         ts = parse_timestamped_name(frag.name)
         ned = frag.metadata.non_empty_domain
         ranges = None if not frag.metadata.dense else {
-            d.name: (int(lo), int(hi)) for d, (lo, hi) in zip(tdbformat.dimensions(array.schema), ned)}
+            d.name: (int(lo), int(hi)) for d, (lo, hi) in zip(tdbformat.structs.dimensions(array.schema), ned)}
         want = array.read(timestamp=(ts.t1, ts.t1), ranges=ranges)
         got = tdbformat.open_array(tmp_path / f"a{index}").read(ranges=ranges)
         for name, values in want.items():
@@ -815,7 +815,7 @@ def test_every_corpus_fragment_rewrites_to_the_same_cells(tmp_path, src):
     theirs, ours = _rewrite(src, tmp_path / "a", key=key)
     assert sorted(os.listdir(ours)) == sorted(os.listdir(theirs))
     frag = tdbformat.open_array(tmp_path / "a", key=key).fragments[0]
-    dims = tdbformat.dimensions(array.schema)
+    dims = tdbformat.structs.dimensions(array.schema)
     ranges = None if not frag.metadata.dense else {d.name: (int(lo), int(hi))
                                                     for d, (lo, hi) in zip(dims, frag.metadata.non_empty_domain)}
     want = array.read(timestamp=(ts.t1, ts.t1), ranges=ranges)
