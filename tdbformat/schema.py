@@ -14,6 +14,7 @@ A feature that the version cannot hold raises ValueError naming it and the first
 
 from __future__ import annotations
 
+import inspect
 import uuid
 
 import numpy as np
@@ -30,7 +31,7 @@ __all__ = [
     "Filter", "FilterList", "NoOpFilter", "GzipFilter", "ZstdFilter", "LZ4Filter", "RleFilter", "Bzip2Filter",
     "DoubleDeltaFilter", "DeltaFilter", "DictionaryFilter", "BitWidthReductionFilter", "PositiveDeltaFilter",
     "BitShuffleFilter", "ByteShuffleFilter", "ChecksumMD5Filter", "ChecksumSHA256Filter", "FloatScaleFilter",
-    "XORFilter", "WebpFilter", "Dim", "Domain", "Attr", "Enumeration", "CurrentDomain", "DimLabelSchema",
+    "XORFilter", "WebpFilter", "Dim", "Domain", "Attr", "Enumeration", "CurrentDomain", "DimLabelSchema", "from_json",
     "ArraySchema",
     "datatype_of",
 ]
@@ -654,3 +655,94 @@ class ArraySchema:
     def enumeration_dicts(self, version: int = LATEST) -> dict:
         """``{file name in __schema/__enumerations/: enumeration payload}`` of the schema's enumerations."""
         return {e.path_name: e.to_dict(version) for e in self.enums}
+
+
+# --- from JSON: what ``tdbformat schema --json`` prints, or the dict form ``structs.ArraySchema.build`` takes ---
+
+def from_json(doc: dict):
+    """A schema from JSON: the document ``tdbformat schema --json`` prints (or one of its ``schemas``) gives an
+    :class:`ArraySchema` (dimensions, attributes, filters, orders, duplicates, enumerations, current domain);
+    the dict form of the declaration (``domain`` and ``attributes`` at the top, enum fields by value or by
+    name: "SPARSE", "INT64", "ROW_MAJOR", "ZSTD") gives the dict ``structs.ArraySchema.build`` takes."""
+    if not isinstance(doc, dict):
+        raise TypeError(f"doc: expected a JSON object (a dict), not {type(doc).__name__}")
+    return _dict_form(doc) if "domain" in doc and "attributes" in doc else _from_schema_json(doc)
+
+
+def _filter_from_json(f: dict):
+    """One filter of ``tdbformat schema --json`` as a filter of this module."""
+    classes = {cls.type.name: cls for cls in _subclasses(Filter) if "type" in vars(cls)}
+    if f.get("type") not in classes:
+        raise ValueError(f"schema JSON: unknown filter type {f.get('type')!r} (known: {', '.join(sorted(classes))})")
+    o = f.get("options") or {}
+    kwargs = {"level": o.get("level"), "window": o.get("max_window_size"), "factor": o.get("scale"),
+              "offset": o.get("offset"), "bytewidth": o.get("byte_width"), "quality": o.get("quality"),
+              "input_format": o.get("input_format"), "lossless": o.get("lossless"),
+              "reinterp_dtype": None if o.get("reinterpret_datatype") in (None, "ANY")
+              else Datatype[o["reinterpret_datatype"]]}
+    cls = classes[f["type"]]
+    accepted = inspect.signature(cls.__init__).parameters
+    return cls(**{k: v for k, v in kwargs.items() if k in accepted and v is not None})
+
+
+def _subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+def _dtype_of(type_name: str, var: bool):
+    datatype = Datatype[type_name]
+    if var and datatype in (Datatype.STRING_ASCII, Datatype.CHAR):
+        return "ascii"
+    if var and datatype == Datatype.STRING_UTF8:
+        return str
+    if var and datatype == Datatype.BLOB:
+        return "blob"
+    return datatype.numpy_dtype
+
+
+def _from_schema_json(doc: dict) -> ArraySchema:
+    d = doc["schemas"][-1] if "schemas" in doc else doc
+    if d.get("dimension_labels"):
+        raise ValueError("schema JSON: dimension labels cannot be created from JSON (their label arrays are not "
+                         "in it)")
+    fl = lambda fs: [_filter_from_json(f) for f in fs or []]  # noqa: E731
+    # the JSON shows a dimension without filters of its own with the coordinate filters (schema_json)
+    dims = [Dim(x["name"], domain=None if x["var"] else x["domain"], tile=x["tile"],
+                filters=[] if x["filters"] == d.get("coords_filters") else fl(x["filters"]),
+                dtype=_dtype_of(x["type"], x["var"])) for x in d["dimensions"]]
+    attrs = []
+    for x in d["attributes"]:
+        var = x["cell_val_num"] == "var"
+        a = Attr(x["name"], dtype=_dtype_of(x["type"], var), var=var, nullable=x["nullable"],
+                 filters=fl(x["filters"]), enum_label=x.get("enumeration"))
+        if not var and x["cell_val_num"] != 1:
+            a.cell_val_num = int(x["cell_val_num"])
+        attrs.append(a)
+    enums = [Enumeration(e["name"], False, e["values"]) for e in d.get("enumerations") or []]
+    return ArraySchema(
+        Domain(*dims), attrs, cell_order=d["cell_order"], tile_order=d["tile_order"], capacity=d["capacity"],
+        coords_filters=fl(d.get("coords_filters")), offsets_filters=fl(d.get("offsets_filters")),
+        validity_filters=fl(d.get("validity_filters")), allows_duplicates=d["allows_duplicates"],
+        sparse=d["array_type"] == "sparse", enums=enums or None,
+        current_domain=CurrentDomain(d["current_domain"]) if d.get("current_domain") else None)
+
+
+def _dict_form(value, key=None):
+    """The dict ``ArraySchema.build`` takes, from JSON: enum fields may be given by name ("SPARSE", "INT64",
+    "ROW_MAJOR", a filter's "ZSTD" and its compressor's)."""
+    enums = {"array_type": ArrayType, "tile_order": Layout, "cell_order": Layout, "datatype": Datatype,
+             "filter": FilterType, "compressor": Compressor}
+    if isinstance(value, dict):
+        is_filter = "options" in value and "type" in value
+        return {k: _dict_form(v, "filter" if is_filter and k == "type" else k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_dict_form(v) for v in value]
+    if isinstance(value, str) and key in enums:
+        try:
+            return enums[key][value]
+        except KeyError:
+            raise ValueError(f"schema JSON: {key} {value!r} is not one of {', '.join(e.name for e in enums[key])}") \
+                from None
+    return value

@@ -290,205 +290,21 @@ def _read_input(path, what: str) -> bytes:
     return storage.read(p, what=what)
 
 
-def _filter_from_json(f: dict):
-    """One filter of ``tdbformat schema --json`` as a ``tdbformat.schema`` filter."""
-    import inspect
-
-    from .. import schema as S
-    from ..enums import Datatype
-
-    classes = {cls.type.name: cls for cls in _subclasses(S.Filter) if "type" in vars(cls)}
-    if f.get("type") not in classes:
-        raise ValueError(f"--schema: unknown filter type {f.get('type')!r} (known: {', '.join(sorted(classes))})")
-    o = f.get("options") or {}
-    kwargs = {"level": o.get("level"), "window": o.get("max_window_size"), "factor": o.get("scale"),
-              "offset": o.get("offset"), "bytewidth": o.get("byte_width"), "quality": o.get("quality"),
-              "input_format": o.get("input_format"), "lossless": o.get("lossless"),
-              "reinterp_dtype": None if o.get("reinterpret_datatype") in (None, "ANY")
-              else Datatype[o["reinterpret_datatype"]]}
-    cls = classes[f["type"]]
-    accepted = inspect.signature(cls.__init__).parameters
-    return cls(**{k: v for k, v in kwargs.items() if k in accepted and v is not None})
-
-
-def _subclasses(cls):
-    for sub in cls.__subclasses__():
-        yield sub
-        yield from _subclasses(sub)
-
-
-def _dtype_of(type_name: str, var: bool):
-    from ..enums import Datatype
-
-    datatype = Datatype[type_name]
-    if var and datatype in (Datatype.STRING_ASCII, Datatype.CHAR):
-        return "ascii"
-    if var and datatype == Datatype.STRING_UTF8:
-        return str
-    if var and datatype == Datatype.BLOB:
-        return "blob"
-    return datatype.numpy_dtype
-
-
-def schema_from_json(doc: dict):
-    """A ``tdbformat.schema.ArraySchema`` from the JSON ``tdbformat schema --json`` prints (the document, or
-    one of its ``schemas``): dimensions, attributes, filters, orders, duplicates, enumerations, current domain."""
-    from .. import schema as S
-
-    d = doc["schemas"][-1] if "schemas" in doc else doc
-    if d.get("dimension_labels"):
-        raise ValueError("--schema: dimension labels cannot be created from JSON (their label arrays are not in it)")
-    fl = lambda fs: [_filter_from_json(f) for f in fs or []]  # noqa: E731
-    # the JSON shows a dimension without filters of its own with the coordinate filters (schema_json)
-    dims = [S.Dim(x["name"], domain=None if x["var"] else x["domain"], tile=x["tile"],
-                  filters=[] if x["filters"] == d.get("coords_filters") else fl(x["filters"]),
-                  dtype=_dtype_of(x["type"], x["var"])) for x in d["dimensions"]]
-    attrs = []
-    for x in d["attributes"]:
-        var = x["cell_val_num"] == "var"
-        a = S.Attr(x["name"], dtype=_dtype_of(x["type"], var), var=var, nullable=x["nullable"],
-                   filters=fl(x["filters"]), enum_label=x.get("enumeration"))
-        if not var and x["cell_val_num"] != 1:
-            a.cell_val_num = int(x["cell_val_num"])
-        attrs.append(a)
-    enums = [S.Enumeration(e["name"], False, e["values"]) for e in d.get("enumerations") or []]
-    return S.ArraySchema(
-        S.Domain(*dims), attrs, cell_order=d["cell_order"], tile_order=d["tile_order"], capacity=d["capacity"],
-        coords_filters=fl(d.get("coords_filters")), offsets_filters=fl(d.get("offsets_filters")),
-        validity_filters=fl(d.get("validity_filters")), allows_duplicates=d["allows_duplicates"],
-        sparse=d["array_type"] == "sparse", enums=enums or None,
-        current_domain=S.CurrentDomain(d["current_domain"]) if d.get("current_domain") else None)
-
-
-def _dict_form(value, key=None):
-    """The dict ``ArraySchema.build`` takes, from JSON: enum fields may be given by name ("SPARSE", "INT64",
-    "ROW_MAJOR", a filter's "ZSTD" and its compressor's)."""
-    from ..enums import ArrayType, Compressor, Datatype, FilterType, Layout
-
-    enums = {"array_type": ArrayType, "tile_order": Layout, "cell_order": Layout, "datatype": Datatype,
-             "filter": FilterType, "compressor": Compressor}
-    if isinstance(value, dict):
-        is_filter = "options" in value and "type" in value
-        return {k: _dict_form(v, "filter" if is_filter and k == "type" else k) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_dict_form(v) for v in value]
-    if isinstance(value, str) and key in enums:
-        try:
-            return enums[key][value]
-        except KeyError:
-            raise ValueError(f"--schema: {key} {value!r} is not one of {', '.join(e.name for e in enums[key])}") \
-                from None
-    return value
-
-
 def cmd_create(args) -> int:
     import json
 
-    from ..write.create import create
+    from ..schema import from_json
     from ..versions import LATEST
+    from ..write.create import create
 
-    doc = json.loads(_read_input(args.schema, "schema JSON"))
-    schema = _dict_form(doc) if "domain" in doc and "attributes" in doc else schema_from_json(doc)
+    schema = from_json(json.loads(_read_input(args.schema, "schema JSON")))
     version = LATEST if args.version is None else args.version
     create(args.path, schema, version, key=args.key, timestamp=args.timestamp)
-    if hasattr(schema, "enumeration_dicts") and version >= 20:
-        _write_enumerations(args.path, schema, version, args.key)
     if args.json:
         _print_json(_doc("create", args.path, format_version=version))
     else:
         print(f"created {args.path} (format version {version})")
     return 0
-
-
-def _write_enumerations(path, schema, version: int, key) -> None:
-    from construct import Container
-
-    from ..layout import enumeration_path
-    from ..storage import storage_for
-    from ..structs.enumeration import Enumeration
-
-    storage, root = storage_for(path)
-    for name, payload in schema.enumeration_dicts(version).items():
-        storage.commit(enumeration_path(storage, root, name), Enumeration.build(Container(payload), version=version,
-                                                                                  key=key))
-
-
-def _columns(path) -> dict:
-    """``{column: numpy array}`` of a CSV or Parquet file (strings as objects; empty CSV cells as None)."""
-    import io
-
-    import numpy as np
-
-    data = _read_input(path, "input file")
-    if str(path).endswith((".parquet", ".pq")):
-        try:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise ValueError("FILE: Parquet input needs pyarrow (pip install pyarrow)") from None
-        table = pq.read_table(pa.BufferReader(data))
-        return {n: table.column(n).to_numpy(zero_copy_only=False) for n in table.column_names}
-    import csv
-
-    rows = list(csv.reader(io.StringIO(data.decode("utf-8"))))
-    if not rows:
-        raise ValueError(f"FILE: {path} is empty (expected a header row of dimension and attribute names)")
-    body = np.array(rows[1:], dtype=object).reshape(len(rows) - 1, len(rows[0]))
-    return {n: body[:, j] for j, n in enumerate(rows[0])}
-
-
-def _typed(column, info, name: str):
-    """A CSV/Parquet column as the field's values: numbers parsed, empty cells of nullable fields masked."""
-    import numpy as np
-
-    column = np.asarray(column)
-    missing = (np.equal(column, None) | (column == "")) if column.dtype == object else None
-    if info.var:
-        return np.ma.masked_array(column, missing) if info.nullable and missing is not None else column
-    if missing is not None and missing.any():
-        if not info.nullable:
-            raise ValueError(f"FILE: column {name!r} has empty cells, and the field is not nullable")
-        column = np.where(missing, "0", column)
-    from ..array.cells import cell_dtype
-
-    try:
-        values = (column.astype(str) if column.dtype == object else column).astype(cell_dtype(info))
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"FILE: column {name!r} is not {info.datatype.name}: {e}") from None
-    return np.ma.masked_array(values, missing) if info.nullable and missing is not None else values
-
-
-def _cells_from_columns(arr, columns: dict, subarray):
-    """(data, write keywords) for a CSV/Parquet file: sparse cells at the dimension columns' coordinates;
-    dense cells covering a box exactly (the box their coordinates span), placed in it."""
-    import numpy as np
-
-    from ..enums import ArrayType
-
-    missing = [f.name for f in arr.dims + arr.attrs if f.name not in columns]
-    if missing:
-        raise ValueError(f"FILE: no column {missing} (columns: {', '.join(columns)})")
-    coords = [_typed(columns[d.name], d, d.name) for d in arr.dims]
-    data = {a.name: _typed(columns[a.name], a, a.name) for a in arr.attrs}
-    if arr.schema.array_type != ArrayType.DENSE:
-        return data, {"coords": coords}
-    box = subarray or [(int(c.min()), int(c.max())) for c in coords]
-    shape = tuple(hi - lo + 1 for lo, hi in box)
-    idx = tuple(np.asarray(c, np.int64) - lo for c, (lo, _) in zip(coords, box))
-    flat = np.ravel_multi_index(idx, shape, mode="raise") if all(len(i) for i in idx) else np.zeros(0, np.int64)
-    if len(np.unique(flat)) != int(np.prod(shape)) or len(flat) != int(np.prod(shape)):
-        raise ValueError(f"FILE: a dense write needs exactly one row per cell of the box {box}, "
-                         f"got {len(flat)} rows for {int(np.prod(shape))} cells")
-    out = {}
-    for name, v in data.items():
-        placed = np.empty(len(flat), v.dtype)
-        placed[flat] = np.ma.getdata(v)
-        if isinstance(v, np.ma.MaskedArray):
-            mask = np.empty(len(flat), bool)
-            mask[flat] = np.ma.getmaskarray(v)
-            placed = np.ma.masked_array(placed, mask)
-        out[name] = placed.reshape(shape)
-    return out, {"subarray": box}
 
 
 def _subarray_arg(text):
@@ -506,8 +322,9 @@ def cmd_write(args) -> int:
     import numpy as np
 
     from ..array import open_array
-    from ..write.writer import write
     from ..enums import ArrayType
+    from ..write.tables import cells_from_columns, read_columns
+    from ..write.writer import write
 
     arr = open_array(args.path, key=args.key)
     subarray = _subarray_arg(args.subarray)
@@ -518,7 +335,7 @@ def cmd_write(args) -> int:
         values = np.load(io.BytesIO(_read_input(args.file, "input file")), allow_pickle=False)
         data, kw = {arr.attrs[0].name: values}, {"subarray": subarray}
     else:
-        data, kw = _cells_from_columns(arr, _columns(args.file), subarray)
+        data, kw = cells_from_columns(arr, read_columns(args.file), subarray)
     name = write(args.path, data, timestamp=args.timestamp, key=args.key, **kw)
     if args.json:
         _print_json(_doc("write", args.path, fragment=name))

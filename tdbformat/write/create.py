@@ -17,11 +17,12 @@ from construct import Container, ListContainer
 
 from ..layout import (
     COMMITS_DIR, ENUMERATIONS_DIR, FRAGMENT_META_DIR, FRAGMENTS_DIR, LABELS_DIR, LEGACY_SCHEMA, LOCK,
-    META_DIR, SCHEMA_DIR,
+    META_DIR, SCHEMA_DIR, enumeration_path,
 )
 from ..enums import Datatype, FilterType, Layout
 from ..storage import storage_for
 from ..structs.array_schema import VAR_NUM, ArraySchema
+from ..structs.enumeration import Enumeration
 from ..structs.filter_pipeline import DEFAULT_MAX_CHUNK_SIZE
 from ..structs.names import timestamped_name
 from ..versions import FEATURES, KNOWN_VERSIONS, LATEST
@@ -253,7 +254,8 @@ def _era_folders(version: int) -> list[str]:
 def create(path, schema, version: int = LATEST, key=None, timestamp: int | None = None) -> Container:
     """Create an array at ``path`` holding ``schema`` at format ``version`` (encrypted with ``key``): the schema
     file of the version's era (``__array_schema.tdb`` v1-9, ``__schema/__t_t_uuid`` from v10), the lock file of
-    v1-10 and the folders of the era. Returns the schema Container as written."""
+    v1-10, the folders of the era, and the enumeration files of a ``tdbformat.schema.ArraySchema``'s
+    enumerations (v20+). Returns the schema Container as written."""
     storage, root = storage_for(path)
     built_schema = schema_at(schema, version)
     if storage.is_dir(root) and storage.list(root):
@@ -265,6 +267,7 @@ def create(path, schema, version: int = LATEST, key=None, timestamp: int | None 
         storage.makedirs(storage.join(root, *folder.split("/")))
     if version <= 10:
         storage.write(storage.join(root, LOCK), b"")
+    _write_enumerations(storage, root, schema, version, key)
     # the schema file makes the folder an array: it comes last, whole (renamed into place)
     if FEATURES["schema_folder"](version):
         storage.makedirs(storage.join(root, SCHEMA_DIR))
@@ -272,3 +275,12 @@ def create(path, schema, version: int = LATEST, key=None, timestamp: int | None 
     else:
         storage.commit(storage.join(root, LEGACY_SCHEMA), data)
     return ArraySchema.parse(data, key=key)
+
+
+def _write_enumerations(storage, root, schema, version: int, key) -> None:
+    """The files of the enumerations a schema builder holds (``schema_at`` refused them before v20); a
+    declaration's dict names its enumeration files but holds no values, so it has none to write."""
+    enumerations = schema.enumeration_dicts(version) if hasattr(schema, "enumeration_dicts") else {}
+    for name, payload in enumerations.items():  # into the era's __schema/__enumerations (_era_folders)
+        data = Enumeration.build(Container(payload), version=version, key=key)
+        storage.commit(enumeration_path(storage, root, name), data)
