@@ -32,6 +32,7 @@ from ..versions import FEATURES
 
 __all__ = ["file_kind", "array_root", "schema_files", "load_schemas", "is_group", "Listing", "Delete",
            "metadata_files", "enumeration_path", "FRAGMENT_METADATA", "overlaps", "read_metadata",
+           "fragment_folders", "fragment_states",
            "group_members", "new_name", "checked_timestamp", "array_format_version", "group_format_version",
            "metadata_path", "delete_commit_path", "group_details_path", "group_marker_path",
            "dialect", "schema_structure", "legacy_file_kind", "legacy_fragments", "legacy_schema_path",
@@ -264,6 +265,30 @@ class Listing:
     def live_deletes(self, window) -> list[Delete]:
         """Delete commits wholly inside ``window``, oldest first."""
         return [d for d in self.deletes if overlaps(d.timestamp, d.timestamp, window, False)]
+
+
+def fragment_folders(storage: Storage, root) -> dict:
+    """Every fragment folder of an array, committed or not: ``{name: path}``."""
+    out = {}
+    for folder in (root, storage.join(root, FRAGMENTS_DIR)):
+        if storage.is_dir(folder):
+            out.update({n: storage.join(folder, n) for n in storage.list(folder)
+                        if n not in SPECIAL_DIRS and n.startswith("__") and storage.is_dir(storage.join(folder, n))})
+    return out
+
+
+def fragment_states(listing: Listing, committed: list, live: set, folders: dict) -> dict:
+    """``{fragment name: state}`` of every fragment an array holds or held: "committed" (a read sees it),
+    "consolidated" (committed, replaced by a consolidated fragment, on disk until vacuumed), "vacuumed" (named in
+    a vacuum list and gone), "ignored" (a folder whose commit an ignore file names) or "uncommitted" (a folder
+    without a commit). ``committed``: the committed fragments' names; ``live``: those a read sees;
+    ``folders``: :func:`fragment_folders`."""
+    states = {name: "committed" if name in live else "consolidated" for name in committed}
+    for name in sorted({n for _, names in listing.vacuums for n in names} - set(folders) - states.keys()):
+        states[name] = "vacuumed"
+    for name in sorted(set(folders) - states.keys()):
+        states[name] = "ignored" if f"{name}.wrt" in listing.ignored else "uncommitted"
+    return states
 
 
 def metadata_files(storage: Storage, folder, window=None) -> list:

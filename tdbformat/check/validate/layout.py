@@ -14,7 +14,6 @@ from ..coverage import gaps, metadata_spans
 from ...enums import EncryptionType
 from ...errors import FormatError, located
 from ...layout.files import parse_file
-from ...show import _folders
 from ...structs.array_schema import ArraySchema, evolution_mismatch, schema_version
 from ...structs.fragment import SECTIONS, Footer, find_footer
 from ...structs.generic_tile import GENERIC_TILE_BASE_SIZE
@@ -137,7 +136,7 @@ def _files(storage, root, key, report) -> list:
 
 def _commits(storage, root, listing, report) -> None:
     """Fragment folders without a commit, commit markers without a folder, vacuum lists naming nothing."""
-    folders = _folders(storage, root)
+    folders = layout.fragment_folders(storage, root)
     committed = {f.name for f in listing.fragments}
     for name, folder in folders.items():
         if name in committed or f"{name}.wrt" in listing.ignored:
