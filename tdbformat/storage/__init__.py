@@ -506,6 +506,8 @@ class _Sink:
 
 def _commit_by_rename(storage, path, data: bytes) -> None:
     """Write ``data`` to a temporary name beside ``path``, then move it into place."""
+    if storage.is_dir(path):  # fsspec's mv would move the file into the folder, and report no error
+        raise FormatError("cannot commit a file here: a folder is in the way", file=str(path))
     tmp = storage.join(storage.parent(path), f".{storage.name(path)}.{uuid.uuid4().hex}.tmp")
     try:
         storage.write(tmp, data)
