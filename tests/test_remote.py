@@ -277,7 +277,7 @@ def test_a_listing_without_sizes_asks_for_them_and_a_store_that_never_says_is_a_
     monkeypatch.setattr(storage.fs, "find", lambda *a, **k: {n: {**e, "size": None} for n, e in find(*a, **k).items()})
     with storage.snapshot(prefetch=[root]):
         assert storage.read_tail(f, 4) == (6, b"6789")  # the size from info
-        storage._sizes[f] = tdbformat.storage._UNSIZED
+        storage._sizes[f] = tdbformat.storage.fsspec._UNSIZED
         monkeypatch.setattr(storage.fs, "info", lambda path, **k: {**info(path, **k), "size": claimed})
         with pytest.raises(FormatError, match="the store gives no size for this file") as e:
             storage.size_of(f)
