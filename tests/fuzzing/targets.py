@@ -65,7 +65,7 @@ def _ops(case: dict):
         yield "inspect_path", lambda: inspect_path(root, key=key)
     # findings are validate's answer; it raises only when the copy is no array, group or file at all
     if case["validate"]:
-        yield "validate", lambda: tdbformat.check.validate(root, key=key)
+        yield "validate", lambda: tdbformat.validate(root, key=key)
     opened = {}
     yield "open_array", lambda: opened.setdefault("a", open_array(root, key=key))
     if case["group"]:
