@@ -87,3 +87,20 @@ def test_array_memory_budget_is_options_memory_budget_with_a_warning(monkeypatch
         assert tdbformat.array.MEMORY_BUDGET == 10
     with pytest.raises(tdbformat.MemoryBudgetError):  # the readers use it: the corpus array needs more bytes
         tdbformat.open_array(str(DENSE)).read()
+
+
+def test_the_design_cards_forms_work_through_the_namespaces():
+    """``from tdbformat.structs import Footer``: ``Footer.parse(data, schema=...)`` and ``.build``, ``parse_file``,
+    and the version diff, on a fragment TileDB-Py 0.36 wrote."""
+    from tdbformat.structs import ArraySchema, Footer, FragmentMetadata
+    from tdbformat.structs.footer import find_footer
+    frag = next((DENSE / "__fragments").iterdir())
+    data = (frag / "__fragment_metadata.tdb").read_bytes()
+    schema = ArraySchema.parse(next((DENSE / "__schema").iterdir()).read_bytes())
+    footer = Footer.parse(data, schema=schema)
+    offset, size, _ = find_footer(data, schema)
+    assert footer.version == 22 and Footer.build(footer, schema=schema) == data[offset:offset + size]
+    parsed = tdbformat.parse_file(frag / "__fragment_metadata.tdb")
+    assert parsed.kind == "fragment_metadata" and parsed.build() == data
+    assert isinstance(parsed.value, FragmentMetadata)
+    assert tdbformat.spec.diff(20, 21) == [] and tdbformat.spec.diff(21, 22)
