@@ -22,6 +22,8 @@ from tdbformat import parse_file
 from tdbformat.layout import FRAGMENT_METADATA, load_schemas
 from tdbformat.storage import LocalStorage, storage_for
 
+import tiledb_arrays
+
 CORPUS = Path(__file__).parents[1] / "data" / "corpus"
 KEY = "0123456789abcdeF0123456789abcdeF"  # the corpus's encrypted arrays (truth.json "key")
 
@@ -192,9 +194,8 @@ def test_string_tile_statistics_equal_tiledb_pys(tmp_path):
     """The min and max of ASCII and fixed CHAR tiles (NULs inside, and at the end of fixed cells; prefixes,
     bytes above 0x7f, null cells skipped, a tile of nulls only): our write's fragment metadata is TileDB-Py's,
     byte for byte."""
-    dom = tiledb.Domain(tiledb.Dim("d", domain=(0, 39), tile=10, dtype=np.int64))
-    attrs = [tiledb.Attr("s", dtype="ascii", var=True, nullable=True), tiledb.Attr("c", dtype=np.dtype("S3"))]
-    tiledb.Array.create(str(tmp_path / "theirs"), tiledb.ArraySchema(domain=dom, attrs=attrs))
+    tiledb_arrays.create(tmp_path / "theirs", [("d", (0, 39), 10)],
+                         [("s", "ascii", {"nullable": True}), ("c", np.dtype("S3"))])
     shutil.copytree(tmp_path / "theirs", tmp_path / "ours")
     rng = np.random.default_rng(0)
     # (TileDB-Py cuts the trailing NULs of var cells it writes: those only in the fixed cells)
@@ -218,9 +219,7 @@ def test_string_rle_and_dictionary_tiles_of_str_cells_are_tiledb_pys(tmp_path, f
     """Cells given as str, which the writer encodes with a NUL after each and string RLE and dictionary read in
     place: the data file and the fragment metadata (tile sizes, min and max, which must not count the NULs)
     are TileDB-Py's, byte for byte."""
-    dom = tiledb.Domain(tiledb.Dim("d", domain=(0, 59), tile=20, dtype=np.int64))
-    attrs = [tiledb.Attr("s", dtype="ascii", var=True, filters=filters)]
-    tiledb.Array.create(str(tmp_path / "theirs"), tiledb.ArraySchema(domain=dom, attrs=attrs))
+    tiledb_arrays.create(tmp_path / "theirs", [("d", (0, 59), 20)], [("s", "ascii", {"filters": filters})])
     shutil.copytree(tmp_path / "theirs", tmp_path / "ours")
     pool = ["", "a", "ab", "abc", "b", "zz", "zz", "z" * 11, "abcdefghij"]
     cells = np.array([pool[i] for i in np.random.default_rng(3).integers(0, len(pool), 60)], object)

@@ -17,6 +17,7 @@ import tdbformat
 from tdbformat.write.create import create
 from tdbformat.write.writer import open_writer, write
 from tdbformat.structs.names import parse_timestamped_name
+import tiledb_arrays
 from oracle import assert_same, tiledb_ctx
 from test_writer import KEY, py_schema
 
@@ -206,10 +207,8 @@ def test_no_op_filter_reads_and_writes_as_tiledb_py(tmp_path):
              tiledb.Attr("s", dtype=str, var=True, filters=[tiledb.NoOpFilter(), tiledb.ZstdFilter()]),
              tiledb.Attr("f", dtype=np.float64, filters=[tiledb.ByteShuffleFilter(), tiledb.NoOpFilter(),
                                                          tiledb.LZ4Filter()])]
-    dims = [tiledb.Dim("x", domain=(0, 99), tile=10, dtype=np.int64)]
     src = tmp_path / "tiledb"
-    tiledb.Array.create(str(src), tiledb.ArraySchema(domain=tiledb.Domain(*dims), attrs=attrs, sparse=True,
-                                                     coords_filters=[tiledb.NoOpFilter()]))
+    tiledb_arrays.create(src, [("x", (0, 99), 10)], attrs, sparse=True, coords_filters=[tiledb.NoOpFilter()])
     x = np.arange(0, 100, 3, dtype=np.int64)
     values = {"a": x * 7, "s": np.array(["n" * (i % 5) for i in range(len(x))], object), "f": x / 4}
     with tiledb.open(str(src), "w", timestamp=1) as A:
@@ -337,8 +336,7 @@ def test_tile_sums_stop_where_tiledbs_stop(tmp_path, dtype, values):
     made = {}
     for who in ("tiledb", "ours"):
         uri = str(tmp_path / who)
-        tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(tiledb.Dim("d", domain=(0, 3), tile=4, dtype=np.int64)),
-                                                    attrs=[tiledb.Attr("a", dtype)]))
+        tiledb_arrays.create(uri, [("d", (0, 3), 4)], [("a", dtype)])
         if who == "tiledb":
             with tiledb.open(uri, "w") as arr:
                 arr[:] = np.array(values, dtype)
