@@ -7,7 +7,7 @@ rows that differ. :func:`structures` finds the top-level structures by itself: e
 in ``tdbformat.structs.*`` and every filter codec's per-chunk metadata Struct, so new declarations show
 up without edits here. Constructs the walker does not know are shown as opaque, never an error.
 
-``tdbformat spec --write spec_versions`` regenerates the per-version docs (see spec_render).
+``tdbformat spec --write spec_versions`` regenerates the per-version docs (see spec/render.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 :class:`Finding` that names the rule, the file, the structure, the field path, the byte offset, and expected
 against found.
 
-The rules reuse the read path (``directory.Listing``, ``array.fragment``, ``array.tiles.Tiles``,
+The rules reuse the read path (``layout.Listing``, ``array.fragment``, ``array.tiles.Tiles``,
 ``array.order``): a rule turns the :class:`~tdbformat.errors.FormatError` a reader would raise into a finding
 at its location, and checks what a reader takes on trust (offsets, counts, statistics, order) with numpy.
 
