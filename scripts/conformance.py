@@ -4,7 +4,7 @@ arrays (scripts/make_conformance_edges.py makes those): python3 scripts/conforma
 import sys
 from pathlib import Path
 
-from tdbformat.conformance import edge_cases, edge_expected, write_conformance, write_prev1_cases
+from tdbformat.spec.conformance import edge_cases, edge_expected, write_conformance, write_prev1_cases
 from tdbformat.storage import LocalStorage
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -112,7 +112,7 @@ ESCAPED = {"a": "a<b>&c", "s": 's/x?|"\\'}
 
 
 def escaped_names_v8(uri: str) -> dict:
-    from tdbformat import ArraySchema
+    from tdbformat.structs import ArraySchema
 
     schema = ArraySchema.parse((V8 / "__array_schema.tdb").read_bytes())
     for attr in schema.attributes:

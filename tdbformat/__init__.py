@@ -1,69 +1,79 @@
-"""tdbformat: the executable specification of TileDB's on-disk format."""
+"""tdbformat: the executable specification of TileDB's on-disk format.
 
-from . import spec
-from .array import Array, Fragment, open_array
-from .array import ConditionError, MemoryBudgetError, Query
-from .array.metadata import delete_metadata, put_metadata
-from .array.deletes import delete_cells
-from .array.convert import convert
-from .array.writer import ArrayWriter, create, open_writer, write
-from .groups import Group, create_group
-from .array import schema
+The names below are the public API. The rest lives in namespaces: :mod:`tdbformat.structs` (the declarations:
+``Footer``, ``GenericTile``, ``FragmentMetadata``...), :mod:`tdbformat.schema` (the schema builders, named as
+TileDB-Py's: ``Dim``, ``Domain``, ``Attr``, ``ArraySchema``...), :mod:`tdbformat.filters`, :mod:`tdbformat.spec`.
+"""
+
+import importlib
+import warnings
+
+from . import schema, spec
+from .array import Array, Fragment, Query
+from .array import open_array as _open_for_reading
+from .array.dask import to_dask
+from .check.salvage import SalvageReport, salvage
+from .check.validate import Finding, validate
+from .check.repair import repair
 from .errors import (ChecksumError, EncryptionError, FormatError, FormatWarning, StorageError, UnsupportedError,
                      VersionError)
-from .files import ParsedFile, parse_file
-from .filters import filter_tile, unfilter
-from .structs.tile import FilteredTile
-from .structs.array_schema import (
-    VAR_NUM, ArraySchema, FieldInfo, attributes, check_not_pre_v1, dimensions, fill_value, schema_version,
-)
-from .structs.enumeration import Enumeration, enumeration_values
-from .structs.consolidated import ConsolidatedFragmentMetadata
-from .structs.filter_pipeline import Filter, FilterPipeline
-from .structs.footer import Footer
-from .structs.fragment import FragmentMetadata
-from .structs.generic_tile import GenericTile, GenericTileHeader
-from .directory import group_members, read_metadata
-from .structs.group import GroupDetails
-from .structs.metadata import ArrayMetadata, fold_metadata
-from .structs.tile import DataFile, Tile, TileChunk
+from .array.condition import ConditionError
+from .array.dense import MemoryBudgetError
+from .layout.files import ParsedFile, parse_file
 from .versions import KNOWN_VERSIONS, LATEST
-from .array.legacy import LegacyArray
-from .structs.prev1_0x import ArraySchema0x, BookKeeping0x
-from .structs.prev1_1x import ArraySchema1x, FragmentMetadata1x, GenericTile1x
-from .validate import RULES, Finding, validate  # noqa: E402 (the function shadows its package's name, on purpose)
-from .array.dask import to_dask
-from .storage import storage_for
-from .storage import default_storage_options
-from .salvage import Loss, SalvageReport, salvage  # noqa: E402 (the function shadows its module's name)
-from .filters import FilterPlan
-from .check.repair import repair
-from .array.writer import write  # noqa: E402,F811 (importing write/ bound the package to this name)
+from .write.convert import convert
+from .write.deletes import delete_cells
+from .write.groups import Group, create_group
+from .write.metadata import delete_metadata, put_metadata
+from .write.writer import ArrayWriter, create, open_writer, write
 
 __all__ = [
+    # open and read
+    "open_array", "Array", "Query", "Fragment", "to_dask", "parse_file", "ParsedFile", "Group",
+    # write and maintain
+    "create", "write", "open_writer", "ArrayWriter", "convert", "put_metadata", "delete_metadata", "delete_cells",
+    "create_group", "repair",
+    # check
+    "validate", "Finding", "salvage", "SalvageReport",
+    # spec
+    "spec", "LATEST", "KNOWN_VERSIONS",
+    # errors
     "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError", "FormatWarning",
-    "ParsedFile", "parse_file", "open_array", "Array", "Fragment",
-    "ArraySchema", "FieldInfo", "VAR_NUM", "attributes", "dimensions", "fill_value", "schema_version",
-    "check_not_pre_v1",
-    "Enumeration", "enumeration_values",
-    "FilteredTile", "filter_tile", "unfilter",
-    "FragmentMetadata", "ConsolidatedFragmentMetadata", "Footer",
-    "Filter", "FilterPipeline", "GenericTile", "GenericTileHeader", "DataFile", "Tile", "TileChunk",
-    "GroupDetails", "group_members", "ArrayMetadata", "fold_metadata", "read_metadata",
-    "KNOWN_VERSIONS", "LATEST", "spec",
-    "put_metadata", "delete_metadata",
-    "delete_cells",
-    "create_group", "Group",
-    "schema",
-    "LegacyArray", "ArraySchema0x", "BookKeeping0x", "ArraySchema1x", "FragmentMetadata1x", "GenericTile1x",
-    "validate", "Finding", "RULES",
-    "create", "write", "open_writer", "ArrayWriter",
-    "convert",
-    "Query", "ConditionError", "MemoryBudgetError",
-    "salvage", "SalvageReport", "Loss",
+    "StorageError",
+    "ConditionError", "MemoryBudgetError",
 ]
-__all__ += ["to_dask", "storage_for"]
-__all__ += ["FilterPlan"]
-__all__ += ["default_storage_options"]
-__all__ += ["repair"]
-__all__ += ["StorageError"]
+# names that branches in flight add to the groups above: open_group (open and read); consolidate, vacuum,
+# ArraySchemaEvolution, delete_fragments (write and maintain)
+
+
+def open_array(path, mode: str = "r", key=None, timestamp=None, storage_options=None):
+    """Open the array at ``path`` as ``tiledb.open`` does: ``mode`` "r" reads (:func:`tdbformat.array.open_array`,
+    which documents the other arguments), "w" writes (:func:`open_writer`; ``timestamp`` is the writes')."""
+    if mode == "w":
+        return open_writer(path, timestamp=timestamp, key=key)
+    return _open_for_reading(path, mode, key=key, timestamp=timestamp, storage_options=storage_options)
+
+
+#: old top-level names -> the module that holds them now; they keep working for one release, with a warning
+_MOVED = {
+    **dict.fromkeys(
+        ["ArraySchema", "FieldInfo", "VAR_NUM", "attributes", "dimensions", "fill_value", "schema_version",
+         "check_not_pre_v1", "Enumeration", "enumeration_values", "FilteredTile", "FragmentMetadata",
+         "ConsolidatedFragmentMetadata", "Footer", "Filter", "FilterPipeline", "GenericTile", "GenericTileHeader",
+         "DataFile", "Tile", "TileChunk", "GroupDetails", "ArrayMetadata", "fold_metadata", "ArraySchema0x",
+         "BookKeeping0x", "ArraySchema1x", "FragmentMetadata1x", "GenericTile1x"], "tdbformat.structs"),
+    **dict.fromkeys(["filter_tile", "unfilter", "FilterPlan"], "tdbformat.filters"),
+    **dict.fromkeys(["group_members", "read_metadata"], "tdbformat.layout"),
+    **dict.fromkeys(["storage_for", "default_storage_options"], "tdbformat.storage"),
+    "LegacyArray": "tdbformat.array.prev1",
+    "RULES": "tdbformat.check.validate",
+    "Loss": "tdbformat.check.salvage",
+}
+
+
+def __getattr__(name):
+    if name in _MOVED:
+        warnings.warn(f"tdbformat.{name} moved to {_MOVED[name]}.{name}; the old name goes in the next release",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module 'tdbformat' has no attribute {name!r}")

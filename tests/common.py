@@ -22,6 +22,16 @@ def same(a, b) -> bool:
     return a == b
 
 
+def equal_cells(a, b, name):
+    """Read results ``a`` and ``b`` are equal: type, dtype, shape, mask and values (NaN equal to NaN)."""
+    assert type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape, name
+    assert np.array_equal(np.ma.getmaskarray(a), np.ma.getmaskarray(b)), name
+    if a.dtype.kind == "f":
+        assert np.array_equal(np.ma.getdata(a), np.ma.getdata(b), equal_nan=True), name
+    else:
+        assert all(x == y for x, y in zip(np.ma.getdata(a).ravel(), np.ma.getdata(b).ravel())), name
+
+
 def common(con, data: bytes, obj, size, **ctx):
     """``con.parse(data) == obj``, ``con.build(obj) == data``, and ``con.sizeof() == size`` (with ``size``
     None: the structure has no static size, and sizeof says so with a FormatError)."""

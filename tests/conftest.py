@@ -50,12 +50,12 @@ KAITAI_ALL_FILES_OF = {1, 3, 11, 16, 22, 23}
 @pytest.fixture(scope="session")
 def corpus_suite(tmp_path_factory):
     """The corpus (sampled: :data:`KAITAI_ALL_FILES_OF`), tests/data/soma and tests/data/pandas as conformance
-    cases, built on the fly: ``<writer>/<case>/expected.json`` (tdbformat.conformance.case_document: the suite's
+    cases, built on the fly: ``<writer>/<case>/expected.json`` (tdbformat.spec.conformance.case_document: the suite's
     JSON) beside ``array``, a link to the array. What the Kaitai runners read beyond the committed suite."""
     import os
 
     import corpus
-    from tdbformat.conformance import expected_json
+    from tdbformat.spec.conformance import expected_json
     from tdbformat.storage import storage_for
 
     data = Path(__file__).parent / "data"

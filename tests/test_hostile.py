@@ -13,7 +13,7 @@ import pytest
 
 from corpus import cases, root, key
 from tdbformat import FormatError, parse_file
-from tdbformat.files import file_kind
+from tdbformat.layout.files import file_kind
 
 SEED = 20261122
 # A few writers spanning the format's eras.

@@ -1,7 +1,7 @@
 """Arrays behind URLs: a real S3 server on loopback (moto's server mode speaks the S3 protocol over HTTP)
 holding the corpus, read back equal to the local read; requests counted to show that opening fetches
-footers by ranged reads and no tile data; TileDB-Py writing to the same server; ``memory://`` for the
-storage's own behaviour."""
+footers by ranged reads and no tile data; TileDB-Py writing to the same server (the storage's own behaviour
+on ``memory://``: tests/storage/test_fsspec.py)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,11 @@ import tdbformat
 import tdbformat.array
 from tdbformat.array.ranged import open_fragment_metadata
 from tdbformat.errors import FormatError, UnsupportedError
-from tdbformat.storage import FsspecStorage, LocalStorage, coalesce, storage_for
+from tdbformat.storage import FsspecStorage, LocalStorage
 from tdbformat.structs import fragment as fragment_mod
 
 import corpus
+from common import equal_cells
 
 fsspec = pytest.importorskip("fsspec")
 s3fs = pytest.importorskip("s3fs")
@@ -103,15 +104,6 @@ class Counter:
         monkeypatch.setattr(FsspecStorage, "read_many", read_many)
 
 
-def _equal(a, b, name):
-    assert type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape, name
-    assert np.array_equal(np.ma.getmaskarray(a), np.ma.getmaskarray(b)), name
-    if a.dtype.kind == "f":
-        assert np.array_equal(np.ma.getdata(a), np.ma.getdata(b), equal_nan=True), name
-    else:
-        assert all(x == y for x, y in zip(np.ma.getdata(a).ravel(), np.ma.getdata(b).ravel())), name
-
-
 def _outcome(path, key):
     try:
         return tdbformat.open_array(path, key=key).read()
@@ -134,7 +126,7 @@ def _reads_as_the_local_copy(case, url):
         return
     assert set(got) == set(local)
     for name in local:
-        _equal(got[name], local[name], name)
+        equal_cells(got[name], local[name], name)
 
 
 def _data_file(path: str) -> bool:
@@ -166,7 +158,7 @@ def test_opening_fetches_footers_by_tail_and_no_tile_data(case, remote, server, 
     local = tdbformat.open_array(corpus.root(case), key=corpus.key(case)).read()
     got = arr.read()
     for name in local:
-        _equal(got[name], local[name], name)
+        equal_cells(got[name], local[name], name)
 
 
 def test_open_array_reads_footer_tails(remote, server, monkeypatch):
@@ -181,7 +173,7 @@ def test_open_array_reads_footer_tails(remote, server, monkeypatch):
 def test_a_footer_tail_holds_the_footer(s3, server, monkeypatch):
     """open_fragment_metadata parses each footer from a SMALL_TAIL-byte tail, and it equals the footer of
     the whole file (every v22 fragment of the corpus; those with a longer footer are read whole)."""
-    from tdbformat import directory
+    from tdbformat import layout
     from tdbformat.storage import FileView
     monkeypatch.setattr(tdbformat.array.ranged, "TAIL", SMALL_TAIL)
     storage = FsspecStorage("s3", s3)
@@ -189,10 +181,10 @@ def test_a_footer_tail_holds_the_footer(s3, server, monkeypatch):
     for case in [c for c in ARRAY_CASES if corpus.case_id(c).startswith("v22")]:
         root = server.url(case)
         try:
-            schemas = dict(directory.load_schemas(storage, root, corpus.key(case)))
+            schemas = dict(layout.load_schemas(storage, root, corpus.key(case)))
         except UnsupportedError:
             continue
-        entries = [(e.metadata_file, e.name) for e in directory.Listing.of(storage, root, corpus.key(case)).fragments]
+        entries = [(e.metadata_file, e.name) for e in layout.Listing.of(storage, root, corpus.key(case)).fragments]
         for (path, name), meta in zip(entries, open_fragment_metadata(storage, entries, schemas, corpus.key(case))):
             whole = fragment_mod.FragmentMetadata.parse(storage.read(path), schema=schemas, key=corpus.key(case),
                                                         name=name)
@@ -226,102 +218,6 @@ def test_tiledb_py_writes_to_s3_and_tdbformat_reads_it(s3, remote, server):
 # -- memory:// : the storage itself ---------------------------------------------------------------------
 
 
-@pytest.fixture
-def mem():
-    root = f"memory://t{uuid.uuid4().hex}"
-    yield FsspecStorage("memory"), root
-    fsspec.filesystem("memory").rm(root, recursive=True)
-
-
-def test_storage_for_picks_by_scheme():
-    assert isinstance(storage_for("memory://a/b")[0], FsspecStorage)
-    assert isinstance(storage_for("/tmp/x")[0], LocalStorage)
-    assert storage_for("file:///tmp/x/")[1] == "file:///tmp/x"
-    with pytest.raises(ValueError, match="ftpx://"):
-        storage_for("ftpx://a/b")
-    with pytest.raises(ValueError, match="storage_options"):
-        storage_for("/tmp/x", {"anon": True})
-    with pytest.raises(TypeError, match="storage_options"):
-        storage_for("memory://a", storage_options=["anon"])
-
-
-def test_memory_reads_lists_commits_and_checks_sizes(mem):
-    storage, root = mem
-    storage.commit(storage.join(root, "d", "f.tdb"), b"0123456789")
-    storage.write(storage.join(root, "d", "g.tdb"), b"ab")
-    assert storage.list(storage.join(root, "d")) == ["f.tdb", "g.tdb"]
-    assert storage.list(storage.join(root, "nothing")) == []
-    assert storage.walk(root) == [f"{root}/d/f.tdb", f"{root}/d/g.tdb"]
-    f = storage.join(root, "d", "f.tdb")
-    assert storage.read(f, 2, 5) == b"234" and storage.read_tail(f, 4) == (6, b"6789")
-    assert storage.is_file(f) and storage.is_dir(storage.join(root, "d")) and not storage.is_file(root)
-    with pytest.raises(FormatError, match=r"bytes \[8, 12\) lie outside the 10-byte file") as e:
-        storage.read(f, 8, 12)
-    assert e.value.file == f
-    with pytest.raises(FormatError, match="expected a data file here, found nothing"):
-        storage.read(storage.join(root, "d", "missing.tdb"), what="data file")
-    storage.delete(storage.join(root, "d", "g.tdb"))
-    assert storage.list(storage.join(root, "d")) == ["f.tdb"]  # and no temporary left by commit
-
-
-@pytest.mark.parametrize("claimed", [None, -1, "10", True])
-def test_a_listing_without_sizes_asks_for_them_and_a_store_that_never_says_is_a_format_error(mem, monkeypatch,
-                                                                                           claimed):
-    """Listings that give no size (HTTP index pages) leave each file's size to an ``info`` when first needed;
-    where that gives none either, or nothing a size can be, a FormatError names the file."""
-    storage, root = mem
-    f = storage.join(root, "d", "f.tdb")
-    storage.write(f, b"0123456789")
-    storage._sizes.clear()
-    find, info = storage.fs.find, storage.fs.info
-    monkeypatch.setattr(storage.fs, "find", lambda *a, **k: {n: {**e, "size": None} for n, e in find(*a, **k).items()})
-    with storage.snapshot(prefetch=[root]):
-        assert storage.read_tail(f, 4) == (6, b"6789")  # the size from info
-        storage._sizes[f] = tdbformat.storage._UNSIZED
-        monkeypatch.setattr(storage.fs, "info", lambda path, **k: {**info(path, **k), "size": claimed})
-        with pytest.raises(FormatError, match="the store gives no size for this file") as e:
-            storage.size_of(f)
-    assert e.value.file == f
-
-
-def test_read_many_coalesces_neighbours_and_keeps_order(mem, monkeypatch):
-    storage, root = mem
-    a, b = storage.join(root, "a"), storage.join(root, "b")
-    storage.write(a, bytes(range(256)) * 1024)
-    storage.write(b, b"x" * 300_000)
-    asked = [(b, 0, 10), (a, 100, 110), (a, 0, 4), (a, 200_000, 200_004), (a, 105, 120)]
-    calls = []
-    real = storage.fs.cat_ranges
-    monkeypatch.setattr(storage.fs, "cat_ranges", lambda *args, **kw: calls.append(args) or real(*args, **kw))
-    got = storage.read_many(asked)
-    whole = {a: storage.read(a), b: storage.read(b)}
-    assert got == [whole[p][s:e] for p, s, e in asked]
-    # one concurrent call; a's first three ranges (within MAX_GAP) are one block, its far one another
-    assert len(calls) == 1 and sorted(zip(*calls[0])) == [(a, 0, 120), (a, 200_000, 200_004), (b, 0, 10)]
-    with pytest.raises(FormatError, match="outside"):
-        storage.read_many([(a, 0, 10**7)])
-
-
-def test_coalesce_independently():
-    blocks, owner = coalesce([("p", 50, 60), ("p", 0, 10), ("q", 0, 1), ("p", 11, 20)], max_gap=1)
-    assert blocks == [["p", 0, 20], ["p", 50, 60], ["q", 0, 1]] and owner == [1, 0, 2, 0]
-
-
-def test_file_view_fetches_what_is_sliced(mem):
-    storage, root = mem
-    p = storage.join(root, "f")
-    data = np.arange(100_000, dtype="<u4").tobytes()
-    storage.write(p, data)
-    from tdbformat.storage import FileView
-    view = FileView(storage, p, preload=100)
-    assert len(view) == len(data) and view.fetched() == 100
-    assert view[-8:] == data[-8:] and view.fetched() == 100  # served from the tail
-    assert view[10:20] == data[10:20] and view.fetched() == 100 + FileView.BLOCK
-    assert bytes(view) == data
-    with pytest.raises(TypeError, match="slices"):
-        view[3]
-
-
 def test_backend_errors_become_storage_errors_naming_the_url(s3):
     import socket
     with socket.socket() as s:  # a loopback port that nothing listens on
@@ -338,16 +234,6 @@ def test_backend_errors_become_storage_errors_naming_the_url(s3):
     assert e.value.file == f"s3://{BUCKET}/no/such/object"
 
 
-def test_a_missing_backend_names_the_extra(monkeypatch):
-    import builtins
-    real = builtins.__import__
-    monkeypatch.setattr(builtins, "__import__",
-                        lambda name, *a, **k: (_ for _ in ()).throw(ImportError(name)) if name == "fsspec"
-                        else real(name, *a, **k))
-    with pytest.raises(UnsupportedError, match=r"tdbformat\[remote\]"):
-        storage_for("s3://bucket/array")
-
-
 def test_parse_file_takes_storage_options(remote, s3, server):
     case = next(c for c in ARRAY_CASES if corpus.case_id(c) == "v22_tiledb-py-0.36.1_core-2.30.0/dense_2d_multiattr")
     local = next(p for p in corpus.files(corpus.root(case)) if p.name == "__fragment_metadata.tdb")
@@ -356,34 +242,20 @@ def test_parse_file_takes_storage_options(remote, s3, server):
     assert got.kind == "fragment_metadata" and got.build() == local.read_bytes()
 
 
-def test_file_and_memory_urls_read_equal_to_the_local_read():
-    case = next(c for c in ARRAY_CASES if corpus.case_id(c) == "v22_tiledb-py-0.36.1_core-2.30.0/dense_2d_multiattr")
-    local = tdbformat.open_array(corpus.root(case)).read()
-    memory = fsspec.filesystem("memory")
-    url = f"memory://m{uuid.uuid4().hex}/array"
-    for p in corpus.files(corpus.root(case)):
-        memory.pipe_file(f"{url}/{p.relative_to(corpus.root(case)).as_posix()}", p.read_bytes())
-    for got in (tdbformat.open_array(corpus.root(case).as_uri()).read(), tdbformat.open_array(url).read()):
-        assert set(got) == set(local)
-        for name in local:
-            _equal(got[name], local[name], name)
-    memory.rm(url.rsplit("/", 1)[0], recursive=True)
-
-
 @pytest.mark.parametrize("tail", [64, 1024])
 def test_every_footer_from_a_tail_equals_the_whole_files(tail, monkeypatch):
     """Every corpus fragment of v5+ (versioned names) opened from a ``tail``-byte tail (plus the rest of a
     longer footer, found by its stored length): the footer equals the one parsed from the whole file, and
     less than the whole file was fetched."""
-    from tdbformat import directory
+    from tdbformat import layout
     from tdbformat.storage import FileView
     monkeypatch.setattr(tdbformat.array.ranged, "TAIL", tail)
     storage, ranged = LocalStorage(), 0
     for case in ARRAY_CASES:
         root, key = corpus.root(case), corpus.key(case)
         try:
-            schemas = dict(directory.load_schemas(storage, root, key))
-            entries = [(e.metadata_file, e.name) for e in directory.Listing.of(storage, root, key).fragments]
+            schemas = dict(layout.load_schemas(storage, root, key))
+            entries = [(e.metadata_file, e.name) for e in layout.Listing.of(storage, root, key).fragments]
         except (FormatError, UnsupportedError):
             continue
         for (path, name), meta in zip(entries, open_fragment_metadata(storage, entries, schemas, key)):
@@ -493,22 +365,6 @@ def test_a_one_tile_slice_fetches_that_tiles_range_only(s3, server, tmp_path, mo
     assert size % 64 == 0 and rng == f"bytes={k * per_tile}-{(k + 1) * per_tile - 1}"
 
 
-def test_local_read_many_merges_touching_ranges_only(tmp_path, monkeypatch):
-    path = tmp_path / "f"
-    data = bytes(range(256)) * 64
-    path.write_bytes(data)
-    storage, reads = LocalStorage(), []
-    real = LocalStorage._read
-    monkeypatch.setattr(LocalStorage, "_read", lambda s, p, start, n: reads.append((start, n)) or real(s, p, start, n))
-    asked = [(path, 100, 200), (path, 0, 100), (path, 300, 310), (path, 200, 250)]
-    got = storage.read_many(asked)
-    assert [bytes(g) for g in got] == [data[s:e] for _, s, e in asked]
-    assert sorted(reads) == [(0, 250), (300, 10)]  # the gap before 300 is not read
-    with pytest.raises(FormatError, match="outside") as e:
-        storage.read_many([(path, 0, 10), (path, 16000, 16400)], what="data file")
-    assert e.value.file == str(path)
-
-
 # -- the command line: --storage-options on every command that takes a path or a URL ----------------------
 
 
@@ -593,7 +449,7 @@ def test_an_array_tdbformat_writes_to_s3_reads_equal_in_tiledb_py(s3, server, tm
     values = np.random.default_rng(11).random((100, 10))
     strings = np.array([f"cell{i}" * (i % 4) for i in range(1000)], dtype=object).reshape(100, 10)
     url = f"s3://{BUCKET}/written-by-tdbformat-{uuid.uuid4().hex}"
-    with tdbformat.default_storage_options(s3):
+    with tdbformat.storage.default_storage_options(s3):
         tdbformat.create(url, tdbformat.open_array(tmp_path / "schema").schema, version=22)
         tdbformat.write(url, {"v": values[:50], "s": strings[:50]}, subarray=[(0, 49), (0, 9)])
         tdbformat.write(url, {"v": values[50:], "s": strings[50:]}, subarray=[(50, 99), (0, 9)])
@@ -602,18 +458,6 @@ def test_an_array_tdbformat_writes_to_s3_reads_equal_in_tiledb_py(s3, server, tm
         assert a.nonempty_domain() == ((0, 99), (0, 9))
         got = a[:]
     assert np.array_equal(got["v"], values) and got["s"].tolist() == strings.tolist()
-
-
-def test_default_storage_options_reach_urls_only_and_only_inside_the_block():
-    from tdbformat.storage import default_storage_options
-    with default_storage_options({"skip_instance_cache": True}):
-        assert storage_for("memory://a/b")[0].storage_options == {"skip_instance_cache": True}
-        assert storage_for("memory://a/b", {})[0].storage_options == {}  # the caller's own options win
-        assert isinstance(storage_for("/tmp/x")[0], LocalStorage)  # a local path ignores them
-    assert storage_for("memory://a/b")[0].storage_options == {}
-    with pytest.raises(TypeError, match="storage_options"):
-        with default_storage_options('{"anon": true}'):
-            pass
 
 
 def test_opening_lists_each_folder_once(s3, server, tmp_path, monkeypatch):
@@ -692,7 +536,7 @@ def test_a_write_commits_its_fragment_last(where, version, s3, server, tmp_path,
     url = {"s3": f"s3://{BUCKET}/commits-{uuid.uuid4().hex}", "memory": f"memory://commits-{uuid.uuid4().hex}",
            "local": str(tmp_path / "arr")}[where]
     cls = LocalStorage if where == "local" else FsspecStorage
-    with tdbformat.default_storage_options(s3 if where == "s3" else {}):
+    with tdbformat.storage.default_storage_options(s3 if where == "s3" else {}):
         tdbformat.create(url, schema, version=version)
         tdbformat.write(url, {"v": np.arange(5), "s": np.array(list("abcde"), object)}, subarray=[(0, 4)])
         done = _record_writes(monkeypatch, cls)

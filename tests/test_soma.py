@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from oracle import assert_same
-from tdbformat import group_members, open_array, read_metadata
+from tdbformat import open_array
+from tdbformat.layout import group_members, read_metadata
 from tdbformat.array.cells import tiledb_py_metadata
 
 DATA = Path(__file__).parent / "data" / "soma"

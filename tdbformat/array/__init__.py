@@ -1,24 +1,24 @@
 """Reading an array's cells into numpy without TileDB (REFERENCE.md §3, §4, §11-14).
 
 :func:`open_array` finds the array's schemas, committed fragments, delete commits, array metadata and
-enumerations (:mod:`tdbformat.directory` knows where they are); :meth:`Array.read` decodes the tiles it
+enumerations (:mod:`tdbformat.layout` knows where they are); :meth:`Array.read` decodes the tiles it
 needs (:mod:`.tiles`) and merges the fragments as TileDB does (:mod:`.dense`, :mod:`.sparse`).
 
 The rooms: :mod:`.fragment` (a committed fragment), :mod:`.tiles` (tile bytes to cells), :mod:`.cells`
 (numpy dtypes, var cells, fills), :mod:`.dense` and :mod:`.sparse` (the merges), :mod:`.order` (cell-order
-arithmetic), :mod:`.query` (query conditions).
+arithmetic), :mod:`.evaluate` (query conditions), :mod:`.options` (memory budget, window, ranges).
 """
 
 from __future__ import annotations
 
 import functools
 import os
-import time
+import sys
+import types
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
-
-from .. import directory, show
+from .. import layout as directory, show
 from ..errors import FormatError
 from ..enums import ArrayType, EncryptionType, Layout
 from ..filters.encryption import normalize_key
@@ -28,51 +28,21 @@ from ..structs import enumeration as enumeration_mod
 from ..show.notebook import array_html
 from ..structs.names import parse_timestamped_name
 from ..storage import storage_for
-from .cells import metadata_value, nonempty_bound, range_bound, tiledb_py_metadata
+from .cells import metadata_value, nonempty_bound, tiledb_py_metadata
 from .condition import ConditionError
 from .dense import MemoryBudgetError, check_budget, read_dense
 from .fragment import Fragment, in_tiledb_order, load_fragments
+from .dask import to_dask
 from .indexing import Query, TileDBPyReads
+from . import options
+from .options import ORDERS, check_ranges, read_window, wanted_attributes
+from .prev1 import LegacyArray
 from .ranged import listing_and_tails
 from .sparse import read_sparse
 from .tiles import Tiles
 
 __all__ = ["open_array", "Array", "Fragment", "read_window", "check_ranges", "MEMORY_BUDGET", "MemoryBudgetError",
            "Query", "ConditionError"]
-
-_ORDERS = {"C": Layout.ROW_MAJOR, "F": Layout.COL_MAJOR, "G": Layout.GLOBAL_ORDER, "U": Layout.UNORDERED}
-#: the newest timestamp (ms) TileDB accepts; opening "at" it opens at the current time
-_MAX_TS = 2**64 - 1
-
-
-def _default_budget() -> int:
-    """A quarter of physical memory (4 GiB where the OS will not say): a dense result is allocated whole,
-    then masking or a column-major copy can double it, and other processes need the rest."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 4
-    except (ValueError, OSError, AttributeError):
-        return 4 << 30
-
-
-#: bytes a read may allocate for its result unless ``read(memory_budget=)`` says otherwise (TileDB's
-#: ``sm.memory_budget`` plays this part); change it here to change every read's default
-MEMORY_BUDGET = _default_budget()
-
-
-def read_window(timestamp) -> tuple[int, int]:
-    """The inclusive (start, end) in ms that ``timestamp`` (None, an end, or a (start, end) pair, either
-    part None) selects, as TileDB opens arrays for reading: an end of None or UINT64_MAX is the current
-    time (Array::set_timestamps), so cells and deletes stamped in the future stay invisible."""
-    start, end = (0, timestamp) if timestamp is None or np.isscalar(timestamp) else tuple(timestamp)
-    start = 0 if start is None else start
-    for name, value in (("start", start), ("end", end)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))
-                                  or not 0 <= value <= _MAX_TS):
-            raise ValueError(f"timestamp: the {name} must be an int in [0, 2**64-1] (ms), not {value!r}")
-    if end is None or end == _MAX_TS:
-        end = time.time_ns() // 1_000_000
-    return int(start), int(end)
-
 
 class Array(TileDBPyReads):
     """An opened array: its schemas, committed fragments, delete commits, metadata and enumerations."""
@@ -156,7 +126,7 @@ class Array(TileDBPyReads):
         """
         window = self.window if timestamp is None else read_window(timestamp)
         schema = self.schema_at(window[1])
-        wanted, layout = _wanted(schema, attrs), _layout(self.schema, order)
+        wanted, layout = wanted_attributes(schema, attrs), _layout(self.schema, order)
         sparse = self.schema.array_type != ArrayType.DENSE
         ranges = check_ranges(self.dims, ranges)
         frags = self.live_fragments(window)
@@ -182,7 +152,6 @@ class Array(TileDBPyReads):
     def to_dask(self, attrs=None):
         """A lazy dask view: ``{attribute: dask.array}`` (dense, one chunk per space tile) or a
         ``dask.dataframe`` (sparse); each task reads only its own tiles (:func:`.dask.to_dask`)."""
-        from .dask import to_dask
         return to_dask(self, attrs)
 
     @property
@@ -234,46 +203,15 @@ def _load_enumerations(storage, path, schema, key) -> dict:
     return out
 
 
-def _wanted(schema, attrs) -> list:
-    """The attributes ``attrs=`` names (all if None), checked against ``schema``."""
-    if isinstance(attrs, str) or (attrs is not None and not all(isinstance(a, str) for a in attrs)):
-        raise TypeError(f"attrs: expected a list of attribute names, not {attrs!r}")
-    every = schema_mod.attributes(schema)
-    by_name = {a.name: a for a in every}
-    # TileDB-Py returns the attributes in the order asked for
-    wanted = every if attrs is None else [by_name[a] for a in dict.fromkeys(attrs) if a in by_name]
-    if attrs is not None and len(wanted) != len(set(attrs)):
-        raise ValueError(f"attrs: no attribute(s) {sorted(set(attrs) - {a.name for a in wanted})} "
-                         f"(attributes: {', '.join(a.name for a in schema_mod.attributes(schema))})")
-    return wanted
-
-
 def _layout(schema, order) -> Layout:
     """The cell order ``order=`` asks of an array: sparse reads default to "U", dense ones to "C"."""
-    if order not in (None, *_ORDERS):
-        raise ValueError(f"order: expected one of {', '.join(map(repr, _ORDERS))}, not {order!r}")
+    if order not in (None, *ORDERS):
+        raise ValueError(f"order: expected one of {', '.join(map(repr, ORDERS))}, not {order!r}")
     sparse = schema.array_type != ArrayType.DENSE
-    layout = _ORDERS[order or ("U" if sparse else "C")]
+    layout = ORDERS[order or ("U" if sparse else "C")]
     if sparse and layout == Layout.UNORDERED and not schema.allows_dups:
         return Layout.GLOBAL_ORDER  # TileDB answers an unordered query without duplicates in global order
     return layout
-
-
-def check_ranges(dims, ranges) -> dict:
-    """``ranges=`` of an array with dimensions ``dims`` checked and normalised: ``{dimension: (lo, hi)}`` with bounds as the read compares them."""
-    if ranges is None:
-        return {}
-    if not isinstance(ranges, dict):
-        raise TypeError(f"ranges: expected a dict {{dimension: (lo, hi)}}, not {type(ranges).__name__}")
-    dims = {d.name: d for d in dims}
-    out = {}
-    for name, r in ranges.items():
-        if name not in dims:
-            raise ValueError(f"ranges: {name!r} is not a dimension ({', '.join(dims)})")
-        if not isinstance(r, (tuple, list)) or len(r) != 2:
-            raise TypeError(f"ranges[{name!r}]: expected a (lo, hi) pair, not {r!r}")
-        out[name] = tuple(range_bound(dims[name], v, name) for v in r)
-    return out
 
 
 def _load(storage, root, key) -> tuple[list, directory.Listing, list]:
@@ -295,13 +233,9 @@ def open_array(path, mode: str = "r", key=None, timestamp=None, storage_options=
     AES-256-GCM key of an encrypted array; ``timestamp``: the end, or (start, end), in ms, of what reads see
     by default (the current time if None), or the writes' timestamp; ``storage_options``: passed to fsspec,
     as pandas and dask do.
-    An array from before format version 1 (TileDB 0.x, 1.0-1.3) opens as a :class:`~.legacy.LegacyArray`."""
-    if mode == "w":
-        from .writer import open_writer
-        return open_writer(path, timestamp=timestamp, key=key)
-    if mode != "r":
-        raise ValueError(f"mode: expected 'r' (read) or 'w' (write), not {mode!r}")
-    from .legacy import LegacyArray
+    An array from before format version 1 (TileDB 0.x, 1.0-1.3) opens as a :class:`~.prev1.LegacyArray`."""
+    if mode != "r":  # "w" is tdbformat.open_array's (the writer is a floor above)
+        raise ValueError(f"mode: expected 'r' (read) or 'w' (write, through tdbformat.open_array), not {mode!r}")
     storage, root = storage_for(path, storage_options)
     with storage.snapshot(prefetch=[root]):  # one view of the folders for the dialect check and the open
         found = directory.dialect(storage, root)
@@ -314,3 +248,22 @@ def open_array(path, mode: str = "r", key=None, timestamp=None, storage_options=
     if timestamp is not None:
         raise ValueError("timestamp: fragments before format version 1 have no timestamps to open at")
     return legacy
+
+
+class _Module(types.ModuleType):
+    """``tdbformat.array.MEMORY_BUDGET`` (read or set) is :data:`.options.MEMORY_BUDGET` for one more release."""
+
+    @property
+    def MEMORY_BUDGET(self):  # noqa: N802 (the old module constant's name)
+        warnings.warn("tdbformat.array.MEMORY_BUDGET moved to tdbformat.array.options.MEMORY_BUDGET",
+                      DeprecationWarning, stacklevel=2)
+        return options.MEMORY_BUDGET
+
+    @MEMORY_BUDGET.setter
+    def MEMORY_BUDGET(self, value):  # noqa: N802
+        warnings.warn("tdbformat.array.MEMORY_BUDGET moved to tdbformat.array.options.MEMORY_BUDGET",
+                      DeprecationWarning, stacklevel=2)
+        options.MEMORY_BUDGET = value
+
+
+sys.modules[__name__].__class__ = _Module

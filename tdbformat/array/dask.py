@@ -14,6 +14,7 @@ from ..errors import UnsupportedError
 from ..storage import FsspecStorage
 from .cells import result_dtype
 from .dense import read_box
+from .options import wanted_attributes
 
 __all__ = ["to_dask", "TILES_PER_PARTITION"]
 
@@ -34,19 +35,18 @@ def _dask(part: str):
 
 
 def _spec(arr) -> tuple:
-    """What a task opens the array by: path, key, window and storage options (nested dicts and all, as
-    fsspec takes them: dask tokenizes them, and :data:`_OPENED` is keyed by that token)."""
+    """What a task opens the array by: its class (an :class:`Array`), path, key, window and storage options
+    (nested dicts and all, as fsspec takes them: dask tokenizes them, and :data:`_OPENED` is keyed by that
+    token)."""
     options = arr.storage.storage_options if isinstance(arr.storage, FsspecStorage) else {}
-    return str(arr.path), arr.key, tuple(arr.window), options
+    return type(arr), str(arr.path), arr.key, tuple(arr.window), options
 
 
 def _opened(spec):
     token = _dask("base").tokenize(spec)
     if token not in _OPENED:
-        from . import open_array
-        path, key, window, options = spec
-        extra = {"storage_options": options} if options else {}
-        _OPENED[token] = open_array(path, key=key, timestamp=window, **extra)
+        cls, path, key, window, options = spec
+        _OPENED[token] = cls(path, key=key, timestamp=window, storage_options=options or None)
     return _OPENED[token]
 
 
@@ -55,8 +55,7 @@ def to_dask(arr, attrs=None):
     sparse: a ``dask.dataframe`` with a column per dimension and attribute, its partitions disjoint slices
     of the first dimension (an integer or datetime one; other arrays make one partition). ``compute()``
     gives what ``arr.read(attrs)`` gives (a sparse frame's rows in partition order)."""
-    from . import _wanted
-    wanted = _wanted(arr.schema, attrs)
+    wanted = wanted_attributes(arr.schema, attrs)
     spec = _spec(arr)
     _OPENED.setdefault(_dask("base").tokenize(spec), arr)
     if arr.schema.array_type == ArrayType.DENSE:

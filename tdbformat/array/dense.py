@@ -11,6 +11,7 @@ from ..errors import FormatError
 from . import order
 from .cells import filled, masked, result_bytes
 from .fragment import field_index
+from .options import budget_or_default
 from .sparse import sparse_tiles
 from .tiles import chunk_threads
 
@@ -45,10 +46,9 @@ def read_box(arr, schema, ranges) -> tuple[list, list]:
 
 def check_budget(arr, schema, wanted, ranges, budget):
     """Raise :class:`MemoryBudgetError` if the result of a dense read of ``ranges`` would exceed ``budget``
-    bytes (default: ``tdbformat.array.MEMORY_BUDGET``), checked before anything is allocated: applications
+    bytes (default: ``tdbformat.array.options.MEMORY_BUDGET``), checked before anything is allocated: applications
     create domains of 2**31 cells per dimension and write a corner of them."""
-    if budget is None:
-        from . import MEMORY_BUDGET as budget  # read at call time: the module-level default may be changed
+    budget = budget_or_default(budget)
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 0:
         raise TypeError(f"memory_budget: expected a number of bytes (an int >= 0), not {budget!r}")
     lo, hi = read_box(arr, schema, ranges)

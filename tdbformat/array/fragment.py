@@ -15,7 +15,7 @@ from ..structs import consolidated as consolidated_mod
 from ..structs import fragment as fragment_mod
 from ..storage import LocalStorage
 from ..structs.names import parse_timestamped_name
-from ..stdsort import std_sort
+from ..layout.stdsort import std_sort
 from .ranged import open_fragment_metadata
 
 __all__ = ["Fragment", "load_fragments", "in_tiledb_order", "mbr_bounds", "field_index"]

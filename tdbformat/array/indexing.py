@@ -17,7 +17,8 @@ from ..enums import ArrayType
 from ..errors import FormatError
 from .cells import empty_column, filled, like, range_bound, result_bytes
 from .condition import parse_condition
-from .query import evaluate
+from .evaluate import evaluate
+from .options import budget_or_default
 from .sparse import FRAGMENT_COLUMN
 
 __all__ = ["Query", "TileDBPyReads", "getitem_ranges", "multi_index_ranges"]
@@ -513,8 +514,7 @@ def _labels_of(labels: list, codes: np.ndarray) -> np.ndarray:
 def slabs(arr, ranges, budget):
     """``ranges`` cut along the first dimension into slabs whose results fit ``budget`` bytes (estimated:
     written cells over the slab's share of the non-empty domain, at the bytes of a result cell)."""
-    from . import MEMORY_BUDGET
-    budget = MEMORY_BUDGET if budget is None else budget
+    budget = budget_or_default(budget)
     d0 = arr.dims[0]
     ned = arr.nonempty_domain(raw=True)
     if ned is None or d0.var or d0.datatype.numpy_dtype.kind not in "iuMm":

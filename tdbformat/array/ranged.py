@@ -12,7 +12,7 @@ are fetched when a read first needs them.
 
 from __future__ import annotations
 
-from .. import directory
+from .. import layout
 from ..errors import FormatError
 from ..storage import FileView, LocalStorage
 from ..structs import fragment as fragment_mod
@@ -39,13 +39,13 @@ def open_fragment_metadata(storage, entries, schemas: dict, key=None) -> list:
 
 
 def listing_and_tails(storage, root, key=None):
-    """On an object store, inside a snapshot: the array's :class:`directory.Listing`, with its schema files
+    """On an object store, inside a snapshot: the array's :class:`layout.Listing`, with its schema files
     and every fragment metadata file's tail fetched in one concurrent round (kept by the storage for the
     open's reads: a round apiece was a third of an open). None on a local disk, or where no schema is
     (the open then fails as it does without this)."""
-    if isinstance(storage, LocalStorage) or not (schemas := directory.schema_files(storage, root)):
+    if isinstance(storage, LocalStorage) or not (schemas := layout.schema_files(storage, root)):
         return None
-    listing = directory.Listing.of(storage, root, key)
+    listing = layout.Listing.of(storage, root, key)
     ranges = [(p, 0, storage.size_of(p, "array schema")) for p in schemas]
     for entry in listing.fragments:
         size = storage.size_of(entry.metadata_file, _WHAT)

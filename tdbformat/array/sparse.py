@@ -11,7 +11,7 @@ from ..structs import array_schema as schema_mod
 from . import order
 from .cells import empty_column, filled, from_ordinal, like, masked, result_dtype
 from .fragment import field_index
-from .query import evaluate
+from .evaluate import evaluate
 
 __all__ = ["read_sparse", "sparse_tiles"]
 

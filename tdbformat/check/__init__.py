@@ -1,1 +1,1 @@
-"""The checks: validate, salvage, stats, du, explain, and repair plans."""
+"""The checks: validate, salvage, coverage, stats (and du, explain, repair plans)."""

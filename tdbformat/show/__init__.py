@@ -10,7 +10,7 @@ import numpy as np
 from construct import Container
 
 from ..enums import ArrayType, Datatype, FilterType, Layout
-from ..directory import FRAGMENTS_DIR, SPECIAL_DIRS
+from ..layout import fragment_folders, fragment_states
 from ..structs import array_schema as schema_mod
 from ..structs.names import parse_timestamped_name
 
@@ -148,41 +148,28 @@ def fragment_repr(f) -> str:
             f"cell_num={f.cell_num}, non_empty_domain={jsonable(f.non_empty_domain)})")
 
 
-def _folders(storage, root) -> dict:
-    """Every fragment folder of an array, committed or not: ``{name: path}``."""
-    out = {}
-    for folder in (root, storage.join(root, FRAGMENTS_DIR)):
-        if storage.is_dir(folder):
-            out.update({n: storage.join(folder, n) for n in storage.list(folder)
-                        if n not in SPECIAL_DIRS and n.startswith("__") and storage.is_dir(storage.join(folder, n))})
-    return out
-
-
 def fragment_rows(arr) -> list[dict]:
     """One row per fragment an array holds or held (docs/json-schema/fragments.v1.json): the committed
     fragments a read sees ("committed"), those a consolidated fragment replaced, still on disk until vacuumed
     ("consolidated"), those named in a vacuum list and gone ("vacuumed"), and folders without a commit
     ("uncommitted", or "ignored" when an ignore file names their commit)."""
-    storage, listing, live = arr.storage, arr._listing, {f.name for f in arr.fragments}
-    folders = _folders(storage, arr.path)
+    storage = arr.storage
+    folders = fragment_folders(storage, arr.path)
+    states = fragment_states(arr._listing, [f.name for f in arr._committed], {f.name for f in arr.fragments},
+                             folders)
     rows = []
     for f in arr._committed:
         rows.append({"name": f.name, "format_version": int(f.version), "timestamp_range": list(f.timestamp_range),
                      "type": "dense" if f.dense else "sparse", "cell_num": int(f.cell_num),
                      "non_empty_domain": jsonable(f.non_empty_domain),
                      "bytes": sum(storage.size(p) for p in storage.walk(folders.get(f.name, f.path))),
-                     "state": "committed" if f.name in live else "consolidated"})
-    known = {r["name"] for r in rows}
-    gone = sorted({n for _, names in listing.vacuums for n in names} - set(folders) - known)
-    pending = sorted(set(folders) - known)
-    for name in gone + pending:
+                     "state": states[f.name]})
+    for name in states.keys() - {f.name for f in arr._committed}:
         ts = parse_timestamped_name(name)
-        state = ("vacuumed" if name in gone else
-                 "ignored" if f"{name}.wrt" in listing.ignored else "uncommitted")
         rows.append({"name": name, "format_version": ts.version, "timestamp_range": [ts.t1, ts.t2],
                      "type": None, "cell_num": None, "non_empty_domain": None,
                      "bytes": sum(storage.size(p) for p in storage.walk(folders[name])) if name in folders else 0,
-                     "state": state})
+                     "state": states[name]})
     rows.sort(key=lambda r: (r["timestamp_range"], r["name"]))
     return rows
 
@@ -214,8 +201,3 @@ class Schema(Container):
         return schema_repr(schema_json(self, {}))
 
     __str__ = __repr__
-
-    def _repr_html_(self) -> str:
-        from .notebook import schema_html
-
-        return schema_html(schema_json(self, {}))

@@ -18,16 +18,16 @@ import pkgutil
 
 import numpy as np
 
-from .. import directory
+from .. import layout as directory
 from ..array import MemoryBudgetError, open_array
-from ..cat import group_tree, write_cells
-from ..coverage import spans as file_spans
+from ..cli.cat import group_tree, write_cells
+from ..check.coverage import spans as file_spans
 from ..enums import ArrayType
 from ..errors import FormatError
-from ..render import _scalar
+from .render import _scalar
 from ..storage import storage_for
-from ..validate import validate
-from ..validate.tiles import data_fields, field_offsets
+from ..check.validate import validate
+from ..check.validate.tiles import data_fields, field_offsets
 from . import fragment_rows, jsonable, schema_json, text
 from .notebook import esc, findings_html, schema_html, table
 

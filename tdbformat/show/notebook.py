@@ -7,8 +7,9 @@ from __future__ import annotations
 import html
 
 from ..enums import ArrayType
-from ..render import to_tree
-from . import jsonable, schema_json, text
+from ..layout.files import ParsedFile
+from .render import to_tree
+from . import Schema, jsonable, schema_json, text
 
 __all__ = ["esc", "table", "schema_html", "array_html", "fragment_html", "group_html", "parsed_file_html",
            "findings_html"]
@@ -119,3 +120,9 @@ def findings_html(findings: list) -> str:
             for f in findings]
     return _box(table(["severity", "rule", "file", "structure", "field", "offset", "message", "expected", "found"],
                       rows, f"validate: {errors} errors, {len(findings) - errors} warnings"))
+
+
+# The records these views show are declared elsewhere (ParsedFile a floor below, in layout/; Schema in show/'s
+# __init__, which this module imports): each view attaches itself from here, where the views live
+ParsedFile._repr_html_ = parsed_file_html
+Schema._repr_html_ = lambda self: schema_html(schema_json(self, {}))

@@ -5,7 +5,7 @@ Each ``__meta/__<t1>_<t2>_<uuid>`` is one generic tile of entries back to back (
 ``__meta`` list the files a consolidation replaced.
 
 :func:`fold_metadata` gives the metadata a user sees from the files TileDB loads, in the order it applies
-them (:func:`tdbformat.directory.metadata_files` finds those): later entries override earlier ones.
+them (:func:`tdbformat.layout.metadata_files` finds those): later entries override earlier ones.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from construct import BytesIOWithOffsets, Construct, Container, Int8ul, Int32sl,
 from ..enums import ArrayTypeEnum, Datatype, LegacyCompressor, LegacyDatatype, LegacyLayout
 from ..errors import FormatError, UnsupportedError
 from ..fields import Counted, Raw, Section, StrictEnum, Struct, Valid, remaining, rule, text_field
-from ..filters.legacy import BLOSC_INNER, decompress
+from ..filters.prev1 import BLOSC_INNER, decompress
 from ..numpy_array import CountedNumpy, NumpyArray
 from ..versions import LibraryVersion, dialect_label, since_library
 from .generic_tile import parse_payload
@@ -160,7 +160,7 @@ class _LegacyGenericTileOf(Construct):
 
 def _fresh(old, data: bytes) -> Container:
     """A new 1.x generic tile for ``data``: the old tile's compressor, or GZIP level 1 as 1.3 writes them."""
-    from ..filters.legacy import _PLAIN
+    from ..filters.prev1 import _PLAIN
     from ..filters.pipeline import FilterContext
     compressor = old.compressor if old is not None else LegacyCompressor.GZIP
     level = old.compression_level if old is not None else 1

@@ -1,1 +1,1 @@
-"""Writing: arrays, fragments, metadata, deletes, conversion and maintenance."""
+"""Writing: create, fragments, metadata, deletes, convert, groups (and consolidation, vacuum, evolution, repair's writes)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from .. import directory
+from .. import layout as directory
 from ..errors import FormatError
 from ..structs.names import parse_timestamped_name
 from ..versions import FEATURES

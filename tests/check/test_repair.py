@@ -299,7 +299,7 @@ def test_old_layouts(tmp_path, version):
     """Fragments in the array folder, committed by .ok files (v5-11) or by their metadata file (v1-4): a cut data
     file's fragment is dropped, its readable cells rewritten, and TileDB-Py reads the rest."""
     from tdbformat import schema as S
-    from tdbformat.array.writer import write
+    from tdbformat.write.writer import write
 
     root = tmp_path / "array"
     sch = S.ArraySchema(domain=S.Domain(S.Dim("d", domain=(0, 99), tile=10, dtype=np.int64)),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tdbformat.cli import main
-from tdbformat.validate import validate
+from tdbformat.check.validate import validate
 
 tiledb = pytest.importorskip("tiledb")
 

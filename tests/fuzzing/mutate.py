@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from tdbformat import parse_file
-from tdbformat.files import file_kind
+from tdbformat.layout.files import file_kind
 
 from .sites import find_sites, write_site
 
@@ -67,7 +67,7 @@ def inputs() -> tuple[Input, ...]:
                              json.loads(t.read_text()).get("key"), False))
     if classic:
         return tuple(out + prev1)
-    # what tiledbsoma and tiledb.from_pandas wrote (tests/test_soma.py, tests/test_pandas_frames.py)
+    # what tiledbsoma and tiledb.from_pandas wrote (tests/test_soma.py, tests/array/test_pandas_frames.py)
     for entry in json.loads((SOMA / "truth.json").read_text())["arrays"].values():
         out.append(Input(f"soma/{entry['uri']}", SOMA / entry["uri"], None, False))
     out += [Input(f"soma/{g.parent.relative_to(SOMA)}", g.parent, None, True) for g in sorted(SOMA.rglob("__group"))]

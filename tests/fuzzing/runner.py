@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from pathlib import Path
 
-import tdbformat.array
+import tdbformat.array.options
 from tdbformat.filters.strings import arrow
 
 from .mutate import BEHAVIOURS, CORPUS
@@ -80,7 +80,7 @@ def _prime_writer():
     import numpy as np
 
     from tdbformat import schema as S
-    from tdbformat.array.writer import write
+    from tdbformat.write.writer import write
 
     with tempfile.TemporaryDirectory() as d:
         sch = S.ArraySchema(domain=S.Domain(S.Dim("d", domain=(0, 1023), tile=16, dtype=np.int64)),
@@ -101,7 +101,7 @@ def _limit_memory(margin_mib: int):
     with open("/proc/self/statm") as f:
         baseline = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     resource.setrlimit(resource.RLIMIT_AS, (baseline + (margin_mib << 20), resource.RLIM_INFINITY))
-    tdbformat.array.MEMORY_BUDGET = (margin_mib << 20) // 4
+    tdbformat.array.options.MEMORY_BUDGET = (margin_mib << 20) // 4
 
 
 def _case_in(workdir: Path, opts: Options, number: int, verbose: bool = False, notify=None) -> dict:

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 from construct import Container
 
-from tdbformat import GenericTile, filter_tile
-from tdbformat.files import ParsedFile
+from tdbformat.structs import GenericTile
+from tdbformat.filters import filter_tile
+from tdbformat.layout.files import ParsedFile
 from tdbformat.filters.encryption import normalize_key
 from tdbformat.structs.fragment import SECTIONS, FragmentMetadata, _tile_end, find_footer
 from tdbformat.structs.prev1_1x import GenericTile1x

@@ -25,7 +25,7 @@ import tdbformat
 import tdbformat.cli
 from tdbformat import FormatError, open_array, parse_file
 from tdbformat.array import MemoryBudgetError
-from tdbformat.files import inspect_path
+from tdbformat.layout.files import inspect_path
 from tdbformat.show.html import page
 
 from .mutate import mutate
@@ -118,7 +118,7 @@ _FRAME = re.compile(r'File "([^"]*tdbformat/[^"]*)", line (\d+), in (\S+)')
 
 def _cli_child(argv: list, out_fd: int, err_fd: int):
     """In the forked child: ``tdbformat.cli.main(argv)`` writing to a strict UTF-8 terminal (which, unlike the
-    C locale's, refuses undecodable bytes), ending as ``python3 -m tdbformat.cli`` would."""
+    C locale's, refuses undecodable bytes), ending as ``python3 -m tdbformat`` would."""
     code = 1
     try:
         os.dup2(out_fd, 1)

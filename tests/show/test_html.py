@@ -16,9 +16,9 @@ import pytest
 
 import corpus
 from tdbformat.cli import main
-from tdbformat.coverage import spans
-from tdbformat.files import inspect_path
-from tdbformat.render import files_json
+from tdbformat.check.coverage import spans
+from tdbformat.layout.files import inspect_path
+from tdbformat.show.render import files_json
 
 #: the largest page a corpus case may make (the issue: "at most a few MB")
 LIMIT = 3 << 20

@@ -11,9 +11,9 @@ import pytest
 
 import corpus
 from tdbformat.array import open_array
-from tdbformat.files import parse_file
-from tdbformat.groups import Group
-from tdbformat.validate import Findings, validate
+from tdbformat.layout.files import parse_file
+from tdbformat.write.groups import Group
+from tdbformat.check.validate import Findings, validate
 
 V22 = "v22_tiledb-py-0.36.1_core-2.30.0"
 

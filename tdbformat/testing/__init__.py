@@ -1,0 +1,1 @@
+"""Helpers for testing code that uses tdbformat: hypothesis strategies of valid structures."""
