@@ -120,7 +120,9 @@ def writer_case(seed: int, number: int, workdir: Path) -> dict:
 def _compare(got, data, kw, sparse, attrs, dims) -> dict:
     """The cells read back equal the values given (sparse: matched by coordinates)."""
     if sparse:
-        coords = [np.asarray(c) for c in kw["coords"]]
+        # the given coordinates as the dimension's type (ints given for a float dimension are floats)
+        coords = [np.asarray(c) if got[d.name].dtype == object else np.asarray(c).astype(got[d.name].dtype)
+                  for c, d in zip(kw["coords"], dims)]
         keys = list(zip(*[[x.encode() if isinstance(x, str) else x for x in c.tolist()] for c in coords]))
         back = list(zip(*[got[d.name].tolist() for d in dims]))
         order = [back.index(k) for k in keys] if sorted(map(repr, keys)) == sorted(map(repr, back)) else None
