@@ -13,6 +13,7 @@ import pytest
 import tiledb
 
 import tdbformat
+from oracle import tiledb_ctx
 from tdbformat.array.create import create
 from tdbformat.array.schema import ArraySchema, Attr, CurrentDomain, Dim, Domain
 from tdbformat.array.writer import open_writer, write
@@ -90,15 +91,15 @@ def test_uint64_domain_above_2_63(tmp_path, domain, coord):
 def _current_domain_array(tmp_path, sparse):
     """An array TileDB-Py made with domain [0, 99] and current domain [0, 9]."""
     path = str(tmp_path / ("s" if sparse else "d"))
-    ctx = tiledb.Ctx()
-    dom = tiledb.Domain(tiledb.Dim("d", (0, 99), 10, dtype=np.int64))
-    schema = tiledb.ArraySchema(dom, [tiledb.Attr("a", np.int32)], sparse=sparse)
+    ctx = tiledb_ctx()  # (one context for the suite: oracle.py)
+    dom = tiledb.Domain(tiledb.Dim("d", (0, 99), 10, dtype=np.int64, ctx=ctx), ctx=ctx)
+    schema = tiledb.ArraySchema(dom, [tiledb.Attr("a", np.int32, ctx=ctx)], sparse=sparse, ctx=ctx)
     nd = tiledb.NDRectangle(ctx, dom)
     nd.set_range(0, 0, 9)
     cd = tiledb.CurrentDomain(ctx)
     cd.set_ndrectangle(nd)
     schema.set_current_domain(cd)
-    tiledb.Array.create(path, schema)
+    tiledb.Array.create(path, schema, ctx=ctx)
     return path
 
 
