@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import shutil
 import stat
 import uuid
 from contextlib import contextmanager
@@ -195,6 +196,12 @@ class Storage(_Listings):
     def delete(self, path) -> None:
         raise NotImplementedError
 
+    def remove_folder(self, path) -> None:
+        """Remove the files below folder ``path`` (a write that failed takes back its fragment folder), and on a
+        local disk the folder itself; an object store has no folders."""
+        for f in self.walk(path):
+            self.delete(f)
+
     def makedirs(self, path) -> None:
         """Make the folder ``path`` (and its parents); nothing if it is there."""
         raise NotImplementedError
@@ -278,6 +285,9 @@ class LocalStorage(Storage):
 
     def delete(self, path) -> None:
         self._os(lambda: os.remove(path), path)
+
+    def remove_folder(self, path) -> None:
+        self._os(lambda: shutil.rmtree(path), path)
 
     def makedirs(self, path) -> None:
         self._os(lambda: Path(path).mkdir(parents=True, exist_ok=True), path)

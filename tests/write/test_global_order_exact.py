@@ -24,6 +24,7 @@ CASES = [
     (np.int8, (-128, 126), 16),
     (np.uint8, (0, 254), 16),
     (np.int32, (-2**31, 2**31 - 2), 2**28),
+    ("datetime64[ns]", (-2**62, 2**62), 2**50),
 ]
 
 
@@ -38,6 +39,8 @@ def _coords(dtype, lo, hi, n, seed=0):
 
 
 def _create(path, dtype, domain, extent, dims=1):
+    if np.dtype(dtype).kind == "M":
+        domain, extent = tuple(np.datetime64(v, "ns") for v in domain), np.timedelta64(extent, "ns")
     ds = [tiledb.Dim(f"d{i}", domain=domain, tile=extent, dtype=dtype) for i in range(dims)]
     tiledb.Array.create(str(path), tiledb.ArraySchema(tiledb.Domain(*ds), [tiledb.Attr("a", np.int64)],
                                                       sparse=True, capacity=7, allows_duplicates=False))
@@ -101,6 +104,7 @@ def test_tile_index_exact():
     """The tile index in uint64 arithmetic, against Python ints."""
     for dtype, (lo, hi), extent in CASES:
         keys = _coords(dtype, lo, hi, 200)
+        keys = keys.view(np.int64) if keys.dtype.kind == "M" else keys
         want = [(int(k) - lo) // extent for k in keys.tolist()]
         assert order.tile_index(keys, lo, extent).tolist() == want
     dt = np.array(["1970-01-01", "2262-04-11"], "M8[D]").view(np.int64)

@@ -276,3 +276,26 @@ def test_enumeration_codes_past_the_values_refused(tmp_path):
     with tiledb.open(path) as A:
         got = A.query(attrs=["a"])[:]["a"]
     assert got.tolist() == ["x", None, "z"] or np.ma.getmaskarray(got).tolist() == [False, True, False]
+
+
+@pytest.mark.parametrize("version", [4, 8, 22])  # the metadata file commits (v1-4), .ok (v5-11), __commits (v12+)
+def test_a_tile_its_pipeline_cannot_encode_leaves_the_array_as_it_was(tmp_path, version):
+    """Values found wrong only while tiles are filtered (positive delta of decreasing values; TileDB refuses
+    them too): the fragment folder already written is taken back."""
+    from tdbformat.array.schema import FilterList, PositiveDeltaFilter
+    path = _array(tmp_path, [Dim("d", (0, 7), 8, dtype=np.int64)],
+                  [Attr("a", np.int32, filters=FilterList([PositiveDeltaFilter()]))], version=version)
+    refused(path, ValueError, "POSITIVE_DELTA: the values decrease",
+            lambda: write(path, np.array([5, 4, 3, 2, 1, 0, 1, 2], np.int32)))
+    write(path, np.arange(8, dtype=np.int32))
+    assert tdbformat.open_array(path)[:]["a"].tolist() == list(range(8))
+
+
+def test_a_fragment_name_in_use_is_refused(tmp_path):
+    path = _array(tmp_path, [Dim("d", (0, 1), 2, dtype=np.int64)], [Attr("a", np.int32)])
+    uuid = "0123456789abcdef0123456789abcdef"
+    write(path, np.array([1, 2], np.int32), uuid=uuid, timestamp=5)
+    refused(path, ValueError, "uuid: the array already has a fragment",
+            lambda: write(path, np.array([3, 4], np.int32), uuid=uuid, timestamp=5))
+    with tiledb.open(path) as A:
+        assert A[:]["a"].tolist() == [1, 2]
