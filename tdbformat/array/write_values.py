@@ -9,6 +9,8 @@ that moves, since ``array/`` may not import from ``write/``.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from ..enums import Datatype
@@ -20,6 +22,7 @@ __all__ = ["column", "validity", "check_coordinates", "check_current_domain", "c
 _STRINGS = {Datatype.STRING_ASCII, Datatype.STRING_UTF8, Datatype.CHAR, Datatype.BLOB, Datatype.ANY,
             Datatype.GEOM_WKB, Datatype.GEOM_WKT}
 _BYTES = (bytes, bytearray, memoryview, np.bytes_)
+_BOOL_RANGE = SimpleNamespace(min=0, max=1)  # (as np.iinfo gives a range)
 
 
 def column(values, info, name: str, shape: tuple, *, lossy: bool = False, dimension: bool = False) -> np.ndarray:
@@ -78,9 +81,10 @@ def cast(arr: np.ndarray, dtype: np.dtype, name: str, *, lossy: bool = False) ->
         except (TypeError, ValueError) as e:
             raise TypeError(f"{name}: values of dtype {src} cannot be stored as {dtype}: {e}") from None
     kinds = src.kind + dtype.kind
-    if kinds[0] in "iu" and kinds[1] in "iumM":
-        _check_range(arr, np.iinfo(dtype if kinds[1] in "iu" else np.int64), name, dtype)
-        return arr.astype(dtype) if kinds[1] in "iu" else arr.astype(np.int64).view(dtype)
+    if kinds[0] in "iu" and kinds[1] in "iumMb":  # (ints into bools: 0 and 1)
+        _check_range(arr, _BOOL_RANGE if kinds[1] == "b" else np.iinfo(dtype if kinds[1] in "iu" else np.int64),
+                     name, dtype)
+        return arr.astype(dtype) if kinds[1] in "iub" else arr.astype(np.int64).view(dtype)
     if kinds in ("MM", "mm") or kinds[0] == "b" and kinds[1] in "iuf":
         out = arr.astype(dtype)
     elif kinds[1] in "mM" or not np.can_cast(src, dtype, "same_kind") or src.kind not in "biufc":

@@ -299,3 +299,12 @@ def test_a_fragment_name_in_use_is_refused(tmp_path):
             lambda: write(path, np.array([3, 4], np.int32), uuid=uuid, timestamp=5))
     with tiledb.open(path) as A:
         assert A[:]["a"].tolist() == [1, 2]
+
+
+def test_ints_into_a_bool_attribute(tmp_path):
+    path = _array(tmp_path, [Dim("d", (0, 2), 3, dtype=np.int64)], [Attr("b", np.bool_)])
+    write(path, np.array([0, 1, 1]))
+    with tiledb.open(path) as A:
+        assert A[:]["b"].tolist() == [False, True, True]
+    refused(path, ValueError, r"data\['b'\]: 2 does not fit bool", lambda: write(path, np.array([0, 2, 1])))
+    refused(path, TypeError, r"data\['b'\]: values of dtype float64", lambda: write(path, np.array([0.0, 1, 1])))
