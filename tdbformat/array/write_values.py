@@ -81,6 +81,12 @@ def cast(arr: np.ndarray, dtype: np.dtype, name: str, *, lossy: bool = False) ->
         except (TypeError, ValueError) as e:
             raise TypeError(f"{name}: values of dtype {src} cannot be stored as {dtype}: {e}") from None
     kinds = src.kind + dtype.kind
+    if kinds in ("UM", "SM"):  # dates as text: parsed in their own unit, then brought to the field's exactly
+        try:
+            parsed = arr.astype("M8")
+        except ValueError as e:
+            raise TypeError(f"{name}: {e} (expected dates for {dtype} cells)") from None
+        return cast(parsed, dtype, name, lossy=lossy)
     if kinds[0] in "iu" and kinds[1] in "iumMb":  # (ints into bools: 0 and 1)
         _check_range(arr, _BOOL_RANGE if kinds[1] == "b" else np.iinfo(dtype if kinds[1] in "iu" else np.int64),
                      name, dtype)
