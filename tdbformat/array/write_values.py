@@ -17,7 +17,7 @@ from ..enums import Datatype
 from ..structs.array_schema import value_dtype
 from .cells import cell_dtype
 
-__all__ = ["column", "validity", "check_coordinates", "check_current_domain", "check_codes"]
+__all__ = ["column", "cast", "validity", "check_coordinates", "check_current_domain", "check_codes"]
 
 _STRINGS = {Datatype.STRING_ASCII, Datatype.STRING_UTF8, Datatype.CHAR, Datatype.BLOB, Datatype.ANY,
             Datatype.GEOM_WKB, Datatype.GEOM_WKT}

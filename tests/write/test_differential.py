@@ -121,7 +121,8 @@ def _coords(case, rng):
     cols = []
     for t in case["dims"]:
         if t == "ascii":
-            cols.append(np.array(["k" + "".join(rng.choice(list("abc"), rng.integers(0, 4))) for _ in range(n)], object))
+            keys = ["k" + "".join(rng.choice(list("abc"), rng.integers(0, 4))) for _ in range(n)]
+            cols.append(np.array(keys, object))
         elif t == "float64":
             cols.append(rng.uniform(-1, 1, n))
         else:
@@ -195,7 +196,8 @@ def test_written_by_tdbformat_read_by_tiledb_py(case):
 @given(cases())
 def test_written_by_tiledb_py_read_by_tdbformat(case):
     # TileDB-Py cannot write 2-D nullable strings (its validity buffer is one row: test_workflows.py)
-    assume(case["sparse"] or len(case["dims"]) == 1 or not any(a[2] and a[1] in ("str", "bytes") for a in case["attrs"]))
+    assume(case["sparse"] or len(case["dims"]) == 1
+           or not any(a[2] and a[1] in ("str", "bytes") for a in case["attrs"]))
     rng = np.random.default_rng(case["seed"])
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "a")
