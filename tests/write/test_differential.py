@@ -55,6 +55,8 @@ def cases(draw):
                  draw(st.sampled_from([None, "md5"]))]
         numeric = not (t in ("str", "bytes", "i4,i4") or t.startswith("datetime") or t.startswith("float"))
         chain = [f for f in chain if f and (numeric or f not in NUMERIC_ONLY) and (version >= 19 or f != "delta")]
+        if t in ("str", "bytes") and chain[:1] in (["byteshuffle"], ["bitshuffle"]) and chain[-1:] == ["md5"]:
+            chain.pop()  # TileDB cannot read a var tile of empty cells through these (DISCREPANCIES.md)
         attrs.append((f"a{i}", t, draw(st.booleans()) and t != "i4,i4", chain))
     orders = ["row-major", "col-major"] + (["hilbert"] if sparse else [])
     cell_order = draw(st.sampled_from(orders))
