@@ -14,7 +14,7 @@ import numpy as np
 from tdbformat import open_array
 from tdbformat.array.create import create
 from tdbformat.array.schema import ArraySchema, Attr, Dim, Domain
-from tdbformat.array.writer import write
+from tdbformat.array.writer import open_writer, write
 
 __all__ = ["writer_case"]
 
@@ -105,16 +105,32 @@ def writer_case(seed: int, number: int, workdir: Path) -> dict:
             arg = rng.choice(sorted(OTHER))
             kw[arg] = rng.choice(OTHER[arg])
             what.append(f"{arg} = {kw[arg]!r}"[:80])
+    assign = set(kw) <= {"coords", "subarray"} and rng.random() < 0.3  # TileDB-Py's form: A[index] = data
+    what.append("A[...] = data" if assign else "write(...)")
     before = _tree(path)
     out = dict(what="; ".join(what), written=False)
     try:
-        write(str(path), data, **kw)
+        if assign:
+            with open_writer(str(path)) as A:
+                A[_index(kw, sparse)] = data
+        else:
+            write(str(path), data, **kw)
     except (ValueError, TypeError, IndexError) as e:
         if _tree(path) != before:
             return dict(out, outcome="escape", exc="LeftBytes", message=f"{type(e).__name__} left files: {e}"[:200])
         return dict(out, outcome="refused")
     got = open_array(str(path)).read()
     return dict(out, written=True, **_compare(got, data, kw, sparse, attrs, dims))
+
+
+def _index(kw, sparse):
+    """The assignment index of the write's ``coords`` or ``subarray`` (slices are half-open, as TileDB-Py's)."""
+    if sparse:
+        return tuple(kw["coords"]) if isinstance(kw["coords"], list) else kw["coords"]
+    sub = kw["subarray"]
+    if isinstance(sub, list) and len(sub) == 1 and all(isinstance(v, int) for v in sub[0]):
+        return slice(sub[0][0], sub[0][1] + 1)
+    return sub
 
 
 def _compare(got, data, kw, sparse, attrs, dims) -> dict:
