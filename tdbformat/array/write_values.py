@@ -82,8 +82,13 @@ def cast(arr: np.ndarray, dtype: np.dtype, name: str, *, lossy: bool = False) ->
             raise TypeError(f"{name}: values of dtype {src} cannot be stored as {dtype}: {e}") from None
     kinds = src.kind + dtype.kind
     if kinds in ("UM", "SM"):  # dates as text: parsed in their own unit, then brought to the field's exactly
+        text = arr.astype("U")
+        # (a year of four digits first: numpy reads "7" as the year 7, which no one means)
+        year = text.astype("U4")
+        if not ((np.char.str_len(year) == 4) & np.char.isdigit(year) | (text == "NaT")).all():
+            raise TypeError(f"{name}: text that is not dates of a four-digit year for {dtype} cells")
         try:
-            parsed = arr.astype("M8")
+            parsed = text.astype("M8")
         except ValueError as e:
             raise TypeError(f"{name}: {e} (expected dates for {dtype} cells)") from None
         return cast(parsed, dtype, name, lossy=lossy)
