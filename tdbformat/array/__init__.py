@@ -24,7 +24,6 @@ from ..enums import ArrayType, EncryptionType, Layout
 from ..filters.encryption import normalize_key
 from ..filters.pipeline import thread_count
 from ..structs import array_schema as schema_mod
-from ..structs import enumeration as enumeration_mod
 from ..show.notebook import array_html
 from ..structs.names import parse_timestamped_name
 from ..storage import storage_for
@@ -162,7 +161,7 @@ class Array(TileDBPyReads):
     @functools.cached_property
     def _enumerations(self) -> dict:
         """``{enumeration name: (values, ordered)}``, parsed on first use."""
-        return _load_enumerations(self.storage, self.path, self.schema, self.key)
+        return directory.load_enumerations(self.storage, self.path, self.schema, self.key)
 
 
 Array._repr_html_ = array_html  # the notebook view (the class is at its 120-line limit)
@@ -194,13 +193,6 @@ class _Inline:
 _INLINE = _Inline()
 
 
-def _load_enumerations(storage, path, schema, key) -> dict:
-    out = {}
-    for r in schema.get("enumerations") or []:
-        p = directory.enumeration_path(storage, path, r.filename)
-        parsed = enumeration_mod.Enumeration.parse(storage.read(p, what="enumeration file"), key=key, filename=str(p))
-        out[r.name] = (enumeration_mod.enumeration_values(parsed), bool(parsed.ordered))
-    return out
 
 
 def _layout(schema, order) -> Layout:

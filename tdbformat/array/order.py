@@ -16,8 +16,8 @@ import numpy as np
 from ..enums import Layout
 from ..errors import FormatError
 
-__all__ = ["tile_grid", "tile_range", "tiles_in_order", "tile_position", "tile_box", "as_tile", "ranks", "hilbert_values",
-           "order_cells", "global_keys", "linear_keys"]
+__all__ = ["tile_grid", "tile_range", "tiles_in_order", "tile_position", "tile_box", "as_tile", "ranks", "tile_index",
+           "hilbert_values", "order_cells", "global_keys", "linear_keys"]
 
 
 def tile_grid(dimensions) -> tuple[list, list]:
@@ -190,12 +190,21 @@ def order_cells(coords, layout: Layout, *, dom_lo=None, extents=None, tile_order
         return np.lexsort(keys)
     if layout != Layout.GLOBAL_ORDER:
         raise ValueError(f"no sort order for layout {layout!r}")
-    tiles = [(k - d) // e if e is not None else np.zeros_like(k, dtype=np.int64)
+    tiles = [tile_index(k, d, e) if e is not None else np.zeros_like(k, dtype=np.int64)
              for k, d, e in zip(keys, dom_lo, extents)]
     tiles = tiles[::-1] if tile_order == Layout.ROW_MAJOR else tiles
     cells = keys[::-1] if cell_order == Layout.ROW_MAJOR else keys
     # lexsort's last key is the primary one
     return np.lexsort(cells + tiles)
+
+
+def tile_index(keys: np.ndarray, lo, extent) -> np.ndarray:
+    """Each coordinate's tile index along its dimension. Integer ones (datetimes as their int64) as TileDB's
+    ``Dimension::tile_idx`` computes it, in uint64: exact over the whole range of every integer type (an int64
+    span of 2**63 or more wraps in int64, and float64 rounds past 2**53); floats floored in float64."""
+    if keys.dtype.kind in "iu":
+        return (keys.astype(np.uint64) - np.uint64(int(lo) % 2**64)) // np.uint64(int(extent))
+    return (keys - lo) // extent
 
 
 def global_keys(coords, dimensions, tile_order: Layout, cell_order: Layout) -> np.ndarray | None:
@@ -246,7 +255,8 @@ def _domain_offsets(coords, dimensions) -> list | None:
         lo, hi = int(d.domain[0]), int(d.domain[1])
         if len(c) and (int(c.min()) < lo or int(c.max()) > hi):
             return None
-        offsets.append((c - np.uint64(lo)).astype(np.int64) if c.dtype == np.uint64 else c.astype(np.int64) - lo)
+        # (exact in uint64; int64 holds it where the callers use it, spans under 2**62)
+        offsets.append((c.astype(np.uint64) - np.uint64(lo % 2**64)).view(np.int64))
     return offsets
 
 

@@ -310,6 +310,6 @@ def _apply_copy(storage, root, out, report, damaged, key, drop_damaged, version)
     for parts in _markers_last([p for f in rewritten for p in _fragment_moves(f, version) if p is not None]):
         mover.put(staging, parts)
     if damaged:
-        d_storage.delete_tree(d_storage.join(d_root, directory.BACKUP_DIR))
+        d_storage.remove_folder(d_storage.join(d_root, directory.BACKUP_DIR))
     for f in report.fixes:
         f.applied = f.action != "report"

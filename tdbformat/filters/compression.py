@@ -426,8 +426,15 @@ class DoubleDelta(_Reinterpreting):
     """dd_compressor.cc: first two values, then sign + magnitude bits, MSB first in LE u64 words."""
 
     def compress(self, ctx, raw):
-        dtype = _whole_values(ctx, raw, "DOUBLE_DELTA")
-        return self._packed(ctx, np.frombuffer(raw, dtype)[None])[0]
+        dtype = delta_dtype(ctx)
+        whole = len(raw) // dtype.itemsize * dtype.itemsize
+        if whole == len(raw):
+            return self._packed(ctx, np.frombuffer(raw, dtype)[None])[0]
+        # a part of bytes that are not whole values (after a compressor): TileDB counts the whole values and,
+        # where packing saves nothing, stores every byte raw, as here; where it would pack, it drops the last
+        # bytes (which its reader then fills with whatever its buffer held), so this stores them raw too
+        bitsize = self._packed(ctx, np.frombuffer(raw, dtype, whole // dtype.itemsize)[None])[0][0] if whole else 0
+        return struct.pack("<BQ", max(bitsize, 8 * dtype.itemsize - 1), len(raw) // dtype.itemsize) + bytes(raw)
 
     def _packed(self, ctx, x: np.ndarray) -> list:
         """The compressed part of each row of values ``x`` ((k, n) of the delta type)."""
@@ -468,9 +475,11 @@ class DoubleDelta(_Reinterpreting):
         dtype = delta_dtype(ctx)
         head = Header(packed, "DOUBLE_DELTA")
         bitsize, n = head.u8(), head.u64()
-        if n * dtype.itemsize != orig_size:
+        raw = bitsize >= 8 * dtype.itemsize - 1
+        # raw values follow as they are, the bytes of a part that is not whole values too (n counts the whole)
+        if n != orig_size // dtype.itemsize or not raw and n * dtype.itemsize != orig_size:
             raise FormatError(f"DOUBLE_DELTA: {n} values of {dtype.itemsize} bytes, but the header says {orig_size}")
-        if bitsize >= 8 * dtype.itemsize - 1 or n <= 2:
+        if raw or n <= 2:
             return bytes(head.take(orig_size))
         first = head.array(dtype, 2).astype(np.int64)
         words = head.array("<u8", -(-(n - 2) * (bitsize + 1) // 64))

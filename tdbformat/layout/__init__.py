@@ -24,13 +24,14 @@ from ..errors import FormatError
 from ..fields import ParseMemo
 from ..storage import Storage, storage_for
 from ..structs import commits
+from ..structs import enumeration as enumeration_mod
 from ..structs.array_schema import ArraySchema
 from ..structs.group import GroupDetails, merge_members
 from ..structs.metadata import ArrayMetadata, fold_metadata
 from ..structs.names import parse_timestamped_name, timestamped_name
 from ..versions import FEATURES
 
-__all__ = ["file_kind", "array_root", "schema_files", "load_schemas", "is_group", "Listing", "Delete",
+__all__ = ["file_kind", "array_root", "schema_files", "load_schemas", "load_enumerations", "is_group", "Listing", "Delete",
            "metadata_files", "enumeration_path", "FRAGMENT_METADATA", "overlaps", "read_metadata",
            "fragment_folders", "fragment_states",
            "group_members", "new_name", "checked_timestamp", "array_format_version", "group_format_version",
@@ -105,6 +106,16 @@ def schema_files(storage: Storage, root) -> list:
     folder = storage.join(root, SCHEMA_DIR)
     found = [legacy] if storage.is_file(legacy) else []
     return found + [p for p in (storage.join(folder, n) for n in storage.list(folder)) if not storage.is_dir(p)]
+
+
+def load_enumerations(storage: Storage, root, schema, key=None) -> dict:
+    """``{enumeration name: (values, ordered)}`` of the array at ``root`` with ``schema`` (v20+)."""
+    out = {}
+    for r in schema.get("enumerations") or []:
+        p = enumeration_path(storage, root, r.filename)
+        parsed = enumeration_mod.Enumeration.parse(storage.read(p, what="enumeration file"), key=key, filename=str(p))
+        out[r.name] = (enumeration_mod.enumeration_values(parsed), bool(parsed.ordered))
+    return out
 
 
 def load_schemas(storage: Storage, root, key=None) -> list[tuple]:

@@ -211,6 +211,8 @@ class _Moves:
         """Whether ``path`` is a symbolic link (never, where the storage has none)."""
         return False
 
-    def delete_tree(self, path) -> None:
-        """Remove the folder ``path`` and everything below it (a folder tdbformat made itself)."""
-        raise NotImplementedError
+    def remove_folder(self, path) -> None:
+        """Remove the files below folder ``path`` and, where folders exist, the folder: one tdbformat made itself
+        (a write that failed takes back its fragment folder; repair its staging)."""
+        for f in self.walk(path):
+            self.delete(f)

@@ -42,7 +42,7 @@ class _FsspecMoves(_Moves):
         _call(lambda: self.fs.mv(path, to, recursive=True), path)
         self._sizes.clear()
 
-    def delete_tree(self, path) -> None:
+    def remove_folder(self, path) -> None:
         _call(lambda: self.fs.rm(path, recursive=True), path)
         self._sizes.clear()
 

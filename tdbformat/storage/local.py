@@ -30,7 +30,7 @@ class _LocalMoves(_Moves):
     def is_link(self, path) -> bool:
         return os.path.islink(path)
 
-    def delete_tree(self, path) -> None:
+    def remove_folder(self, path) -> None:
         LocalStorage._os(lambda: shutil.rmtree(path), path)
 
 

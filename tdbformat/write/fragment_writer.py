@@ -10,6 +10,7 @@ itself v1-4) is written last through ``storage.commit``, so a reader sees the wh
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import os
 from concurrent import futures
@@ -388,13 +389,36 @@ def _index_data(fw: FragmentWrite, version: int) -> list:
 def write_fragment(storage, root, fw: FragmentWrite, *, timestamp: int, uuid: str, key=None,
                    max_chunk: int = MAX_CHUNK, threads: int | None = None) -> str:
     """Write the fragment ``fw`` into the array at ``root`` and commit it; returns the fragment's name.
-    ``threads`` filter its tiles (default :func:`filters.set_threads`'); any number gives the same bytes."""
-    schema = fw.schema
-    version = schema.version
+    ``threads`` filter its tiles (default :func:`filters.set_threads`'); any number gives the same bytes.
+    A write that fails before its commit takes its fragment folder back: the array is as it was."""
+    version = fw.schema.version
     name = fragment_name(version, timestamp, uuid)
     folder = storage.join(root, FRAGMENTS_DIR, name) if FEATURES["fragments_folder"](version) else \
         storage.join(root, name)
+    if not FEATURES["commit_markers"](version):
+        commit = storage.join(folder, FRAGMENT_METADATA)  # v1-4: the metadata file is the commit
+    elif FEATURES["fragments_folder"](version):
+        commit = storage.join(root, COMMITS_DIR, f"{name}.wrt")
+    else:
+        commit = storage.join(root, f"{name}.ok")
+    if storage.is_dir(folder):
+        raise ValueError(f"uuid: the array already has a fragment {name}")
     storage.makedirs(folder)
+    try:
+        _write_files(storage, fw, folder, key, max_chunk, threads, commit)
+    except BaseException:
+        # (a tile its pipeline cannot encode, a full disk, an interrupt); a commit that was made stays
+        with contextlib.suppress(Exception):
+            if not storage.is_file(commit):
+                storage.remove_folder(folder)
+        raise
+    return name
+
+
+def _write_files(storage, fw: FragmentWrite, folder, key, max_chunk, threads, commit) -> None:
+    """The data files and fragment metadata into ``folder``, then the ``commit`` file, last."""
+    schema = fw.schema
+    version = schema.version
     enc = _Encoder(schema, version, key, max_chunk, storage, folder, thread_count(threads))
     fields = _fields(fw, version)
     stats = version >= 11
@@ -407,17 +431,12 @@ def write_fragment(storage, root, fw: FragmentWrite, *, timestamp: int, uuid: st
         outs[len(attributes(schema))] = enc.coords(fw.tiles, dimensions(schema))
     tile_num = len(next(iter(fw.tiles.values())))
     metadata = _metadata(fw, version, key, fields, outs, tile_num, max_chunk)
-    meta_path = storage.join(folder, FRAGMENT_METADATA)
     if not FEATURES["commit_markers"](version):
-        storage.commit(meta_path, metadata)  # v1-4: the metadata file is the commit
-        return name
-    storage.write(meta_path, metadata)
-    if FEATURES["fragments_folder"](version):
-        storage.makedirs(storage.join(root, COMMITS_DIR))
-        storage.commit(storage.join(root, COMMITS_DIR, f"{name}.wrt"), b"")
-    else:
-        storage.commit(storage.join(root, f"{name}.ok"), b"")
-    return name
+        storage.commit(commit, metadata)
+        return
+    storage.write(storage.join(folder, FRAGMENT_METADATA), metadata)
+    storage.makedirs(storage.parent(commit))
+    storage.commit(commit, b"")
 
 
 def _per_field(outs, n, tile_num, what):

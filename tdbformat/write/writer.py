@@ -15,7 +15,7 @@ import numpy as np
 from numpy.lib.recfunctions import structured_to_unstructured
 from construct import Container
 
-from ..layout import load_schemas
+from ..layout import load_enumerations, load_schemas
 from ..enums import ArrayType, Layout
 from ..filters.pipeline import MAX_CHUNK, thread_count
 from ..storage import storage_for
@@ -25,48 +25,9 @@ from .create import create, default_fill, new_uuid, now_ms
 from .fragment_writer import FragmentWrite, write_fragment
 from .metadata import delete_metadata, put_metadata
 from .tiling import dense_box, dense_tiles, sparse_order, tile_bounds
+from .values import check_codes, check_coordinates, check_current_domain, column, validity as _validity
 
 __all__ = ["open_writer", "write", "ArrayWriter", "create"]
-
-
-def _column(values, info, name: str, n: int | None = None) -> np.ndarray:
-    """``values`` as the numpy column a field stores: its cell dtype, or objects for var-sized fields."""
-    data = np.ma.getdata(values) if isinstance(values, np.ma.MaskedArray) else values
-    if info.var:
-        if isinstance(data, np.ndarray) and data.dtype == object:  # read, never changed: no copy (1M cells: 1.7 ms)
-            return data
-        out = np.empty(np.shape(data), object)
-        out[...] = data if isinstance(data, np.ndarray) else np.asarray(data, object)
-        return out
-    dtype = cell_dtype(info)
-    arr = np.asarray(data)
-    if dtype.kind == "c" and arr.dtype.names:  # records of (real, imaginary)
-        arr = structured_to_unstructured(arr, info.datatype.numpy_dtype)
-    several = dtype.names or (dtype.kind == "c" and arr.dtype.kind != "c")  # values given on a last axis
-    if several and arr.dtype.names is None and arr.shape[-1:] == (info.cell_val_num,):
-        arr = np.ascontiguousarray(arr, info.datatype.numpy_dtype).view(dtype)[..., 0]
-    elif arr.dtype.kind in "mM" and dtype.kind in "mM":
-        arr = arr.astype(dtype)
-    try:
-        return np.asarray(arr, dtype)
-    except (TypeError, ValueError) as e:
-        raise TypeError(f"{name}: values of dtype {arr.dtype} cannot be stored as {info.datatype.name}: {e}") from None
-
-
-def _validity(values, validity, info, name, shape) -> np.ndarray | None:
-    if not info.nullable:
-        if validity is not None or isinstance(values, np.ma.MaskedArray) and np.ma.getmask(values).any():
-            raise ValueError(f"{name}: the attribute is not nullable, so it takes no validity")
-        return None
-    if validity is not None:
-        valid = np.asarray(validity, bool)
-    elif isinstance(values, np.ma.MaskedArray):
-        valid = ~np.ma.getmaskarray(values)
-    else:
-        valid = np.ones(shape, bool)
-    if valid.shape != tuple(shape):
-        raise ValueError(f"validity[{name!r}]: shape {valid.shape} is not the values' {tuple(shape)}")
-    return valid
 
 
 def _by_attribute(schema, data) -> dict:
@@ -95,18 +56,13 @@ def _padding(info, version: int):
     return fill if info.var else np.frombuffer(fill, cell_dtype(info))[0]
 
 
-def _dense_fragment(schema, schema_name, subarray, data, validity) -> FragmentWrite:
+def _dense_fragment(schema, schema_name, subarray, data, validity, lossy=False, enumerations=None) -> FragmentWrite:
     dims = dimensions(schema)
     shape = tuple(int(hi) - int(lo) + 1 for lo, hi in subarray)
     tiles, valid = {}, {}
     order = (Layout(schema.tile_order), Layout(schema.cell_order))
-    for info in attributes(schema):
-        values = data[info.name]
-        column = _column(values, info, info.name)
-        if column.shape != shape:
-            raise ValueError(f"data[{info.name!r}]: shape {column.shape} does not match the subarray's {shape}")
-        tiles[info.name] = list(dense_tiles(column, subarray, schema.domain.dimensions, _padding(info, schema.version), *order))
-        mask = _validity(values, (validity or {}).get(info.name), info, info.name, shape)
+    for info, values, cells, mask in _attribute_columns(schema, data, validity, shape, lossy, enumerations):
+        tiles[info.name] = list(dense_tiles(cells, subarray, schema.domain.dimensions, _padding(info, schema.version), *order))
         if mask is not None:
             valid[info.name] = list(dense_tiles(mask, subarray, schema.domain.dimensions, False, *order))
     cells = int(np.prod([int(d.tile_extent) for d in schema.domain.dimensions]))
@@ -118,11 +74,26 @@ def _dense_fragment(schema, schema_name, subarray, data, validity) -> FragmentWr
     return FragmentWrite(schema, schema_name, True, ned, tiles, valid, last_tile_cell_num=cells, written=written)
 
 
-def _coordinate(values, info, name) -> np.ndarray:
-    column = _column(values, info, name)
-    if column.ndim != 1:
-        raise ValueError(f"coords[{name!r}]: expected one coordinate per cell, got shape {column.shape}")
-    return column
+def _attribute_columns(schema, data, validity, shape, lossy, enumerations):
+    """(field, values, column, validity) of each attribute, every one checked before any is written."""
+    out = []
+    for info, attr in zip(attributes(schema), schema.attributes):
+        values, name = data[info.name], f"data[{info.name!r}]"
+        cells = column(values, info, name, shape, lossy=lossy)
+        mask = _validity(values, (validity or {}).get(info.name), info, name, shape)
+        if attr.get("enumeration_name"):
+            count = (enumerations or {}).get(attr.enumeration_name)
+            if count is not None:
+                check_codes(cells, mask, count, name, attr.enumeration_name)
+        out.append((info, values, cells, mask))
+    return out
+
+
+def _coordinate(values, info, name, lossy=False) -> np.ndarray:
+    shape = np.shape(values)
+    if len(shape) != 1:
+        raise ValueError(f"coords[{name!r}]: expected one coordinate per cell, got shape {shape}")
+    return column(values, info, f"coords[{name!r}]", shape, lossy=lossy, dimension=True)
 
 
 def _ordinal(column: np.ndarray, info) -> np.ndarray:
@@ -134,28 +105,21 @@ def _ordinal(column: np.ndarray, info) -> np.ndarray:
     return column.view("<i8") if column.dtype.kind in "mM" else column
 
 
-def _check_domain(coords, dims, schema):
-    for (name, column), d, sd in zip(coords.items(), dims, schema.domain.dimensions):
-        if d.var or not len(column):
-            continue
-        lo, hi = (np.asarray(sd.domain).astype(column.dtype)[i] for i in (0, 1))
-        if column.min() < lo or column.max() > hi:
-            raise ValueError(f"coords[{name!r}]: coordinates outside the domain [{lo}, {hi}]")
-
-
-def _sparse_fragment(schema, schema_name, coords, data, validity, meta=None) -> FragmentWrite:
+def _sparse_fragment(schema, schema_name, coords, data, validity, meta=None, lossy=False,
+                     enumerations=None) -> FragmentWrite:
     """``meta``: the cell timestamps and delete metadata of a consolidated fragment (:func:`_cell_meta`)."""
-    dims, attrs = dimensions(schema), attributes(schema)
+    dims = dimensions(schema)
     if len(coords) != len(dims):
         raise ValueError(f"coords: the array has {len(dims)} dimensions, {len(coords)} coordinate arrays given")
-    columns = {d.name: _coordinate(c, d, d.name) for d, c in zip(dims, coords)}
+    columns = {d.name: _coordinate(c, d, d.name, lossy) for d, c in zip(dims, coords)}
     keys = {d.name: _ordinal(columns[d.name], d) for d in dims}
-    _check_domain(keys, dims, schema)
+    check_coordinates(keys, dims, schema)
     n = len(next(iter(columns.values())))
     if any(len(c) != n for c in columns.values()):
         raise ValueError("coords: every dimension needs one coordinate per cell")
     if not n:
         raise ValueError("coords: a write needs at least one cell")
+    checked = _attribute_columns(schema, data, validity, (n,), lossy, enumerations)
     stamps = (meta or {}).get("__timestamps")
     # equal coordinates newest first, as consolidation with timestamps writes them (the sort is stable)
     pre = None if stamps is None else np.argsort(-stamps.astype(np.int64), kind="stable")
@@ -181,13 +145,8 @@ def _sparse_fragment(schema, schema_name, coords, data, validity, meta=None) -> 
 
     tiles = {d.name: split(columns[d.name], ordered=True) for d in dims}
     valid = {}
-    for info in attrs:
-        values = data[info.name]
-        column = _column(values, info, info.name)
-        if column.shape != (n,):
-            raise ValueError(f"data[{info.name!r}]: {column.shape} values for {n} cells")
-        tiles[info.name] = split(column)
-        mask = _validity(values, (validity or {}).get(info.name), info, info.name, (n,))
+    for info, values, cells, mask in checked:
+        tiles[info.name] = split(cells)
         if mask is not None:
             valid[info.name] = split(mask)
     for name, values in (meta or {}).items():
@@ -270,8 +229,9 @@ class ArrayWriter:
     """An array opened for writing (:func:`open_writer`): each assignment writes one fragment."""
 
     def __init__(self, path, timestamp=None, key=None, max_chunk_size: int = MAX_CHUNK, threads: int | None = None,
-                 fsync: bool | None = None):
+                 fsync: bool | None = None, lossy: bool = False):
         self.path, self.threads = path, None if threads is None else thread_count(threads)
+        self.lossy = _flag(lossy, "lossy")
         self.storage, self.root = storage_for(path, fsync=fsync)
         self.key, self.timestamp, self.max_chunk_size = key, _timestamp(timestamp), _chunk_bound(max_chunk_size)
         schemas = load_schemas(self.storage, self.root, key=key)
@@ -281,6 +241,12 @@ class ArrayWriter:
     @property
     def version(self) -> int:
         return self.schema.version
+
+    def _enumerations(self) -> dict:
+        """The number of values of each enumeration, which an enumerated attribute's codes index."""
+        if not self.schema.get("enumerations"):
+            return {}
+        return {k: len(v) for k, (v, _) in load_enumerations(self.storage, self.root, self.schema, self.key).items()}
 
     @property
     def dense(self) -> bool:
@@ -307,7 +273,7 @@ class ArrayWriter:
 
     def write(self, data, *, subarray=None, coords=None, validity=None, uuid: str | None = None,
               cell_timestamps=None, delete_timestamps=None, delete_conditions=None,
-              processed_conditions=None) -> str:
+              processed_conditions=None, lossy: bool | None = None) -> str:
         """Write one fragment: ``data`` (an array, or a dict by attribute) at ``subarray`` (dense; default the
         whole domain) or ``coords`` (sparse: one array per dimension). ``uuid`` (32 hex digits) names the
         fragment, to reproduce a given one. Returns the fragment's name.
@@ -316,8 +282,17 @@ class ArrayWriter:
         cell, v14+; equal coordinates may then repeat, newest first), ``delete_timestamps`` and
         ``delete_conditions`` (v15+: when a delete removed each cell and the index of its commit in
         ``processed_conditions``, the delete commits' names ``__commits/<name>.del``, v16+; 2**64 - 1 for a
-        cell no delete removed)."""
+        cell no delete removed).
+
+        Every argument is checked before the first byte is written. A value its field cannot hold exactly
+        (a float into an int attribute or dimension, an int past its type's range, a finer datetime unit into
+        a coarser one) is refused, unless ``lossy=True`` (default: the writer's ``lossy``) casts it as numpy's
+        ``astype`` does."""
+        lossy = self.lossy if lossy is None else _flag(lossy, "lossy")
         data = _by_attribute(self.schema, data)
+        if validity is not None and not isinstance(validity, dict):
+            raise TypeError(f"validity: expected a dict of validity arrays by attribute, not {type(validity).__name__}")
+        uuid = _uuid(uuid)
         meta = _cell_meta(self.version, self.dense, cell_timestamps, delete_timestamps, delete_conditions,
                           processed_conditions)
         if self.dense:
@@ -325,13 +300,20 @@ class ArrayWriter:
                 raise ValueError("coords: a dense array is written by subarray")
             subarray = (_subarray(self.schema, slice(None)) if subarray is None
                         else _check_subarray(self.schema, subarray))
-            fw = _dense_fragment(self.schema, self.schema_name, subarray, data, validity)
+            check_current_domain(self.schema, subarray)
+            fw = _dense_fragment(self.schema, self.schema_name, subarray, data, validity, lossy, self._enumerations())
         else:
+            if subarray is not None:
+                raise ValueError("subarray: a sparse array is written by the coordinates of its cells (coords=)")
             if coords is None:
                 raise ValueError("coords: a sparse array is written with the coordinates of its cells")
-            fw = _sparse_fragment(self.schema, self.schema_name, list(coords), data, validity, meta)
+            if isinstance(coords, (str, bytes)) or not isinstance(coords, (list, tuple)):
+                raise TypeError(f"coords: expected one array of coordinates per dimension (a list or tuple), not "
+                                f"{type(coords).__name__}")
+            fw = _sparse_fragment(self.schema, self.schema_name, list(coords), data, validity, meta, lossy,
+                                  self._enumerations())
         t = now_ms() if self.timestamp is None else self.timestamp
-        name = write_fragment(self.storage, self.root, fw, timestamp=t, uuid=_uuid(uuid), key=self.key,
+        name = write_fragment(self.storage, self.root, fw, timestamp=t, uuid=uuid, key=self.key,
                               max_chunk=self.max_chunk_size, threads=self.threads)
         self.fragments.append(name)
         return name
@@ -371,6 +353,12 @@ class _WriteMeta:
     def update(self, mapping):
         w = self._writer
         put_metadata(w.path, dict(mapping), timestamp=_end(w.timestamp), key=w.key)
+
+
+def _flag(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected True or False, not {value!r}")
+    return bool(value)
 
 
 def _uuid(value) -> str:
@@ -420,11 +408,16 @@ def _bound(info, value) -> int:
 
 def _check_subarray(schema, subarray) -> list:
     dims = schema.domain.dimensions
+    if not isinstance(subarray, (list, tuple)) or not all(isinstance(r, (list, tuple)) and len(r) == 2
+                                                          for r in subarray):
+        raise TypeError(f"subarray: expected one (low, high) pair per dimension, not {subarray!r}")
     if len(subarray) != len(dims):
         raise ValueError(f"subarray: {len(subarray)} ranges for {len(dims)} dimensions")
     out = []
     for d, info, (lo, hi) in zip(dims, dimensions(schema), subarray):
         dlo, dhi = (int(x) for x in d.domain)
+        if any(isinstance(v, (float, np.floating)) for v in (lo, hi)):
+            raise TypeError(f"subarray: dimension {d.name} takes int bounds, not {lo!r}, {hi!r}")
         lo, hi = (int(range_bound(info, v, "subarray")) for v in (lo, hi))
         if not dlo <= lo <= hi <= dhi:
             raise ValueError(f"subarray: [{lo}, {hi}] is not inside dimension {d.name}'s domain [{dlo}, {dhi}]")
@@ -433,25 +426,27 @@ def _check_subarray(schema, subarray) -> list:
 
 
 def open_writer(path, timestamp=None, key=None, max_chunk_size: int = MAX_CHUNK, threads: int | None = None,
-                fsync: bool | None = None) -> ArrayWriter:
+                fsync: bool | None = None, lossy: bool = False) -> ArrayWriter:
     """The array at ``path`` opened for writing (``tdbformat.open_array(path, "w")``): assignments write
     fragments at ``timestamp`` (ms; default now), encrypted with ``key``; tiles are chunked at
     ``max_chunk_size`` bytes from v5 (TileDB's default 64 KiB; v1-4 chunk by the pipeline's bound) and
     filtered by ``threads`` threads (default ``tdbformat.filters.set_threads``: one per core), which give
     the same bytes in any number. ``fsync`` (default on, or the environment's ``TDBFORMAT_FSYNC=0``): data
     files and fragment metadata reach the disk before the commit marker is renamed into place; ``False``
-    for scratch writes that a crash of the machine may lose."""
+    for scratch writes that a crash of the machine may lose. ``lossy=True`` lets assignments cast values their
+    fields cannot hold exactly (:meth:`ArrayWriter.write`)."""
     return ArrayWriter(path, timestamp=timestamp, key=key, max_chunk_size=max_chunk_size, threads=threads,
-                       fsync=fsync)
+                       fsync=fsync, lossy=lossy)
 
 
 def write(path, data, *, subarray=None, coords=None, validity=None, timestamp=None, key=None,
           max_chunk_size: int = MAX_CHUNK, uuid: str | None = None, cell_timestamps=None, delete_timestamps=None,
           delete_conditions=None, processed_conditions=None, threads: int | None = None,
-          fsync: bool | None = None) -> str:
-    """Write one fragment to the array at ``path`` (see :meth:`ArrayWriter.write`); returns its name.
-    ``fsync``: as :func:`open_writer` (``False``: no syncs, for scratch writes)."""
-    return open_writer(path, timestamp, key, max_chunk_size, threads, fsync).write(
+          fsync: bool | None = None, lossy: bool = False) -> str:
+    """Write one fragment to the array at ``path`` (see :meth:`ArrayWriter.write`: ``lossy=True`` casts values
+    their fields cannot hold exactly, which are otherwise refused); returns its name. ``fsync``: as
+    :func:`open_writer` (``False``: no syncs, for scratch writes)."""
+    return open_writer(path, timestamp, key, max_chunk_size, threads, fsync, lossy).write(
         data, subarray=subarray, coords=coords, validity=validity, uuid=uuid, cell_timestamps=cell_timestamps,
         delete_timestamps=delete_timestamps, delete_conditions=delete_conditions,
         processed_conditions=processed_conditions)

@@ -29,6 +29,7 @@ from tdbformat.layout.files import inspect_path
 from tdbformat.show.html import page
 
 from .mutate import mutate
+from .writer_args import writer_case
 
 __all__ = ["run_case", "cpu_seconds", "PACKAGE"]
 
@@ -210,10 +211,29 @@ def _run_cli(case: dict, out: dict, timeout: float, verbose: bool):
             return
 
 
+def _run_writer(seed: int, number: int, workdir: Path, out: dict, verbose: bool):
+    """The writer-argument target (:mod:`.writer_args`): a clean refusal with the array unchanged, or a write
+    read back equal; anything else escapes."""
+    where = workdir / "writer"
+    where.mkdir()
+    try:
+        got = writer_case(seed, number, where)
+    except Exception as e:
+        got = dict(outcome="escape", exc=type(e).__name__, place=_place(e), message=str(e)[:200], what="?")
+        if verbose:
+            traceback.print_exc()
+    if verbose:
+        print(f"  writer-args: {got}")
+    if got["outcome"] == "escape":
+        out.update(outcome="escape", op=f"writer-args {got['what']}"[:120], exc=got["exc"],
+                   place=got.get("place", "tests/fuzzing/writer_args.py (read back)"), message=got["message"])
+
+
 def run_case(seed: int, number: int, workdir: Path, cli_fraction: float, cli_timeout: float,
-             verbose: bool = False, notify=None, validate_fraction: float = 1.0) -> dict:
+             verbose: bool = False, notify=None, validate_fraction: float = 1.0, writer_fraction: float = 0.0) -> dict:
     """Run case ``number`` of campaign ``seed`` in ``workdir`` (emptied by the caller); ``notify()`` is
-    called before the command line runs, so that a watchdog can allow for it."""
+    called before the command line runs, so that a watchdog can allow for it. A share ``writer_fraction``
+    of the cases also runs the writer-argument target."""
     case = mutate(seed, number, workdir)
     # a draw of its own, so that the mutation of a case number stays what it was before this option
     case["validate"] = random.Random(f"{seed}:{number}:validate").random() < validate_fraction
@@ -228,4 +248,7 @@ def run_case(seed: int, number: int, workdir: Path, cli_fraction: float, cli_tim
         _run_cli(case, out, cli_timeout, verbose)
     if _tree_hash(case["root"]) != before:
         out.update(outcome="modified_input", op=out.get("op"))
+    if out["outcome"] not in ("escape", "memory") and \
+            random.Random(f"{seed}:{number}:writer").random() < writer_fraction:
+        _run_writer(seed, number, workdir, out, verbose)
     return out
