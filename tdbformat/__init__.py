@@ -8,6 +8,7 @@ from .array.deletes import delete_cells
 from .array.convert import convert
 from .array.writer import ArrayWriter, create, open_writer, write
 from .groups import Group, create_group
+from .array.group import GroupReader, open_group
 from .array import schema
 from .errors import ChecksumError, EncryptionError, FormatError, FormatWarning, UnsupportedError, VersionError
 from .files import ParsedFile, parse_file
@@ -50,7 +51,7 @@ __all__ = [
     "KNOWN_VERSIONS", "LATEST", "spec",
     "put_metadata", "delete_metadata",
     "delete_cells",
-    "create_group", "Group",
+    "create_group", "Group", "open_group", "GroupReader",
     "schema",
     "LegacyArray", "ArraySchema0x", "BookKeeping0x", "ArraySchema1x", "FragmentMetadata1x", "GenericTile1x",
     "validate", "Finding", "RULES",
