@@ -615,19 +615,37 @@ def cmd_stats(args) -> int:
 
 
 def cmd_versions(args) -> int:
-    from .stats import versions
+    from .check.gate import versions
 
-    doc = versions(args.path, key=args.key)
+    doc = versions(args.path, key=args.key, max_format=args.max_format, reader=args.reader)
+    gate = doc.get("gate")
     if args.json:
         _print_json(_doc("versions", args.path, **doc))
-        return 0
+        return 0 if gate is None or gate["passed"] else 1
     console = _console()
-    console.print(_table("format versions", ["kind", "name", "format version"],
-                         [(r["kind"], r["name"], r["format_version"]) for r in doc["files"]]))
-    console.print(f"newest format version {doc['newest_format_version']}: TileDB {doc['oldest_tiledb_release']} or "
-                  f"later reads this array ({doc['source']})")
-    return 0
-
+    if doc["kind"] == "array":
+        console.print(_table("format versions", ["kind", "name", "format version"],
+                             [(r["kind"], r["name"], r["format_version"]) for r in doc["files"]]))
+    console.print(_table("readers", ["object", "type", "format version", "oldest TileDB", "oldest TileDB-Py",
+                                     "convertible down to", "stopped by"],
+                         [(r["key"] or ".", r["type"], r.get("format_version"), r.get("oldest_tiledb_release"),
+                           r.get("oldest_tiledb_py_release"), r.get("lowest_convertible_version"),
+                           r["missing"] or (r.get("lower_blocked_by") or {}).get("reason"))
+                          for r in doc["objects"]]))
+    if doc["newest_format_version"] is not None:
+        console.print(f"newest format version {doc['newest_format_version']}: TileDB {doc['oldest_tiledb_release']} "
+                      f"or later reads this {doc['kind']}, TileDB-Py {doc['oldest_tiledb_py_release'] or '?'} or later "
+                      f"({doc['source']})")
+    if gate is None:
+        return 0
+    who = gate["reader"] or f"format version {gate['max_format']}"
+    if gate["passed"]:
+        console.print(f"every array opens with {who} (format version {gate['max_format']} or older)")
+        return 0
+    console.print(f"{len(gate['failures'])} array(s) need a newer reader than {who}:")
+    for f in gate["failures"]:
+        console.print(f"  {f['key']} (v{f['format_version']}): " + (f["command"] or f["reason"]), soft_wrap=True)
+    return 1
 
 
 def cmd_inspect_bytes(args) -> int:
@@ -705,6 +723,20 @@ def _writing_parsers(sub, key_help: str) -> None:
     s.add_argument("--key", help=key_help)
     s.add_argument("--json", action="store_true", help="print what was written as JSON (docs/json-schema/convert.v1.json)")
     s.set_defaults(func=cmd_convert)
+
+
+# --- datasets (tdbformat.check): versions' gate, du, history, mbrs, explain ---
+
+def _dataset_parsers(sub, key_help: str, json_help: str) -> None:
+    from .versions import KNOWN_VERSIONS
+
+    gate = sub.choices["versions"].add_mutually_exclusive_group()  # a gate: exit 1 when an array needs a newer reader
+    gate.add_argument("--max-format", type=int, choices=KNOWN_VERSIONS, metavar="N",
+                      help="exit 1 listing each array newer than format version N, with the convert command that fixes it")
+    gate.add_argument("--reader", metavar="tiledb-py==X.Y.Z", help="the same, for the newest format version this "
+                      "TileDB-Py (or libtiledb==X.Y) release opens")
+
+# --- end datasets ---
 
 
 def parser() -> argparse.ArgumentParser:
@@ -808,6 +840,7 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--key", help=key_help)
         s.add_argument("--json", action="store_true", help=json_help % name)
         s.set_defaults(func=func)
+    _dataset_parsers(sub, key_help, json_help)  # --- datasets: versions' gate, du, history, mbrs... ---
     # --- end validate, stats, versions ---
     # --- salvage ---
     s = sub.add_parser("salvage", help="copy every cell of SRC that can still be read into a new array DST and "

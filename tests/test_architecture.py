@@ -26,6 +26,7 @@ LAYERS = [
     ["coverage"],
     ["validate"],
     ["stats", "salvage"],
+    ["check"],
     ["spec"],
     ["ksy", "spec_render", "cat", "conformance"],
     ["cli"],

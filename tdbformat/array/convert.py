@@ -41,7 +41,7 @@ from .sparse import read_sparse
 from .writer import CELL_META_SINCE, open_writer, write
 from .writer import _chunk_bound as checked_chunk_bound
 
-__all__ = ["convert"]
+__all__ = ["convert", "convertible"]
 
 # writes at one timestamp go schema first, then cells, then what applies to cells
 _SCHEMA, _FRAGMENT, _METADATA, _DELETE = range(4)
@@ -304,3 +304,22 @@ def _write_metadata(array, dst, path, version: int, key) -> None:
     entries = ArrayMetadata.parse(array.storage.read(path, what="metadata file"), key=key, filename=str(path)).entries
     data = ArrayMetadata.build(Container(entries=entries), version=version, key=key)
     storage.commit(directory.metadata_path(storage, root, array.storage.name(path)), data)
+
+
+def convertible(array, version: int, merge: bool = False) -> str | None:
+    """None when :func:`convert` can rewrite ``array`` (an open :class:`~tdbformat.array.Array`) at
+    ``version``, else why not: the ValueError it would raise before writing, naming the feature."""
+    version = check_version(version)
+    if not isinstance(array, Array):
+        return None  # before format version 1: one schema, no features a later version lacks
+    try:
+        _plan(array, version, merge)
+        for label in array.schema.get("labels") or []:
+            if label.is_external or not label.relative_uri:
+                raise ValueError(f"dimension label {label.name!r}: its array lies outside the array ({label.uri})")
+            convertible_label = open_array(array.storage.join(array.path, *label.uri.split("/")), key=array.key)
+            if (reason := convertible(convertible_label, version, merge)) is not None:
+                raise ValueError(f"dimension label {label.name!r}: {reason}")
+    except ValueError as e:
+        return str(e)
+    return None

@@ -1,0 +1,2 @@
+"""The checks layer: what a dataset (an array, or a group and every member below it) holds and costs, and
+which readers open it: ``versions`` (:mod:`.gate`), ``du``, ``explain``, ``history``."""
