@@ -95,15 +95,31 @@ def _group_doc(storage, root, key, command: str, path: str) -> dict:
     return _doc(command, path, kind="group", **group_tree(storage, root, key))
 
 
+def _group_arrays(args, what) -> list:
+    """``what(array)`` of each array of the group at PATH, recursively: ``[{"key", "uri", "missing", ...}]``."""
+    from .array import open_array
+    from .check.dataset import per_array
+
+    rows = per_array(args.path, lambda obj: what(open_array(obj.path, key=args.key)), args.key)
+    return [{k: v for k, v in r.items() if k != "type"} for r in rows if r["type"] == "array"]
+
+
 def _show_group(args, storage, root, command: str) -> int:
-    """``schema``, ``fragments``, ``cat`` and ``ls`` on a group: the group, named as one, and its members."""
+    """``schema``, ``fragments``, ``cat`` and ``ls`` on a group: the group, named as one, and its members;
+    ``schema`` and ``fragments`` then each array below it."""
+    from .show import fragment_rows
+
     doc = _group_doc(storage, root, args.key, command, args.path)
+    if command in ("schema", "fragments"):
+        doc["arrays"] = _group_arrays(args, (lambda arr: {"schemas": _schema_docs(arr, args.all)}) if command == "schema"
+                                      else (lambda arr: {"fragments": fragment_rows(arr)}))
     if args.json:
         _print_json(doc)
         return 0
     console = _console()
-    console.print(f"{args.path} is a TileDB group" + ("" if command == "ls" else f", not an array ({command} "
-                                                      "shows arrays); its members:"))
+    console.print(f"{args.path} is a TileDB group" + (
+        "" if command == "ls" else f"; its members, then each array's {command}:" if "arrays" in doc
+        else f", not an array ({command} shows arrays); its members:"))
     rows = []
 
     def walk(members, depth):
@@ -114,6 +130,12 @@ def _show_group(args, storage, root, command: str) -> int:
     console.print(_table("members", ["name", "type", "uri"], rows))
     if doc["metadata"]:
         console.print(_meta_table(doc["metadata"], "group metadata"))
+    for a in doc.get("arrays", []):
+        console.print(f"\n[bold]{a['key']}[/bold] ({a['uri']})" + (f": {a['missing']}" if a["missing"] else ""))
+        for d in a.get("schemas", []):
+            _print_schema(console, d)
+        if "fragments" in a:
+            _print_fragments(console, a["fragments"])
     return 0
 
 
@@ -122,15 +144,10 @@ def _meta_table(meta: dict, title: str):
 
 
 def cmd_schema(args) -> int:
-    from .show import schema_json
-
     found = _group_or_array(args)
     if found[0] == "group":
         return _show_group(args, *found[1:], "schema")
-    arr = found[1]
-    schemas = arr.schemas if args.all else arr.schemas[-1:]
-    enums = arr.enumerations
-    docs = [dict(name=name, **schema_json(s, enums if s is arr.schema else {})) for name, s in schemas]
+    docs = _schema_docs(found[1], args.all)
     if args.json:
         _print_json(_doc("schema", args.path, kind="array", schemas=docs))
         return 0
@@ -138,6 +155,14 @@ def cmd_schema(args) -> int:
     for d in docs:
         _print_schema(console, d)
     return 0
+
+
+def _schema_docs(arr, every: bool) -> list:
+    from .show import schema_json
+
+    enums = arr.enumerations
+    return [dict(name=name, **schema_json(s, enums if s is arr.schema else {}))
+            for name, s in (arr.schemas if every else arr.schemas[-1:])]
 
 
 def _print_schema(console, d: dict) -> None:
@@ -177,9 +202,13 @@ def cmd_fragments(args) -> int:
     if args.json:
         _print_json(_doc("fragments", args.path, kind="array", fragments=rows))
         return 0
-    columns = ["name", "format_version", "timestamp_range", "type", "cell_num", "non_empty_domain", "bytes", "state"]
-    _console().print(_table(f"{len(rows)} fragments", columns, [[r[c] for c in columns] for r in rows]))
+    _print_fragments(_console(), rows)
     return 0
+
+
+def _print_fragments(console, rows: list) -> None:
+    columns = ["name", "format_version", "timestamp_range", "type", "cell_num", "non_empty_domain", "bytes", "state"]
+    console.print(_table(f"{len(rows)} fragments", columns, [[r[c] for c in columns] for r in rows]))
 
 
 def cmd_meta(args) -> int:
@@ -594,12 +623,29 @@ def _validate_report(args, path, rules, findings) -> int:
     return 1 if errors else 0
 
 def cmd_stats(args) -> int:
+    from .check.dataset import is_group, per_array
     from .stats import stats
 
+    if is_group(args.path):  # each array of the group, recursively
+        rows = per_array(args.path, lambda obj: stats(obj.path, key=args.key), args.key)
+        if args.json:
+            _print_json(_doc("stats", args.path, kind="group", objects=rows))
+            return 0
+        for r in rows:
+            _console().print(f"\n[bold]{r['key'] or '.'}[/bold] ({r['type']}, {r['uri']})"
+                             + (f": {r['missing']}" if r["missing"] else ""))
+            if "fields" in r:
+                _print_stats(r)
+        return 0
     doc = stats(args.path, key=args.key)
     if args.json:
         _print_json(_doc("stats", args.path, **doc))
         return 0
+    _print_stats(doc)
+    return 0
+
+
+def _print_stats(doc: dict) -> None:
     console = _console()
     console.print(_table("fragments", ["name", "version", "type", "timestamp_range", "cells", "tiles"],
                          [(f["name"], f["format_version"], f["type"], f["timestamp_range"], f["cell_num"],
@@ -611,7 +657,6 @@ def cmd_stats(args) -> int:
     console.print(_table("filters", ["filters", "fields", "disk bytes", "memory bytes", "ratio"],
                          [(f["filters"], ", ".join(f["fields"]), f["disk_bytes"], f["memory_bytes"], f["ratio"])
                           for f in doc["filters"]]))
-    return 0
 
 
 def cmd_versions(args) -> int:
