@@ -781,6 +781,36 @@ def _dataset_parsers(sub, key_help: str, json_help: str) -> None:
     gate.add_argument("--reader", metavar="tiledb-py==X.Y.Z", help="the same, for the newest format version this "
                       "TileDB-Py (or libtiledb==X.Y) release opens")
 
+    s = sub.add_parser("du", help="bytes of an array or group (recursively) by object, fragment, field and file "
+                       "kind, each live, reclaimable (a vacuum removes it), uncommitted or stray")
+    s.add_argument("path")
+    s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help=json_help % "du")
+    s.add_argument("--by", choices=["object", "fragment", "field", "kind"], default="kind",
+                   help="the finest level the table shows (default: kind, every row)")
+    s.set_defaults(func=cmd_du)
+
+
+def cmd_du(args) -> int:
+    from .check.du import STATES, du
+
+    doc = du(args.path, key=args.key)
+    if args.json:
+        _print_json(_doc("du", args.path, **doc))
+        return 0
+    levels = ["object", "object_type", "fragment", "field", "kind"]
+    keep = levels[:levels.index(args.by) + 1] if args.by != "object" else levels[:2]
+    rows = {}
+    for r in doc["rows"]:
+        row = rows.setdefault(tuple(r[k] for k in keep), dict.fromkeys(STATES, 0))
+        row[r["state"]] += r["bytes"]
+    console = _console()
+    console.print(_table(f"{doc['bytes']} bytes in {doc['files']} files", [*keep, *STATES, "bytes"],
+                         [(*(("." if k == "object" and v == "" else v) for k, v in zip(keep, key)),
+                           *(b[s] or "" for s in STATES), sum(b.values())) for key, b in rows.items()]))
+    console.print(", ".join(f"{s} {doc['by_state'][s]}" for s in STATES))
+    return 0
+
 # --- end datasets ---
 
 
