@@ -781,6 +781,7 @@ def _dataset_parsers(sub, key_help: str, json_help: str) -> None:
     gate.add_argument("--reader", metavar="tiledb-py==X.Y.Z", help="the same, for the newest format version this "
                       "TileDB-Py (or libtiledb==X.Y) release opens")
 
+    _mbrs_parser(sub, key_help, json_help)
     s = sub.add_parser("du", help="bytes of an array or group (recursively) by object, fragment, field and file "
                        "kind, each live, reclaimable (a vacuum removes it), uncommitted or stray")
     s.add_argument("path")
@@ -809,6 +810,34 @@ def cmd_du(args) -> int:
                          [(*(("." if k == "object" and v == "" else v) for k, v in zip(keep, key)),
                            *(b[s] or "" for s in STATES), sum(b.values())) for key, b in rows.items()]))
     console.print(", ".join(f"{s} {doc['by_state'][s]}" for s in STATES))
+    return 0
+
+def _mbrs_parser(sub, key_help: str, json_help: str) -> None:
+    s = sub.add_parser("mbrs", help="every sparse tile's bounding rectangle, per fragment a read sees (TileDB's "
+                       "dump-mbrs), of an array or each array of a group")
+    s.add_argument("path")
+    s.add_argument("--fragment", metavar="NAME", help="that fragment only")
+    s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help=json_help % "mbrs")
+    s.set_defaults(func=cmd_mbrs)
+
+
+def cmd_mbrs(args) -> int:
+    from .check.mbrs import mbrs
+
+    doc = mbrs(args.path, key=args.key, fragment=args.fragment)
+    if args.json:
+        _print_json(_doc("mbrs", args.path, **doc))
+        return 0
+    console = _console()
+    arrays = [("", doc["fragments"])] if doc["kind"] == "array" else [
+        (r["key"], r.get("fragments", [])) for r in doc["objects"] if r["type"] == "array"]
+    for key, frags in arrays:
+        for f in frags:
+            console.print(_table(f"{key + ': ' if key else ''}{f['fragment']}" + (" (dense: no MBRs)" if f["dense"] else
+                                                                              f", {len(f['mbrs'])} tiles"),
+                                 ["tile", "MBR (lo, hi per dimension)"],
+                                 [(i, " × ".join(f"[{lo}, {hi}]" for lo, hi in m)) for i, m in enumerate(f["mbrs"])]))
     return 0
 
 # --- end datasets ---
