@@ -251,6 +251,12 @@ def cmd_cat(args) -> int:
     if found[0] == "group":
         return _show_group(args, *found[1:], "cat")
     fmt = "json" if args.json else "csv" if args.csv else "tsv"
+    if args.fragment:  # what one fragment wrote: the array opened at that fragment's timestamps alone
+        from .array import open_array
+        from .check.history import fragment_window
+
+        found = ("array", open_array(args.path, key=args.key, timestamp=fragment_window(args.path, args.fragment,
+                                                                                         args.key)))
     write_cells(found[1], sys.stdout, fmt=fmt, attrs=args.attrs, order=args.order, ranges=args.range,
                 limit=args.limit, labels=not args.codes, progress=_progress_wanted())
     return 0
@@ -782,6 +788,12 @@ def _dataset_parsers(sub, key_help: str, json_help: str) -> None:
                       "TileDB-Py (or libtiledb==X.Y) release opens")
 
     _mbrs_parser(sub, key_help, json_help)
+    s = sub.add_parser("history", help="what happened to an array or group (recursively), oldest first: writes, "
+                       "deletes, schema changes, metadata, consolidations, vacuums, member changes")
+    s.add_argument("path")
+    s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help=json_help % "history")
+    s.set_defaults(func=cmd_history)
     s = sub.add_parser("du", help="bytes of an array or group (recursively) by object, fragment, field and file "
                        "kind, each live, reclaimable (a vacuum removes it), uncommitted or stray")
     s.add_argument("path")
@@ -840,6 +852,19 @@ def cmd_mbrs(args) -> int:
                                  [(i, " × ".join(f"[{lo}, {hi}]" for lo, hi in m)) for i, m in enumerate(f["mbrs"])]))
     return 0
 
+def cmd_history(args) -> int:
+    from .check.history import history
+
+    doc = history(args.path, key=args.key)
+    if args.json:
+        _print_json(_doc("history", args.path, **doc))
+        return 0
+    common = {"timestamp", "kind", "object"}
+    _console().print(_table(f"{len(doc['events'])} events", ["timestamp", "object", "kind", "what"],
+                            [(e["timestamp"], e["object"] or ".", e["kind"],
+                              "; ".join(f"{k} {v}" for k, v in e.items() if k not in common)) for e in doc["events"]]))
+    return 0
+
 # --- end datasets ---
 
 
@@ -885,6 +910,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--range", action="append", metavar="DIM=LO:HI", help="only cells with LO <= DIM <= HI "
                    "(inclusive; repeatable; DIM=LO,HI when the bounds hold colons)")
     s.add_argument("--codes", action="store_true", help="enumerated attributes as codes, not labels")
+    s.add_argument("--fragment", metavar="NAME", help="only what this fragment wrote (`tdbformat fragments` names them)")
 
     # --- format versions and spec (tdbformat.spec) ---
     from .versions import KNOWN_VERSIONS, LATEST
