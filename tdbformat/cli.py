@@ -788,6 +788,8 @@ def _dataset_parsers(sub, key_help: str, json_help: str) -> None:
                       "TileDB-Py (or libtiledb==X.Y) release opens")
 
     _mbrs_parser(sub, key_help, json_help)
+    sub.choices["cat"].add_argument("--fragment", metavar="NAME", help="only what this fragment wrote "
+                                    "(`tdbformat fragments` names them)")
     s = sub.add_parser("history", help="what happened to an array or group (recursively), oldest first: writes, "
                        "deletes, schema changes, metadata, consolidations, vacuums, member changes")
     s.add_argument("path")
@@ -910,7 +912,6 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--range", action="append", metavar="DIM=LO:HI", help="only cells with LO <= DIM <= HI "
                    "(inclusive; repeatable; DIM=LO,HI when the bounds hold colons)")
     s.add_argument("--codes", action="store_true", help="enumerated attributes as codes, not labels")
-    s.add_argument("--fragment", metavar="NAME", help="only what this fragment wrote (`tdbformat fragments` names them)")
 
     # --- format versions and spec (tdbformat.spec) ---
     from .versions import KNOWN_VERSIONS, LATEST
