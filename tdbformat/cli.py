@@ -788,6 +788,14 @@ def _dataset_parsers(sub, key_help: str, json_help: str) -> None:
                       "TileDB-Py (or libtiledb==X.Y) release opens")
 
     _mbrs_parser(sub, key_help, json_help)
+    s = sub.add_parser("explain", help="why reads are slow: findings with their numbers and the actions that fix "
+                       "them, of an array or each array of a group; --range adds a read estimate")
+    s.add_argument("path")
+    s.add_argument("--range", action="append", metavar="DIM=LO:HI", help="estimate the fragments, tiles and bytes a "
+                   "read of this box touches (inclusive; repeatable; an array only)")
+    s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help=json_help % "explain")
+    s.set_defaults(func=cmd_explain)
     sub.choices["cat"].add_argument("--fragment", metavar="NAME", help="only what this fragment wrote "
                                     "(`tdbformat fragments` names them)")
     s = sub.add_parser("history", help="what happened to an array or group (recursively), oldest first: writes, "
@@ -865,6 +873,35 @@ def cmd_history(args) -> int:
     _console().print(_table(f"{len(doc['events'])} events", ["timestamp", "object", "kind", "what"],
                             [(e["timestamp"], e["object"] or ".", e["kind"],
                               "; ".join(f"{k} {v}" for k, v in e.items() if k not in common)) for e in doc["events"]]))
+    return 0
+
+def cmd_explain(args) -> int:
+    from .cat import parse_range
+    from .check.dataset import is_group
+    from .check.explain import explain
+
+    ranges = None
+    if args.range is not None:
+        if is_group(args.path):
+            raise ValueError("--range: PATH is a group; give one of its arrays")
+        from .array import open_array
+
+        arr = open_array(args.path, key=args.key)
+        ranges = dict(parse_range(arr, r) for r in args.range)
+    doc = explain(args.path, key=args.key, ranges=ranges)
+    if args.json:
+        _print_json(_doc("explain", args.path, **doc))
+        return 0
+    console = _console()
+    for r in doc["objects"]:
+        if r["type"] != "array":
+            continue
+        title = f"{r['key'] or args.path}" + (f": {r['missing']}" if r["missing"] else "")
+        console.print(_table(title, ["finding", "value", "what", "action"],
+                             [(f["id"], f["value"], f["message"], f["action"] or "") for f in r.get("findings", [])]))
+        if "read_estimate" in r:
+            console.print("a read of the range touches {fragments} fragments, {tiles} tiles, {bytes} bytes"
+                          .format(**r["read_estimate"]))
     return 0
 
 # --- end datasets ---
