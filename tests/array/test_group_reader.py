@@ -96,3 +96,16 @@ def test_soma_experiment_walks_as_tiledb_py_does():
                     yield from py_walk(m.uri)
     ours = open_group(root).walk()
     assert sorted((m.uri, m.type) for m in ours if not m.missing) == sorted(py_walk(str(root)))
+
+
+def test_short_unnamed_members(tmp_path):
+    """Unnamed members with short relative URIs: a member can be 17 bytes (version, type, relative flag, the
+    URI's length and one byte, name_set, deleted); the member count's size check must not assume more."""
+    g = tmp_path / "g"
+    tiledb.Group.create(str(g))
+    for n in "ab":
+        pygroups.dense(tiledb, g / n)
+    with tiledb.Group(str(g), "w") as G:
+        G.add("a", relative=True)
+        G.add("b", relative=True)
+    assert {(m.name, m.uri, m.type) for m in open_group(g)} == pygroups.py_members(tiledb, g)
