@@ -564,7 +564,21 @@ def cmd_write(args) -> int:
 
 def cmd_convert(args) -> int:
     from .array.convert import convert
+    from .check.dataset import is_group
 
+    if is_group(args.src):  # the group and every member below it
+        from .write.convert_group import convert_group
+
+        done = convert_group(args.src, args.dst, args.version, key=args.key, max_chunk_size=args.max_chunk_size)
+        if args.json:
+            _print_json(_doc("convert", args.dst, source=args.src, format_version=args.version, kind="group",
+                             fragments=[], **done))
+        else:
+            print(f"converted {args.src} to {args.dst} (format version {args.version}, {len(done['arrays'])} "
+                  f"array(s), {len(done['groups'])} group(s) below it)")
+            for m in done["left_behind"]:
+                print(f"  not brought along: {m['key']} ({m['uri']}): {m['reason']}")
+        return 0
     written = convert(args.src, args.dst, args.version, merge=args.merge, key=args.key,
                       max_chunk_size=args.max_chunk_size)
     if args.json:

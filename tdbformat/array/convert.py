@@ -69,7 +69,7 @@ def convert(src, dst, version: int, merge: bool = False, key=None, max_chunk_siz
         elif kind == _FRAGMENT:
             written.append(_write_fragment(array, dst, item, t, version, key, max_chunk_size))
         elif kind == _METADATA:
-            _write_metadata(array, dst, item, version, key)
+            _write_metadata(array.storage, dst, item, version, key)
         else:  # under the source's uuid: the processed conditions of consolidated fragments name it
             delete_cells(dst, negate(item.condition), timestamp=t, key=key, uuid=_uuid(item.marker))
     _convert_labels(array, dst, version, merge, key, max_chunk_size)
@@ -298,12 +298,13 @@ def _write_fragment(array, dst, frag, t: int, version: int, key, max_chunk: int)
     return writer.write(data, coords=[cells[d.name] for d in dims], uuid=uuid)
 
 
-def _write_metadata(array, dst, path, version: int, key) -> None:
-    """One metadata file's entries rebuilt at ``version`` under the file's own name (its timestamps)."""
+def _write_metadata(source, dst, path, version: int, key) -> None:
+    """One metadata file (read from storage ``source``) of an array or group, its entries rebuilt at
+    ``version`` under the file's own name (its timestamps)."""
     storage, root = storage_for(dst)
-    entries = ArrayMetadata.parse(array.storage.read(path, what="metadata file"), key=key, filename=str(path)).entries
+    entries = ArrayMetadata.parse(source.read(path, what="metadata file"), key=key, filename=str(path)).entries
     data = ArrayMetadata.build(Container(entries=entries), version=version, key=key)
-    storage.commit(directory.metadata_path(storage, root, array.storage.name(path)), data)
+    storage.commit(directory.metadata_path(storage, root, source.name(path)), data)
 
 
 def convertible(array, version: int, merge: bool = False) -> str | None:

@@ -1,0 +1,1 @@
+"""The writing layer: creating arrays and groups, writing fragments, metadata and deletes, converting."""

@@ -1,0 +1,85 @@
+"""``convert GROUP DST``: every member rewritten at the version, TileDB-Py opening the new group and reading
+each array equal to the source; members outside the group or lost left behind and reported; a member that
+cannot go to the version refused before anything is written; the SOMA experiment converted and read back."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pygroups
+from tdbformat.check.dataset import objects
+from tdbformat.write.convert_group import convert_group
+
+tiledb = pytest.importorskip("tiledb")
+ROOT = Path(__file__).resolve().parents[2]
+SOMA = ROOT / "tests" / "data" / "soma" / "experiment"
+
+
+def _same_arrays(src, dst):
+    """Every array below ``src`` that ``dst`` has at the same place reads equal with TileDB-Py; the places."""
+    places, source = set(), {o.key: o.path for o in objects(src)}
+    for obj in objects(dst):
+        if obj.type != "array":
+            continue
+        places.add(obj.key)
+        with tiledb.open(str(obj.path)) as B, tiledb.open(str(source[obj.key])) as A:
+            got, want = B.query()[:], A.query()[:]
+            assert set(got) == set(want)
+            for k in want:
+                np.testing.assert_array_equal(got[k], want[k], err_msg=f"{obj.key}.{k}")
+            assert dict(B.meta) == dict(A.meta)
+    return places
+
+
+def test_tiledb_py_group_at_v18(tmp_path):
+    g = pygroups.build(tiledb, tmp_path)
+    done = convert_group(g, tmp_path / "copy", 18)
+    assert sorted(done["arrays"]) == ["A", "sub/b"] and done["groups"] == ["sub"]
+    assert {m["key"] for m in done["left_behind"]} == {"out", "sib", "gone"}
+    assert pygroups.py_members(tiledb, tmp_path / "copy") == {
+        ("A", f"file://{tmp_path}/copy/a", "array"), (None, f"file://{tmp_path}/copy/sub", "group")}
+    with tiledb.Group(str(tmp_path / "copy")) as G, tiledb.Group(str(g)) as S:
+        assert G.is_relative("A") and dict(G.meta).keys() == dict(S.meta).keys()
+        np.testing.assert_array_equal(G.meta["f"], S.meta["f"])
+    with tiledb.Group(str(tmp_path / "copy" / "sub")) as G:
+        assert G.meta["level"] == "sub" and [m.name for m in G] == ["b"]
+    assert _same_arrays(g, tmp_path / "copy") == {"A", "sub/b"}
+    with tiledb.open(str(tmp_path / "copy" / "a")) as A:
+        assert A.schema.version == 18
+    assert not (tmp_path / "out").with_name("copy").joinpath("out").exists()  # nothing written outside DST
+
+
+def test_soma_experiment_same_version_cli(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "tdbformat.cli", "convert", str(SOMA), str(tmp_path / "exp"),
+                        "--version", "22", "--json"], capture_output=True, text=True, cwd=ROOT,
+                       env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(doc, json.loads((ROOT / "docs" / "json-schema" / "convert.v1.json").read_text()))
+    assert doc["kind"] == "group" and doc["left_behind"] == []
+    assert _same_arrays(SOMA, tmp_path / "exp") == {o.key for o in objects(SOMA) if o.type == "array"}
+    try:
+        import tiledbsoma
+    except ImportError:
+        return
+    with tiledbsoma.Experiment.open(str(tmp_path / "exp")) as E:
+        assert len(E.obs.read().concat()) > 0
+
+
+def test_refused_before_writing(tmp_path):
+    with pytest.raises(ValueError, match=r"5 member\(s\).*obs: schema: a current domain need format version 22"):
+        convert_group(SOMA, tmp_path / "low", 21)
+    assert not (tmp_path / "low").exists()
+    g = pygroups.build(tiledb, tmp_path)
+    with pytest.raises(ValueError, match="group members and metadata need format version 12"):
+        convert_group(g, tmp_path / "old", 11)
+    assert not (tmp_path / "old").exists()
+    with pytest.raises(ValueError, match="exists"):
+        convert_group(g, g / "sub", 22)
