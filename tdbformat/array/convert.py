@@ -47,11 +47,14 @@ __all__ = ["convert", "convertible"]
 _SCHEMA, _FRAGMENT, _METADATA, _DELETE = range(4)
 
 
-def convert(src, dst, version: int, merge: bool = False, key=None, max_chunk_size: int = MAX_CHUNK) -> list[str]:
+def convert(src, dst, version: int, merge: bool = False, key=None, max_chunk_size: int = MAX_CHUNK,
+            timestamp=None) -> list[str]:
     """Rewrite the array at ``src`` as a new array at ``dst`` in format ``version`` (see the module doc);
     ``key`` decrypts the source and encrypts the destination; ``max_chunk_size`` is the writer's chunk bound
-    (v5+; TileDB's default 64 KiB, 192 bytes in the tiledb-py 0.19-0.25 wheels). Returns the names of the
-    fragments written (not counting those of dimension labels' arrays)."""
+    (v5+; TileDB's default 64 KiB, 192 bytes in the tiledb-py 0.19-0.25 wheels); ``timestamp`` (ms): copy the
+    array as it was then (the fragments, deletes, schemas and metadata files a read at that time sees; the
+    cells of a fragment consolidated with timestamps up to it). Returns the names of the fragments written
+    (not counting those of dimension labels' arrays)."""
     version = check_version(version)
     max_chunk_size = checked_chunk_bound(max_chunk_size)
     if not isinstance(merge, bool):
@@ -59,20 +62,21 @@ def convert(src, dst, version: int, merge: bool = False, key=None, max_chunk_siz
     storage, root = storage_for(dst)
     if storage.is_file(root) or storage.is_dir(root):
         raise ValueError(f"dst: {dst} exists (convert writes a new array)")
-    array = open_array(src, key=key)
+    array = open_array(src, key=key, timestamp=timestamp)
     if not isinstance(array, Array):  # a LegacyArray (TileDB 0.x, 1.0-1.3): no timestamps, one schema
         return [_convert_legacy(array, dst, version, key)]
+    until = None if timestamp is None else array.window[1]
     written = []
-    for t, kind, _, item in sorted(_plan(array, version, merge), key=lambda e: e[:3]):
+    for t, kind, _, item in sorted(_plan(array, version, merge, until), key=lambda e: e[:3]):
         if kind == _SCHEMA:
             _write_schema(array, dst, item, t, version, key)
         elif kind == _FRAGMENT:
-            written.append(_write_fragment(array, dst, item, t, version, key, max_chunk_size))
+            written.append(_write_fragment(array, dst, item, t, version, key, max_chunk_size, until))
         elif kind == _METADATA:
             _write_metadata(array.storage, dst, item, version, key)
         else:  # under the source's uuid: the processed conditions of consolidated fragments name it
             delete_cells(dst, negate(item.condition), timestamp=t, key=key, uuid=_uuid(item.marker))
-    _convert_labels(array, dst, version, merge, key, max_chunk_size)
+    _convert_labels(array, dst, version, merge, key, max_chunk_size, timestamp)
     return written
 
 
@@ -119,7 +123,7 @@ def _convert_legacy(array, dst, version: int, key) -> str:
     return write(dst, data, subarray=[(int(lo), int(hi)) for lo, hi in ned])
 
 
-def _convert_labels(array, dst, version: int, merge: bool, key, max_chunk_size: int) -> None:
+def _convert_labels(array, dst, version: int, merge: bool, key, max_chunk_size: int, timestamp=None) -> None:
     """Each dimension label's array (v18+, kept inside the array under ``__labels/``) converted likewise."""
     storage, root = storage_for(dst)
     for label in array.schema.get("labels") or []:
@@ -128,22 +132,26 @@ def _convert_labels(array, dst, version: int, merge: bool, key, max_chunk_size: 
                              "convert it on its own")
         src = array.storage.join(array.path, *label.uri.split("/"))
         convert(src, storage.join(root, *label.uri.split("/")), version, merge=merge, key=key,
-                max_chunk_size=max_chunk_size)
+                max_chunk_size=max_chunk_size, timestamp=timestamp)
 
 
 def _name_time(name: str) -> int:
     return parse_timestamped_name(name).t1
 
 
-def _plan(array, version: int, merge: bool) -> list:
-    """(timestamp, kind, order, item) of every write, after checking that ``version`` holds all of them."""
-    frags, meta, deletes = array.fragments, _metadata_files(array), array.deletes
+def _plan(array, version: int, merge: bool, until: int | None = None) -> list:
+    """(timestamp, kind, order, item) of every write, after checking that ``version`` holds all of them;
+    ``until``: only the schemas and metadata files from before then (the array was opened at it)."""
+    frags, meta, deletes = array.fragments, _metadata_files(array, until), array.deletes
     if version < DELETES_SINCE:  # a delete every fragment it reaches has applied (their delete metadata) goes
         deletes = [d for d in deletes if not _absorbed(d, frags)]
     cell_times = [f.timestamp_range[1] for f in frags] + [d.timestamp for d in deletes]
     # a consolidated fragment's cells go back to its t1
     times = [f.timestamp_range[0] for f in frags] + cell_times + [_name_time(array.storage.name(p)) for p in meta]
-    schemas = array.schemas if version >= 10 and not merge else array.schemas[-1:]
+    schemas = array.schemas if until is None else (
+        [(n, s) for n, s in array.schemas if n != directory.LEGACY_SCHEMA and _name_time(n) <= until]
+        or array.schemas[:1])
+    schemas = schemas if version >= 10 and not merge else schemas[-1:]
     for _, s in schemas:
         schema_at(s, version)  # a ValueError naming a schema feature the version lacks
     if meta and version < METADATA_SINCE:
@@ -171,9 +179,10 @@ def _absorbed(delete, frags) -> bool:
     return all(delete.marker in f.processed_conditions for f in frags if f.timestamp_range[0] <= delete.timestamp)
 
 
-def _metadata_files(array) -> list:
+def _metadata_files(array, until: int | None = None) -> list:
     folder = array.storage.join(array.path, directory.META_DIR)
-    return directory.metadata_files(array.storage, folder) if array.storage.is_dir(folder) else []
+    window = None if until is None else (0, until)
+    return directory.metadata_files(array.storage, folder, window) if array.storage.is_dir(folder) else []
 
 
 def _write_schema(array, dst, item, t: int, version: int, key) -> None:
@@ -201,15 +210,23 @@ def _write_schema(array, dst, item, t: int, version: int, key) -> None:
             storage.commit(target, Enumeration.build(value, version=version, key=key))
 
 
-def _cells(array, frag, schema) -> dict:
-    """The cells of ``frag`` alone, through ``schema`` (attributes it lacks read as fill values), no deletes."""
+def _cells(array, frag, schema, until: int | None = None) -> dict:
+    """The cells of ``frag`` alone (stamped up to ``until``), through ``schema`` (attributes it lacks read as
+    fill values), no deletes."""
     dims, wanted = array.dims, attributes(schema)
     with ThreadPoolExecutor(os.cpu_count()) as pool:
         if frag.dense:
             ranges = check_ranges(dims, {d.name: tuple(nonempty_bound(d, v) for v in bounds)
                                          for d, bounds in zip(dims, frag.non_empty_domain)})
             return read_dense(array, schema, [frag], wanted, ranges, Layout.ROW_MAJOR, pool)
-        return read_sparse(array, schema, [frag], wanted, {}, Layout.UNORDERED, frag.timestamp_range, [], pool)
+        return read_sparse(array, schema, [frag], wanted, {}, Layout.UNORDERED, _range(frag, until), [], pool)
+
+
+def _range(frag, until: int | None) -> tuple[int, int]:
+    """The fragment's timestamp range, ended at ``until``: a fragment consolidated with timestamps across
+    it keeps the cells stamped up to then."""
+    t1, t2 = (int(t) for t in frag.timestamp_range)
+    return (t1, t2) if until is None else (t1, min(t2, until))
 
 
 def _consolidated_cells(array, frag, schema, version: int) -> tuple[list, dict, dict]:
@@ -246,6 +263,18 @@ def _consolidated_cells(array, frag, schema, version: int) -> tuple[list, dict, 
     return coords, data, meta
 
 
+def _until(coords, data, meta, until: int | None):
+    """A consolidated fragment's cells stamped up to ``until``, deleted only by deletes up to then."""
+    if until is None:
+        return coords, data, meta
+    keep = np.asarray(meta["cell_timestamps"]) <= np.uint64(until)
+    meta = {k: (v[keep] if k != "processed_conditions" else v) for k, v in meta.items()}
+    if "delete_timestamps" in meta:  # a delete after then had not happened yet
+        meta["delete_timestamps"] = np.where(meta["delete_timestamps"] > np.uint64(until), np.uint64(2**64 - 1),
+                                             meta["delete_timestamps"]).astype(np.uint64)
+    return [c[keep] for c in coords], {k: v[keep] for k, v in data.items()}, meta
+
+
 def _alive(coords, kept, allows_dups) -> np.ndarray:
     """The cells a read sees once the deleted ones (``~kept``) go: without duplicates, a deleted version of a
     cell also hides its older versions (equal coordinates lie together, newest first)."""
@@ -272,8 +301,9 @@ def _uuid(name: str) -> str | None:
     return u if len(u) == 32 and all(c in "0123456789abcdef" for c in u) else None
 
 
-def _write_fragment(array, dst, frag, t: int, version: int, key, max_chunk: int) -> str:
-    """``frag`` (None: every cell a read sees now) rewritten into ``dst`` at ``t``."""
+def _write_fragment(array, dst, frag, t: int, version: int, key, max_chunk: int, until: int | None = None) -> str:
+    """``frag`` (None: every cell a read sees now) rewritten into ``dst`` at ``t``; only its cells stamped up
+    to ``until``."""
     dims = array.dims
     if frag is None:
         ned = array.nonempty_domain(raw=True)
@@ -284,14 +314,14 @@ def _write_fragment(array, dst, frag, t: int, version: int, key, max_chunk: int)
         schema = frag.schema if version >= 10 else array.schema
         ned, dense, uuid = frag.non_empty_domain, frag.dense, _uuid(frag.name)
         if frag.has_timestamps and not dense and version >= CELL_META_SINCE["cell_timestamps"]:
-            coords, data, meta = _consolidated_cells(array, frag, schema, version)
-            writer = open_writer(dst, timestamp=tuple(frag.timestamp_range), key=key, max_chunk_size=max_chunk)
+            coords, data, meta = _until(*_consolidated_cells(array, frag, schema, version), until)
+            writer = open_writer(dst, timestamp=_range(frag, until), key=key, max_chunk_size=max_chunk)
             return writer.write(data, coords=coords, uuid=uuid, **meta)
-        cells = _cells(array, frag, schema)
+        cells = _cells(array, frag, schema, until)
     names = {d.name for d in dims}
     data = {k: v for k, v in cells.items() if k not in names}
     # a consolidated fragment keeps its range, so reads inside it see it as in the source
-    writer = open_writer(dst, timestamp=t if frag is None else tuple(frag.timestamp_range), key=key,
+    writer = open_writer(dst, timestamp=t if frag is None else _range(frag, until), key=key,
                          max_chunk_size=max_chunk)
     if dense:
         return writer.write(data, subarray=[(int(lo), int(hi)) for lo, hi in ned], uuid=uuid)

@@ -66,12 +66,13 @@ def _check(src: GroupReader, version: int, key) -> list:
     return problems
 
 
-def _copy(src: GroupReader, dst, version: int, key, max_chunk_size: int, report: dict) -> None:
+def _copy(src: GroupReader, dst, version: int, key, max_chunk_size: int, report: dict, timestamp=None) -> None:
     """``src`` as a new group at ``dst``: members first (a details file names what exists), then its list."""
     create_group(dst, version, key=key)
     storage, root = storage_for(dst)
     meta = src.storage.join(src.path, directory.META_DIR)
-    for p in directory.metadata_files(src.storage, meta) if src.storage.is_dir(meta) else []:
+    window = None if timestamp is None else (0, timestamp)
+    for p in directory.metadata_files(src.storage, meta, window) if src.storage.is_dir(meta) else []:
         _write_metadata(src.storage, dst, p, version, key)
     if version < GROUP_DETAILS_SINCE:
         return
@@ -82,17 +83,18 @@ def _copy(src: GroupReader, dst, version: int, key, max_chunk_size: int, report:
             report["_seen"].add(m.uri)
             target = storage.join(root, *posixpath.normpath(m.stored_uri).split("/"))
             if m.type == "array":
-                convert(m.path, target, version, key=key, max_chunk_size=max_chunk_size)
+                convert(m.path, target, version, key=key, max_chunk_size=max_chunk_size, timestamp=timestamp)
                 report["arrays"].append(m.key)
             else:
-                _copy(src.group(m), target, version, key, max_chunk_size, report)
+                _copy(src.group(m), target, version, key, max_chunk_size, report, timestamp)
                 report["groups"].append(m.key)
             out.add(m.stored_uri, name=m.name, relative=True)
 
 
-def convert_group(src, dst, version: int, key=None, max_chunk_size: int = MAX_CHUNK) -> dict:
+def convert_group(src, dst, version: int, key=None, max_chunk_size: int = MAX_CHUNK, timestamp=None) -> dict:
     """Rewrite the group at ``src`` and every member below it as a new group at ``dst`` in format
-    ``version`` (see the module doc). Returns ``{"arrays": [keys], "groups": [keys], "left_behind":
+    ``version`` (see the module doc); ``timestamp`` (ms): every array and group metadata as they were then
+    (the members are today's). Returns ``{"arrays": [keys], "groups": [keys], "left_behind":
     [{"key", "uri", "reason"}]}``."""
     version = check_version(version)
     key = normalize_key(key)
@@ -107,6 +109,6 @@ def convert_group(src, dst, version: int, key=None, max_chunk_size: int = MAX_CH
                          + "; ".join(problems))
     left = [{"key": m.key, "uri": m.uri, "reason": why} for _, m, ok, why in _walk(group, set()) if not ok]
     report = {"arrays": [], "groups": [], "_seen": set()}
-    _copy(group, dst, version, key, max_chunk_size, report)
+    _copy(group, dst, version, key, max_chunk_size, report, timestamp)
     report.pop("_seen")
     return {**report, "left_behind": left}

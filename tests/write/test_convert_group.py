@@ -83,3 +83,59 @@ def test_refused_before_writing(tmp_path):
     assert not (tmp_path / "old").exists()
     with pytest.raises(ValueError, match="exists"):
         convert_group(g, g / "sub", 22)
+
+
+def _history_array(path):
+    """Sparse writes at t 1-3, a delete at 4, metadata at 2 and 5, an attribute added now."""
+    pygroups.sparse(tiledb, path, writes=3)
+    with tiledb.open(str(path), "d", timestamp=4) as A:
+        A.query(cond="v > 5.0").submit()
+    for t in (2, 5):
+        with tiledb.open(str(path), "w", timestamp=t) as A:
+            A.meta[f"m{t}"] = t
+    se = tiledb.ArraySchemaEvolution()
+    se.add_attribute(tiledb.Attr("c", dtype=np.int32))
+    se.array_evolve(str(path))
+    return path
+
+
+def _read(path, timestamp=None):
+    with tiledb.open(str(path), timestamp=timestamp) as A:
+        cells = A.query(order="G")[:]
+        return {k: v.tolist() for k, v in cells.items()}, dict(A.meta), [a.name for a in A.schema]
+
+
+@pytest.mark.parametrize("t", [1, 3, 4])
+def test_timestamp_is_a_rollback(tmp_path, t):
+    from tdbformat import convert
+    a = _history_array(tmp_path / "a")
+    convert(a, tmp_path / "b", 22, timestamp=t)
+    assert _read(tmp_path / "b") == _read(a, t)
+
+
+def test_timestamp_through_a_consolidated_fragment(tmp_path):
+    """Fragments consolidated with timestamps: the copy at 2 keeps the cells stamped 1 and 2, with their
+    timestamps (a read of the copy at 1 is the source's at 1)."""
+    from tdbformat import convert
+    a = tmp_path / "a"
+    pygroups.sparse(tiledb, a, writes=4)
+    tiledb.consolidate(str(a))
+    tiledb.vacuum(str(a))
+    assert len(tiledb.array_fragments(str(a))) == 1
+    for version in (22, 13):  # v13: no cell timestamps, the cells up to 2 in one fragment
+        convert(a, tmp_path / f"b{version}", version, timestamp=2)
+        assert _read(tmp_path / f"b{version}")[0] == _read(a, 2)[0]
+    assert _read(tmp_path / "b22", 1)[0] == _read(a, 1)[0]
+
+
+def test_group_timestamp_cli(tmp_path):
+    g = tmp_path / "g"
+    tiledb.Group.create(str(g))
+    _history_array(g / "a")
+    with tiledb.Group(str(g), "w") as G:
+        G.add("a", name="a", relative=True)
+    r = subprocess.run([sys.executable, "-m", "tdbformat.cli", "convert", str(g), str(tmp_path / "h"), "--version",
+                        "21", "--timestamp", "3"], capture_output=True, text=True, cwd=ROOT,
+                       env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert _read(tmp_path / "h" / "a") == _read(g / "a", 3)
