@@ -569,6 +569,9 @@ def cmd_convert(args) -> int:
     if is_group(args.src):  # the group and every member below it
         from .write.convert_group import convert_group
 
+        if args.attrs is not None:
+            raise ValueError("--attrs: SRC is a group; give one of its arrays")
+
         done = convert_group(args.src, args.dst, args.version, key=args.key, max_chunk_size=args.max_chunk_size,
                              timestamp=args.timestamp)
         if args.json:
@@ -581,7 +584,7 @@ def cmd_convert(args) -> int:
                 print(f"  not brought along: {m['key']} ({m['uri']}): {m['reason']}")
         return 0
     written = convert(args.src, args.dst, args.version, merge=args.merge, key=args.key,
-                      max_chunk_size=args.max_chunk_size, timestamp=args.timestamp)
+                      max_chunk_size=args.max_chunk_size, timestamp=args.timestamp, attrs=args.attrs)
     if args.json:
         _print_json(_doc("convert", args.dst, source=args.src, format_version=args.version,
                          fragments=[str(w) for w in written]))
@@ -805,6 +808,8 @@ def _dataset_parsers(sub, key_help: str, json_help: str) -> None:
     _mbrs_parser(sub, key_help, json_help)
     sub.choices["convert"].add_argument("--timestamp", type=int, metavar="T", help="copy the array (or group) as it "
                                         "was at T (ms): a rollback without libtiledb")
+    sub.choices["convert"].add_argument("--attrs", type=lambda text: [a for a in text.split(",") if a],
+                                        metavar="A,B", help="copy only these attributes (an array)")
     s = sub.add_parser("explain", help="why reads are slow: findings with their numbers and the actions that fix "
                        "them, of an array or each array of a group; --range adds a read estimate")
     s.add_argument("path")

@@ -19,10 +19,10 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from construct import Container
+from construct import Container, ListContainer
 
 from .. import directory
-from ..enums import ArrayType, Datatype, Layout
+from ..enums import ArrayType, Datatype, Layout, NodeType
 from ..filters.pipeline import MAX_CHUNK
 from ..storage import storage_for
 from ..structs.array_schema import ArraySchema, attributes
@@ -48,13 +48,14 @@ _SCHEMA, _FRAGMENT, _METADATA, _DELETE = range(4)
 
 
 def convert(src, dst, version: int, merge: bool = False, key=None, max_chunk_size: int = MAX_CHUNK,
-            timestamp=None) -> list[str]:
+            timestamp=None, attrs=None) -> list[str]:
     """Rewrite the array at ``src`` as a new array at ``dst`` in format ``version`` (see the module doc);
     ``key`` decrypts the source and encrypts the destination; ``max_chunk_size`` is the writer's chunk bound
     (v5+; TileDB's default 64 KiB, 192 bytes in the tiledb-py 0.19-0.25 wheels); ``timestamp`` (ms): copy the
     array as it was then (the fragments, deletes, schemas and metadata files a read at that time sees; the
-    cells of a fragment consolidated with timestamps up to it). Returns the names of the fragments written
-    (not counting those of dimension labels' arrays)."""
+    cells of a fragment consolidated with timestamps up to it); ``attrs``: copy only these attributes (the
+    dimensions always; a delete whose condition names another is refused). Returns the names of the
+    fragments written (not counting those of dimension labels' arrays)."""
     version = check_version(version)
     max_chunk_size = checked_chunk_bound(max_chunk_size)
     if not isinstance(merge, bool):
@@ -66,18 +67,48 @@ def convert(src, dst, version: int, merge: bool = False, key=None, max_chunk_siz
     if not isinstance(array, Array):  # a LegacyArray (TileDB 0.x, 1.0-1.3): no timestamps, one schema
         return [_convert_legacy(array, dst, version, key)]
     until = None if timestamp is None else array.window[1]
+    attrs = _checked_attrs(array, attrs)
     written = []
-    for t, kind, _, item in sorted(_plan(array, version, merge, until), key=lambda e: e[:3]):
+    for t, kind, _, item in sorted(_plan(array, version, merge, until, attrs), key=lambda e: e[:3]):
         if kind == _SCHEMA:
             _write_schema(array, dst, item, t, version, key)
         elif kind == _FRAGMENT:
-            written.append(_write_fragment(array, dst, item, t, version, key, max_chunk_size, until))
+            written.append(_write_fragment(array, dst, item, t, version, key, max_chunk_size, until, attrs))
         elif kind == _METADATA:
             _write_metadata(array.storage, dst, item, version, key)
         else:  # under the source's uuid: the processed conditions of consolidated fragments name it
             delete_cells(dst, negate(item.condition), timestamp=t, key=key, uuid=_uuid(item.marker))
     _convert_labels(array, dst, version, merge, key, max_chunk_size, timestamp)
     return written
+
+
+def _checked_attrs(array, attrs) -> frozenset | None:
+    """``attrs`` as a set of names of the array's attributes (any schema's), None for all."""
+    if attrs is None:
+        return None
+    if isinstance(attrs, str) or not all(isinstance(a, str) for a in attrs):
+        raise TypeError("attrs: expected a list of attribute names")
+    known = {a.name for _, s in array.schemas for a in s.attributes}
+    unknown = [a for a in attrs if a not in known]
+    if unknown or not attrs:
+        raise ValueError(f"attrs: {', '.join(map(repr, unknown)) or 'none given'}: not attributes of the array "
+                         f"({', '.join(sorted(known))})")
+    return frozenset(attrs)
+
+
+def _only(schema, attrs):
+    """``schema`` with the attributes in ``attrs`` alone (and the enumerations they use); None: all."""
+    if attrs is None:
+        return schema
+    out = Container(schema)
+    out.attributes = ListContainer(a for a in schema.attributes if a.name in attrs)
+    if schema.get("enumerations") is not None:
+        used = {a.get("enumeration_name") for a in out.attributes}
+        out.enumerations = ListContainer(e for e in schema.enumerations if e.name in used)
+    if schema.array_type == ArrayType.DENSE and not out.attributes:
+        raise ValueError(f"attrs: a dense array needs an attribute; the schema's are "
+                         f"{', '.join(a.name for a in schema.attributes)}")
+    return out
 
 
 _ORDERS = {Layout.ROW_MAJOR: "row-major", Layout.COL_MAJOR: "col-major"}
@@ -139,9 +170,10 @@ def _name_time(name: str) -> int:
     return parse_timestamped_name(name).t1
 
 
-def _plan(array, version: int, merge: bool, until: int | None = None) -> list:
+def _plan(array, version: int, merge: bool, until: int | None = None, attrs=None) -> list:
     """(timestamp, kind, order, item) of every write, after checking that ``version`` holds all of them;
-    ``until``: only the schemas and metadata files from before then (the array was opened at it)."""
+    ``until``: only the schemas and metadata files from before then (the array was opened at it); ``attrs``:
+    the attributes kept (None: all)."""
     frags, meta, deletes = array.fragments, _metadata_files(array, until), array.deletes
     if version < DELETES_SINCE:  # a delete every fragment it reaches has applied (their delete metadata) goes
         deletes = [d for d in deletes if not _absorbed(d, frags)]
@@ -151,11 +183,15 @@ def _plan(array, version: int, merge: bool, until: int | None = None) -> list:
     schemas = array.schemas if until is None else (
         [(n, s) for n, s in array.schemas if n != directory.LEGACY_SCHEMA and _name_time(n) <= until]
         or array.schemas[:1])
-    schemas = schemas if version >= 10 and not merge else schemas[-1:]
+    schemas = [(n, _only(s, attrs)) for n, s in (schemas if version >= 10 and not merge else schemas[-1:])]
     for _, s in schemas:
         schema_at(s, version)  # a ValueError naming a schema feature the version lacks
     if meta and version < METADATA_SINCE:
         raise ValueError(f"array metadata need format version {METADATA_SINCE} or later, not {version}")
+    dropped = {a.name for _, s in array.schemas for a in s.attributes} - (attrs or set()) if attrs else set()
+    for d in deletes:
+        if names := sorted(_condition_fields(d.condition) & dropped):
+            raise ValueError(f"attrs: the delete {d.marker} names {', '.join(names)}, which attrs leaves out")
     if deletes and version < DELETES_SINCE and not merge:
         raise ValueError(f"delete commits need format version {DELETES_SINCE} or later, not {version} "
                          "(merge=True writes the cells left after them instead)")
@@ -171,6 +207,13 @@ def _plan(array, version: int, merge: bool, until: int | None = None) -> list:
         plan += [(d.timestamp, _DELETE, i, d) for i, d in enumerate(deletes)]
     plan += [(_name_time(array.storage.name(p)), _METADATA, i, p) for i, p in enumerate(meta)]
     return plan
+
+
+def _condition_fields(node) -> set:
+    """The field names a (stored) delete condition compares."""
+    if node["node_type"] == NodeType.EXPRESSION:
+        return set().union(*(_condition_fields(c) for c in node["expression"]["children"]))
+    return {node["comparison"]["field_name"]}
 
 
 def _absorbed(delete, frags) -> bool:
@@ -301,17 +344,18 @@ def _uuid(name: str) -> str | None:
     return u if len(u) == 32 and all(c in "0123456789abcdef" for c in u) else None
 
 
-def _write_fragment(array, dst, frag, t: int, version: int, key, max_chunk: int, until: int | None = None) -> str:
+def _write_fragment(array, dst, frag, t: int, version: int, key, max_chunk: int, until: int | None = None,
+                    attrs=None) -> str:
     """``frag`` (None: every cell a read sees now) rewritten into ``dst`` at ``t``; only its cells stamped up
-    to ``until``."""
+    to ``until``, only the attributes in ``attrs`` (None: all)."""
     dims = array.dims
     if frag is None:
         ned = array.nonempty_domain(raw=True)
         dense = array.schema.array_type == ArrayType.DENSE
         ranges = {d.name: tuple(nonempty_bound(d, v) for v in b) for d, b in zip(dims, ned)} if dense else None
-        cells, uuid = array.read(ranges=ranges), None
+        cells, uuid = array.read(attrs=None if attrs is None else sorted(attrs), ranges=ranges), None
     else:
-        schema = frag.schema if version >= 10 else array.schema
+        schema = _only(frag.schema if version >= 10 else array.schema, attrs)
         ned, dense, uuid = frag.non_empty_domain, frag.dense, _uuid(frag.name)
         if frag.has_timestamps and not dense and version >= CELL_META_SINCE["cell_timestamps"]:
             coords, data, meta = _until(*_consolidated_cells(array, frag, schema, version), until)

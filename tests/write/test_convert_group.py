@@ -139,3 +139,29 @@ def test_group_timestamp_cli(tmp_path):
                        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=300)
     assert r.returncode == 0, r.stderr
     assert _read(tmp_path / "h" / "a") == _read(g / "a", 3)
+
+
+def test_attrs_keeps_some_attributes(tmp_path):
+    """--attrs: the copy has the dimensions and those attributes, read equal to TileDB-Py's read of them; a
+    delete naming a left-out attribute, an unknown name, and a dense array left without any are refused
+    before writing."""
+    from tdbformat import convert
+    a = tmp_path / "a"
+    pygroups.sparse(tiledb, a, writes=2)
+    r = subprocess.run([sys.executable, "-m", "tdbformat.cli", "convert", str(a), str(tmp_path / "b"), "--version",
+                        "20", "--attrs", "s"], capture_output=True, text=True, cwd=ROOT,
+                       env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=300)
+    assert r.returncode == 0, r.stderr
+    with tiledb.open(str(tmp_path / "b")) as B, tiledb.open(str(a)) as A:
+        assert [x.name for x in B.schema] == ["s"] and B.schema.version == 20
+        got, want = B.query(order="G")[:], A.query(order="G", attrs=["s"])[:]
+        assert {k: v.tolist() for k, v in got.items()} == {k: v.tolist() for k, v in want.items()}
+    convert(a, tmp_path / "m", 22, attrs=["v"], merge=True)
+    with tiledb.open(str(tmp_path / "m")) as B:
+        assert [x.name for x in B.schema] == ["v"] and len(tiledb.array_fragments(str(tmp_path / "m"))) == 1
+    with tiledb.open(str(a), "d", timestamp=9) as A:
+        A.query(cond="v > 5.0").submit()
+    for attrs, match in ((["s"], "names v"), (["nope"], "not attributes"), ([], "none given")):
+        with pytest.raises(ValueError, match=match):
+            convert(a, tmp_path / "x", 22, attrs=attrs)
+        assert not (tmp_path / "x").exists()
