@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ..array import Array, open_array
+from ..errors import UnsupportedError
 from ..show import jsonable
 from .dataset import is_group, per_array
 
@@ -16,7 +17,7 @@ def array_mbrs(path, key=None, fragment: str | None = None) -> list[dict]:
     (a ValueError names the fragments when none has that name)."""
     arr = open_array(path, key=key)
     if not isinstance(arr, Array):
-        raise ValueError(f"path: {path} is from before format version 1: its fragments have no R-tree")
+        raise UnsupportedError("an array from before format version 1: its fragments have no R-tree", file=str(path))
     frags = arr.fragments
     if fragment is not None:
         frags = [f for f in frags if f.name == fragment]

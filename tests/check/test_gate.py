@@ -140,3 +140,23 @@ def test_soma_needs_v22_everywhere():
     assert not doc["gate"]["passed"] and all(f["command"] is None and "current domain" in f["reason"]
                                              for f in doc["gate"]["failures"])
     assert KNOWN_VERSIONS[-1] >= 22
+
+
+def test_a_huge_cell_val_num_is_no_memory_error(tmp_path):
+    """A v5 schema whose attribute claims 2**31-1 values per cell (a fuzz case): finding the lowest version
+    convert reaches builds the schema at v4..v1, which store no fill value, so none is made (one was: 16 GiB;
+    here the process may map 3 GiB)."""
+    import shutil
+    from tdbformat.structs.array_schema import ArraySchema
+    src = corpus.root(corpus.CORPUS / "v5_c-api_core-2.0.8" / "consolidated_dense_vacuumed")
+    shutil.copytree(src, tmp_path / "a")
+    path = tmp_path / "a" / "__array_schema.tdb"
+    schema = ArraySchema.parse(path.read_bytes())
+    schema.attributes[0].cell_val_num = 2**31 - 1
+    path.write_bytes(ArraySchema.build(schema))
+    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
+            "from tdbformat.check.gate import versions\n"
+            "try:\n    versions(sys.argv[1])\nexcept ValueError:\n    pass\n")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "a")], capture_output=True, text=True, cwd=ROOT,
+                       env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]

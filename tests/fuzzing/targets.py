@@ -66,6 +66,7 @@ def _ops(case: dict):
     # findings are validate's answer; it raises only when the copy is no array, group or file at all
     if case["validate"]:
         yield "validate", lambda: tdbformat.validate(root, key=key)
+    yield from _dataset_ops(root, key, case["group"])
     opened = {}
     yield "open_array", lambda: opened.setdefault("a", open_array(root, key=key))
     if case["group"]:
@@ -75,6 +76,18 @@ def _ops(case: dict):
     yield "metadata", lambda: opened["a"].metadata
     yield "enumerations", lambda: opened["a"].enumerations
     yield "fragments", lambda: list(opened["a"].fragments)
+
+
+def _dataset_ops(root, key, group: bool):
+    """The dataset commands (tdbformat.check), on arrays and groups alike: metadata and listings only."""
+    from tdbformat.check import du, explain, gate, history, mbrs
+
+    if group:
+        yield "open_group", lambda: (list(tdbformat.open_group(root, key=key).walk()),
+                                     dict(tdbformat.open_group(root, key=key).meta))
+    for name, fn in (("versions", gate.versions), ("du", du.du), ("history", history.history),
+                     ("explain", explain.explain), ("mbrs", mbrs.mbrs)):
+        yield name, lambda fn=fn: fn(root, key=key)
 
 
 def _run_ops(case: dict, out: dict, verbose: bool):
