@@ -4,29 +4,20 @@ each command that reads one array reads a whole group too (``versions``, ``stats
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from .. import directory
-from ..array.group import GroupReader, object_type
+from ..array.group import GroupReader, Member, object_type
 from ..errors import FormatError
 from ..filters.encryption import normalize_key
 from ..storage import storage_for
 
-__all__ = ["DatasetObject", "objects", "is_group", "per_array"]
+__all__ = ["dataset_object", "objects", "is_group", "per_array"]
 
 
-@dataclass(frozen=True)
-class DatasetObject:
-    """One object of a dataset: ``key`` its place ("" for the path itself, "obs", "ms/RNA/X/data"), ``type``
-    "array" or "group", ``uri``, ``storage``/``path`` where its files are read, ``missing`` why it cannot be
-    read (None when it can)."""
-
-    key: str
-    type: str
-    uri: str
-    storage: object = field(repr=False)
-    path: object = field(repr=False)
-    missing: str | None = None
+def dataset_object(key: str, type: str, uri: str, storage, path, missing: str | None = None) -> Member:
+    """One object of a dataset, as a :class:`~tdbformat.array.group.Member`: ``key`` its place ("" for the
+    path itself, "obs", "ms/RNA/X/data"), ``type`` "array" or "group", ``storage``/``path`` where its files
+    are read, ``missing`` why it cannot be read (None when it can)."""
+    return Member(None, uri, type, False, uri, key, storage, path, missing)
 
 
 def is_group(path) -> bool:
@@ -34,7 +25,7 @@ def is_group(path) -> bool:
     return directory.is_group(storage, root)
 
 
-def objects(path, key=None) -> list[DatasetObject]:
+def objects(path, key=None) -> list[Member]:
     """The array at ``path`` alone, or the group there, then every member below it in walk order (nested
     groups entered once)."""
     storage, root = storage_for(path)
@@ -42,10 +33,9 @@ def objects(path, key=None) -> list[DatasetObject]:
     if found is None:
         raise FormatError("not a TileDB array or group: no schema and no group marker", file=str(root))
     if found == "array":
-        return [DatasetObject("", "array", str(path), storage, root)]
+        return [dataset_object("", "array", str(path), storage, root)]
     group = GroupReader(storage, root, normalize_key(key))
-    return [DatasetObject("", "group", group.uri, storage, root)] + [
-        DatasetObject(m.key, m.type, m.uri, m.storage, m.path, m.missing) for m in group.walk()]
+    return [dataset_object("", "group", group.uri, storage, root)] + list(group.walk())
 
 
 def per_array(path, fn, key=None) -> list[dict]:

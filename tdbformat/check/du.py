@@ -28,7 +28,7 @@ from ..storage import LocalStorage
 from ..structs.commits import ConsolidatedCommits
 from ..structs.fragment import data_files
 from ..validate.tiles import data_fields
-from .dataset import DatasetObject, objects
+from .dataset import dataset_object, objects
 
 __all__ = ["du", "files", "FileUse", "STATES"]
 
@@ -61,14 +61,14 @@ def _place(storage, path) -> str:
     return os.path.normpath(str(path)) if isinstance(storage, LocalStorage) else str(path).rstrip("/")
 
 
-def _with_labels(objs: list[DatasetObject]) -> list[DatasetObject]:
+def _with_labels(objs: list) -> list:
     """The objects, each array followed by its dimension labels' arrays (``__labels/<name>``)."""
     out = []
     for o in objs:
         out.append(o)
         labels = o.storage.join(o.path, directory.LABELS_DIR)
         if o.type == "array" and o.missing is None and o.storage.is_dir(labels):
-            out += _with_labels([DatasetObject(f"{o.key}/{directory.LABELS_DIR}/{n}".lstrip("/"), "array",
+            out += _with_labels([dataset_object(f"{o.key}/{directory.LABELS_DIR}/{n}".lstrip("/"), "array",
                                                f"{o.uri}/{directory.LABELS_DIR}/{n}", o.storage,
                                                o.storage.join(labels, n)) for n in o.storage.list(labels)])
     return out
