@@ -134,3 +134,31 @@ def test_cli_prints_and_json_validates(tmp_path):
         else:
             assert "reclaimable" in r.stdout
     shutil.rmtree(a)
+
+
+def test_a_group_on_an_object_store():
+    """The SOMA experiment copied to fsspec's memory://: the walk, du (every byte), versions and history
+    answer as on disk."""
+    import uuid
+
+    fsspec = pytest.importorskip("fsspec")
+    from tdbformat import open_group
+    from tdbformat.check.gate import versions
+    from tdbformat.check.history import history
+    src = ROOT / "tests" / "data" / "soma" / "experiment"
+    root = f"exp{uuid.uuid4().hex}"
+    fs = fsspec.filesystem("memory")
+    for p in src.rglob("*"):
+        if p.is_file():
+            fs.pipe(f"/{root}/{p.relative_to(src).as_posix()}", p.read_bytes())
+    url = f"memory://{root}"
+    try:
+        assert [m.key for m in open_group(url).walk()] == [m.key for m in open_group(src).walk()]
+        local, remote = du(src), du(url)
+        assert remote["bytes"] == local["bytes"] == sum(_disk(src).values())
+        assert remote["by_state"] == local["by_state"] and len(remote["rows"]) == len(local["rows"])
+        assert [r.get("format_version") for r in versions(url)["objects"]] == \
+            [r.get("format_version") for r in versions(src)["objects"]]
+        assert len(history(url)["events"]) == len(history(src)["events"])
+    finally:
+        fs.rm(f"/{root}", recursive=True)
