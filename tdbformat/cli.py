@@ -833,6 +833,9 @@ def _dataset_parsers(sub, key_help: str, json_help: str) -> None:
     s.add_argument("--json", action="store_true", help=json_help % "du")
     s.add_argument("--by", choices=["object", "fragment", "field", "kind"], default="kind",
                    help="the finest level the table shows (default: kind, every row)")
+    s.add_argument("--what-if", action="store_true", help="also re-encode a sample of each field's tiles with other "
+                   "pipelines: the bytes each would take and its decode speed here")
+    s.add_argument("--sample", type=int, default=8, metavar="N", help="tiles per field for --what-if (default 8)")
     s.set_defaults(func=cmd_du)
 
 
@@ -840,6 +843,10 @@ def cmd_du(args) -> int:
     from .check.du import STATES, du
 
     doc = du(args.path, key=args.key)
+    if args.what_if:
+        from .check.whatif import what_if
+
+        doc["what_if"] = what_if(args.path, key=args.key, sample=args.sample)
     if args.json:
         _print_json(_doc("du", args.path, **doc))
         return 0
@@ -854,6 +861,13 @@ def cmd_du(args) -> int:
                          [(*(("." if k == "object" and v == "" else v) for k, v in zip(keep, key)),
                            *(b[s] or "" for s in STATES), sum(b.values())) for key, b in rows.items()]))
     console.print(", ".join(f"{s} {doc['by_state'][s]}" for s in STATES))
+    for r in doc.get("what_if", []):
+        cur = r["current"]
+        console.print(_table(f"{r['object'] or '.'} {r['field']} ({r['datatype']}): {r['tiles']} tiles, "
+                             f"{r['memory_bytes']} bytes unfiltered, {cur['bytes']} on disk", ["filters", "bytes",
+                                                                                              "vs now", "decode MB/s"],
+                             [("(now)", cur["bytes"], 1.0, cur["decode_mb_s"])] +
+                             [(c["filters"], c["bytes"], c["vs_current"], c["decode_mb_s"]) for c in r["candidates"]]))
     return 0
 
 def _mbrs_parser(sub, key_help: str, json_help: str) -> None:
