@@ -595,7 +595,16 @@ def cmd_convert(args) -> int:
 # --- end writing ---
 # --- validate, stats, versions, inspect --coverage/--hex (tdbformat.validate, .stats, .coverage) ---
 
-def _progress():
+def _walking(label: str, fn):
+    """``fn(progress)`` under a bar on stderr (``label``, an object at a time) when a person watches."""
+    bar, advance = _progress(label)
+    if bar is None:
+        return fn(None)
+    with bar:
+        return fn(advance)
+
+
+def _progress(label: str = "validating tiles"):
     """(rich Progress or None, callback for validate(progress=)): a bar on stderr, when a person watches."""
     if not _progress_wanted():
         return None, None
@@ -603,7 +612,7 @@ def _progress():
     from rich.progress import Progress
 
     bar = Progress(console=Console(stderr=True), transient=True)
-    task = bar.add_task("validating tiles", total=0)
+    task = bar.add_task(label, total=0)
 
     def advance(done=0, total=0):
         if total:
@@ -651,7 +660,8 @@ def cmd_stats(args) -> int:
     from .stats import stats
 
     if is_group(args.path):  # each array of the group, recursively
-        rows = per_array(args.path, lambda obj: stats(obj.path, key=args.key), args.key)
+        rows = _walking("stats", lambda progress: per_array(args.path, lambda obj: stats(obj.path, key=args.key),
+                                                             args.key, progress))
         if args.json:
             _print_json(_doc("stats", args.path, kind="group", objects=rows))
             return 0
@@ -686,7 +696,8 @@ def _print_stats(doc: dict) -> None:
 def cmd_versions(args) -> int:
     from .check.gate import versions
 
-    doc = versions(args.path, key=args.key, max_format=args.max_format, reader=args.reader)
+    doc = _walking("versions", lambda progress: versions(args.path, key=args.key, max_format=args.max_format,
+                                                        reader=args.reader, progress=progress))
     gate = doc.get("gate")
     if args.json:
         _print_json(_doc("versions", args.path, **doc))
@@ -842,11 +853,12 @@ def _dataset_parsers(sub, key_help: str, json_help: str) -> None:
 def cmd_du(args) -> int:
     from .check.du import STATES, du
 
-    doc = du(args.path, key=args.key)
+    doc = _walking("du", lambda progress: du(args.path, key=args.key, progress=progress))
     if args.what_if:
         from .check.whatif import what_if
 
-        doc["what_if"] = what_if(args.path, key=args.key, sample=args.sample)
+        doc["what_if"] = _walking("re-encoding samples", lambda progress: what_if(
+            args.path, key=args.key, sample=args.sample, progress=progress))
     if args.json:
         _print_json(_doc("du", args.path, **doc))
         return 0
@@ -901,7 +913,7 @@ def cmd_mbrs(args) -> int:
 def cmd_history(args) -> int:
     from .check.history import history
 
-    doc = history(args.path, key=args.key)
+    doc = _walking("history", lambda progress: history(args.path, key=args.key, progress=progress))
     if args.json:
         _print_json(_doc("history", args.path, **doc))
         return 0
@@ -924,7 +936,7 @@ def cmd_explain(args) -> int:
 
         arr = open_array(args.path, key=args.key)
         ranges = dict(parse_range(arr, r) for r in args.range)
-    doc = explain(args.path, key=args.key, ranges=ranges)
+    doc = _walking("explain", lambda progress: explain(args.path, key=args.key, ranges=ranges, progress=progress))
     if args.json:
         _print_json(_doc("explain", args.path, **doc))
         return 0

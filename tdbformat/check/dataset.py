@@ -10,7 +10,7 @@ from ..errors import FormatError
 from ..filters.encryption import normalize_key
 from ..storage import storage_for
 
-__all__ = ["dataset_object", "objects", "is_group", "per_array"]
+__all__ = ["dataset_object", "objects", "is_group", "per_array", "counted"]
 
 
 def dataset_object(key: str, type: str, uri: str, storage, path, missing: str | None = None) -> Member:
@@ -38,12 +38,23 @@ def objects(path, key=None) -> list[Member]:
     return [dataset_object("", "group", group.uri, storage, root)] + list(group.walk())
 
 
-def per_array(path, fn, key=None) -> list[dict]:
+def counted(items: list, progress=None):
+    """``items``, telling ``progress`` (a callback ``(done=0, total=0)``, or None) their number, then each."""
+    if progress is not None:
+        progress(total=len(items))
+    for item in items:
+        yield item
+        if progress is not None:
+            progress(done=1)
+
+
+def per_array(path, fn, key=None, progress=None) -> list[dict]:
     """``{"key", "type", "uri", "missing", **fn(obj)}`` for each object of the dataset at ``path``: ``fn``
     runs on the arrays that are there; a group's row and a lost member's carry no more; a member that
-    raises FormatError is reported with its error in ``missing``."""
+    raises FormatError is reported with its error in ``missing``. ``progress(done=, total=)`` hears of each
+    object (a bar over a large group)."""
     rows = []
-    for obj in objects(path, key):
+    for obj in counted(objects(path, key), progress):
         row = {"key": obj.key, "type": obj.type, "uri": obj.uri, "missing": obj.missing}
         if obj.type == "array" and obj.missing is None:
             try:

@@ -28,7 +28,7 @@ from ..storage import LocalStorage
 from ..structs.commits import ConsolidatedCommits
 from ..structs.fragment import data_files
 from ..validate.tiles import data_fields
-from .dataset import dataset_object, objects
+from .dataset import counted, dataset_object, objects
 
 __all__ = ["du", "files", "FileUse", "STATES"]
 
@@ -194,7 +194,7 @@ def _legacy_file(obj, p) -> FileUse:
                    "live" if kind else "stray")
 
 
-def files(path, key=None) -> list[FileUse]:
+def files(path, key=None, progress=None) -> list[FileUse]:
     """Every file of the dataset at ``path`` once, classed (see the module doc)."""
     objs, seen = [], set()
     for o in _with_labels(objects(path, key)):
@@ -204,18 +204,18 @@ def files(path, key=None) -> list[FileUse]:
             objs.append(o)
     roots = {_place(o.storage, o.path) for o in objs}
     out = []
-    for o in objs:
+    for o in counted(objs, progress):
         owned = _owned(o, roots)
         found = _group_files(o, owned) if o.type == "group" else _array_files(o, owned, key)
         out += [replace(f, path=_place(o.storage, f.path)) for f in found]  # "g/../sib/x" as "sib/x"
     return out
 
 
-def du(path, key=None) -> dict:
+def du(path, key=None, progress=None) -> dict:
     """``{"bytes", "files", "by_state": {state: bytes}, "rows": [{"object", "object_type", "fragment",
     "field", "kind", "state", "files", "bytes"}]}`` of the dataset at ``path``: rows sum the files by all
     six (docs/json-schema/du.v1.json)."""
-    found = files(path, key)
+    found = files(path, key, progress)
     rows = {}
     for f in found:
         k = (f.object, f.object_type, f.fragment, f.field, f.kind, f.state)

@@ -169,7 +169,7 @@ def read_estimate(path, ranges: dict | None = None, key=None) -> dict:
     return {"fragments": frags_hit, "tiles": tiles, "bytes": nbytes}
 
 
-def explain(path, key=None, ranges: dict | None = None) -> dict:
+def explain(path, key=None, ranges: dict | None = None, progress=None) -> dict:
     """The ``explain`` document: ``{"objects": [{key, type, uri, missing, findings, read_estimate?}]}`` for
     the array at ``path`` or each array of the group there; for an array also ``findings`` and, with
     ``ranges``, ``read_estimate`` at the top (docs/json-schema/explain.v1.json)."""
@@ -178,7 +178,7 @@ def explain(path, key=None, ranges: dict | None = None) -> dict:
         if ranges is not None:
             row["read_estimate"] = read_estimate(obj.path, ranges, key)
         return row
-    rows = per_array(path, one, key)
+    rows = per_array(path, one, key, progress)
     doc = {"objects": rows}
     if rows[0]["type"] == "array":
         doc.update({k: rows[0][k] for k in ("findings", "read_estimate") if k in rows[0]})

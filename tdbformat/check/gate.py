@@ -75,13 +75,13 @@ def _failure(row: dict, limit: int) -> dict:
             "command": shlex.join(["tdbformat", "convert", src, dst, "--version", str(limit)]), "reason": None}
 
 
-def versions(path, key=None, max_format: int | None = None, reader: str | None = None) -> dict:
+def versions(path, key=None, max_format: int | None = None, reader: str | None = None, progress=None) -> dict:
     """The ``versions`` document of the array or group at ``path``: ``objects`` (one row per array or group,
     see the module doc), the newest format version of any array, and with a gate (``max_format`` or
     ``reader``) ``gate``: ``{"max_format", "reader", "passed", "failures": [{key, uri, format_version,
     command, reason}]}``, a failure per array newer than the gate allows."""
     limit = _limit(max_format, reader)
-    rows = per_array(path, lambda obj: _array_row(obj, key), key)
+    rows = per_array(path, lambda obj: _array_row(obj, key), key, progress)
     newest = max((r["format_version"] for r in rows if "format_version" in r), default=None)
     doc = {"kind": rows[0]["type"], "objects": rows, "newest_format_version": newest,
            "oldest_tiledb_release": reads_since(newest) if newest else None,

@@ -23,7 +23,7 @@ from ..structs.commits import ConsolidatedCommits, IgnoreFile, condition_text, n
 from ..structs.group import GroupDetails
 from ..structs.metadata import ArrayMetadata
 from ..structs.names import parse_timestamped_name
-from .dataset import objects
+from .dataset import counted, objects
 
 __all__ = ["history"]
 
@@ -149,11 +149,11 @@ def _array_events(obj, key) -> list[dict]:
             + _metadata_events(arr.storage, arr.path, arr.key))
 
 
-def history(path, key=None) -> dict:
+def history(path, key=None, progress=None) -> dict:
     """``{"events": [{"timestamp", "kind", "object", ...}]}`` of the array or group at ``path`` and every
     member below it, oldest first (docs/json-schema/history.v1.json); lost members are ``missing`` events."""
     events = []
-    for obj in objects(path, key):
+    for obj in counted(objects(path, key), progress):
         if obj.missing is not None:
             found = [{"timestamp": None, "kind": "missing", "reason": obj.missing}]
         elif obj.type == "group":

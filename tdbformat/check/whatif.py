@@ -112,7 +112,7 @@ def array_what_if(path, key=None, sample: int = 8) -> list[dict]:
     return [r for r in (_field(arr, arr.fragments, n, sample) for n in names) if r is not None]
 
 
-def what_if(path, key=None, sample: int = 8) -> list[dict]:
+def what_if(path, key=None, sample: int = 8, progress=None) -> list[dict]:
     """``[{"object", "field", ...}]`` for the array at ``path`` or each array of the group there."""
-    rows = per_array(path, lambda obj: {"what_if": array_what_if(obj.path, key, sample)}, key)
+    rows = per_array(path, lambda obj: {"what_if": array_what_if(obj.path, key, sample)}, key, progress)
     return [{"object": r["key"], **f} for r in rows for f in r.get("what_if", [])]

@@ -88,3 +88,30 @@ def test_stats_of_each_array(group):
         if key != "gone":
             assert [f["cell_num"] for f in rows[key]["fragments"]] == list(tiledb.array_fragments(uri).cell_num)
     assert "sub/b" in _cli("stats", group)
+
+
+def test_progress_hears_of_every_object(group, monkeypatch, capsys):
+    """A bar over a large group: ``progress`` learns the number of objects, then each one; the commands run
+    under the bar (a person watching) and print what they print without it."""
+    from tdbformat import cli
+    from tdbformat.check.du import du
+    from tdbformat.check.gate import versions
+
+    heard = {"total": 0, "done": 0}
+
+    def progress(done=0, total=0):
+        heard["total"] += total
+        heard["done"] += done
+    n = len(versions(group, progress=progress)["objects"])
+    assert heard == {"total": n, "done": n} and n == 7
+    heard.update(total=0, done=0)
+    du(group, progress=progress)
+    assert heard["total"] == heard["done"] == 6  # the lost member has no files
+    for command in (["du", str(group)], ["versions", str(group)], ["history", str(group)], ["explain", str(group)],
+                    ["stats", str(group)]):
+        monkeypatch.setattr(cli, "_progress_wanted", lambda: False)
+        assert cli.main(command) == 0
+        plain = capsys.readouterr().out
+        monkeypatch.setattr(cli, "_progress_wanted", lambda: True)
+        assert cli.main(command) == 0
+        assert capsys.readouterr().out == plain
