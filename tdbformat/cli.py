@@ -693,6 +693,12 @@ def _print_stats(doc: dict) -> None:
                           for f in doc["filters"]]))
 
 
+def _blocked_text(blocked) -> str | None:
+    if blocked is None:
+        return None
+    return blocked["reason"] + (f" (on {', '.join(blocked['places'])})" if blocked["places"] else "")
+
+
 def cmd_versions(args) -> int:
     from .check.gate import versions
 
@@ -710,7 +716,7 @@ def cmd_versions(args) -> int:
                                      "convertible down to", "stopped by"],
                          [(r["key"] or ".", r["type"], r.get("format_version"), r.get("oldest_tiledb_release"),
                            r.get("oldest_tiledb_py_release"), r.get("lowest_convertible_version"),
-                           r["missing"] or (r.get("lower_blocked_by") or {}).get("reason"))
+                           r["missing"] or _blocked_text(r.get("lower_blocked_by")))
                           for r in doc["objects"]]))
     if doc["newest_format_version"] is not None:
         console.print(f"newest format version {doc['newest_format_version']}: TileDB {doc['oldest_tiledb_release']} "

@@ -10,8 +10,11 @@ from __future__ import annotations
 import posixpath
 import shlex
 
+from construct import Container, ListContainer
+
 from ..array import open_array
 from ..array.convert import convertible
+from ..array.create import SCHEMA_FEATURES, _as_container
 from ..stats import versions as array_versions
 from ..versions import KNOWN_VERSIONS
 from .dataset import per_array
@@ -40,7 +43,23 @@ def lowest_convertible(path, key=None, newest: int | None = None) -> tuple[int, 
             lo, blocked = mid + 1, {"version": mid, "reason": reason}
     if blocked is not None and blocked["version"] != hi - 1:  # the last refusal was further down: ask at hi - 1
         blocked = {"version": hi - 1, "reason": convertible(array, hi - 1)}
+    if blocked is not None:
+        blocked["places"] = _places(array, blocked["reason"])
     return hi, blocked if hi > min(KNOWN_VERSIONS) else None
+
+
+def _places(array, reason: str) -> list[str]:
+    """Where a schema feature that ``reason`` names is used: the attributes that bring it alone, else
+    "domain" (the dimensions or the schema's own pipelines and orders); [] for features of no schema."""
+    found = [(name, test) for name, _, test in SCHEMA_FEATURES if reason.startswith(f"schema: {name} need")]
+    if not found:
+        return []
+    test, schema = found[0][1], _as_container(array.schema)
+    # the schema's enumerations belong to the attributes that name them
+    bare = Container(schema, attributes=ListContainer(), enumerations=ListContainer())
+    if test(bare):
+        return ["domain"]
+    return [a.name for a in schema.attributes if test(Container(bare, attributes=ListContainer([a])))]
 
 
 def _array_row(obj, key) -> dict:
@@ -62,12 +81,16 @@ def _limit(max_format, reader) -> int | None:
     return max_format
 
 
+def _on(places: list) -> str:
+    return f" (on {', '.join(places)})" if places else ""
+
+
 def _failure(row: dict, limit: int) -> dict:
     place = row["key"] or "."
     if row["lowest_convertible_version"] > limit:
         return {"key": place, "uri": row["uri"], "format_version": row["format_version"], "command": None,
                 "reason": f"convert cannot go below v{row['lowest_convertible_version']}: "
-                          f"{row['lower_blocked_by']['reason']}"}
+                          f"{row['lower_blocked_by']['reason']}" + _on(row['lower_blocked_by']['places'])}
     uri = row["uri"]
     src = posixpath.normpath(uri.removeprefix("file://")) if uri.startswith("file://") else uri
     dst = f"{src.rstrip('/')}.v{limit}"

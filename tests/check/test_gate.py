@@ -160,3 +160,20 @@ def test_a_huge_cell_val_num_is_no_memory_error(tmp_path):
     r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "a")], capture_output=True, text=True, cwd=ROOT,
                        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("case", [c for c in corpus.cases() if c.name in ("enumerations", "fill_values", "filter_delta")
+                                  and c.parent.name.startswith("v22")], ids=corpus.case_id)
+def test_the_feature_is_placed_on_its_attributes(case):
+    """The attributes that carry the feature that stops convert going lower, as TileDB-Py sees them."""
+    (row,) = [r for r in versions(corpus.root(case))["objects"]]
+    places = row["lower_blocked_by"]["places"]
+    with tiledb.open(str(corpus.root(case))) as A:
+        attrs = [A.schema.attr(i) for i in range(A.schema.nattr)]
+        if case.name == "enumerations":
+            want = [a.name for a in attrs if a.enum_label]
+        elif case.name == "filter_delta":
+            want = [a.name for a in attrs if any(isinstance(f, tiledb.DeltaFilter) for f in a.filters)]
+        else:
+            want = [a.name for a in attrs if A.schema.attr(a.name).fill is not None]
+    assert places and set(places) <= set(want) and (case.name == "fill_values" or places == want)
