@@ -714,7 +714,8 @@ def cmd_versions(args) -> int:
                              [(r["kind"], r["name"], r["format_version"]) for r in doc["files"]]))
     console.print(_table("readers", ["object", "type", "format version", "oldest TileDB", "oldest TileDB-Py",
                                      "convertible down to", "stopped by"],
-                         [(r["key"] or ".", r["type"], r.get("format_version"), r.get("oldest_tiledb_release"),
+                         [(r["key"] or ".", r["type"], r.get("format_version", r.get("details_format_version")),
+                           r.get("oldest_tiledb_release"),
                            r.get("oldest_tiledb_py_release"), r.get("lowest_convertible_version"),
                            r["missing"] or _blocked_text(r.get("lower_blocked_by")))
                           for r in doc["objects"]]))

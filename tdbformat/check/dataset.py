@@ -48,13 +48,13 @@ def counted(items: list, progress=None):
             progress(done=1)
 
 
-def per_array(path, fn, key=None, progress=None) -> list[dict]:
+def per_array(path, fn, key=None, progress=None, found: list | None = None) -> list[dict]:
     """``{"key", "type", "uri", "missing", **fn(obj)}`` for each object of the dataset at ``path``: ``fn``
     runs on the arrays that are there; a group's row and a lost member's carry no more; a member that
     raises FormatError is reported with its error in ``missing``. ``progress(done=, total=)`` hears of each
-    object (a bar over a large group)."""
+    object (a bar over a large group). ``found``: :func:`objects` of ``path``, when the caller has them."""
     rows = []
-    for obj in counted(objects(path, key), progress):
+    for obj in counted(objects(path, key) if found is None else found, progress):
         row = {"key": obj.key, "type": obj.type, "uri": obj.uri, "missing": obj.missing}
         if obj.type == "array" and obj.missing is None:
             try:

@@ -12,12 +12,14 @@ import shlex
 
 from construct import Container, ListContainer
 
+from .. import directory
 from ..array import open_array
 from ..array.convert import convertible
 from ..array.create import SCHEMA_FEATURES, _as_container
 from ..stats import versions as array_versions
+from ..filters.encryption import normalize_key
 from ..versions import KNOWN_VERSIONS
-from .dataset import per_array
+from .dataset import objects, per_array
 from .releases import newest_readable, oldest_tiledb_py, reads_since
 
 __all__ = ["versions", "lowest_convertible"]
@@ -104,7 +106,11 @@ def versions(path, key=None, max_format: int | None = None, reader: str | None =
     ``reader``) ``gate``: ``{"max_format", "reader", "passed", "failures": [{key, uri, format_version,
     command, reason}]}``, a failure per array newer than the gate allows."""
     limit = _limit(max_format, reader)
-    rows = per_array(path, lambda obj: _array_row(obj, key), key, progress)
+    found = objects(path, key)
+    rows = per_array(path, lambda obj: _array_row(obj, key), key, progress, found)
+    for r, obj in zip(rows, found):
+        if r["type"] == "group" and r["missing"] is None:  # what its latest details file was written at
+            r["details_format_version"] = directory.group_format_version(obj.storage, obj.path, normalize_key(key))
     newest = max((r["format_version"] for r in rows if "format_version" in r), default=None)
     doc = {"kind": rows[0]["type"], "objects": rows, "newest_format_version": newest,
            "oldest_tiledb_release": reads_since(newest) if newest else None,

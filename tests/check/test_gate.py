@@ -177,3 +177,12 @@ def test_the_feature_is_placed_on_its_attributes(case):
         else:
             want = [a.name for a in attrs if A.schema.attr(a.name).fill is not None]
     assert places and set(places) <= set(want) and (case.name == "fill_values" or places == want)
+
+
+def test_groups_show_their_details_version():
+    """A group's row carries the format version of its latest details file (the generic tile's), as the
+    corpus folder that wrote it says; a group of markers only (v12-) has none."""
+    for case in [c for c in corpus.cases() if corpus.truth(c).get("kind") == "group"]:
+        writer = int(case.parent.name.split("_")[0][1:])
+        groups = [r for r in versions(corpus.root(case))["objects"] if r["type"] == "group"]
+        assert groups and all(r["details_format_version"] == writer for r in groups), case
