@@ -77,10 +77,10 @@ def _locate(storage, root, m) -> tuple:
 class GroupReader:
     """A group open for reading (:func:`open_group`)."""
 
-    def __init__(self, storage, root, key=None, where: str = ""):
+    def __init__(self, storage, root, key=None, where: str = "", window=None):
         if not directory.is_group(storage, root):
             raise FormatError(f"not a TileDB group (no {directory.GROUP_MARKER})", file=str(root))
-        self.storage, self.path, self.key, self._where = storage, root, key, where
+        self.storage, self.path, self.key, self._where, self.window = storage, root, key, where, window
         self.uri = _absolute_uri(storage, root)
         self._members = None
 
@@ -88,7 +88,8 @@ class GroupReader:
         """The members in the order the details files give them, each resolved and checked on disk (TileDB
         iterates its hash map of members instead, an order no file records)."""
         if self._members is None:
-            self._members = [self._member(m) for m in directory.group_members(self.path, self.key, self.storage)]
+            self._members = [self._member(m) for m in directory.group_members(self.path, self.key, self.storage,
+                                                                              self.window)]
         return list(self._members)
 
     def _member(self, m) -> Member:
@@ -132,11 +133,12 @@ class GroupReader:
     @property
     def meta(self):
         """The group's metadata as TileDB-Py's ``G.meta`` decodes it (read only)."""
-        return types.MappingProxyType(tiledb_py_metadata(directory.read_metadata(self.path, self.key, storage=self.storage)))
+        return types.MappingProxyType(tiledb_py_metadata(directory.read_metadata(self.path, self.key, self.window,
+                                                                                 self.storage)))
 
     def group(self, member: Member) -> "GroupReader":
         """The member group ``member``, open for reading."""
-        return GroupReader(member.storage, member.path, self.key, member.key)
+        return GroupReader(member.storage, member.path, self.key, member.key, self.window)
 
     def walk(self, seen=None):
         """Every member below this group, depth first (a nested group, then its members); a group reached
@@ -159,8 +161,11 @@ class GroupReader:
         return f"<GroupReader {self.uri}: {len(self)} members>"
 
 
-def open_group(uri, key=None, storage_options=None) -> GroupReader:
+def open_group(uri, key=None, storage_options=None, timestamp=None) -> GroupReader:
     """Open the group at ``uri`` (a local path or an fsspec URL) for reading, as ``tiledb.Group(uri)``;
-    ``key``: the AES-256-GCM key of its encrypted files (and its members')."""
+    ``key``: the AES-256-GCM key of its encrypted files (and its members'); ``timestamp`` (ms, or a
+    ``(start, end)`` pair): the members and metadata as of then (TileDB's ``sm.group.timestamp_end``)."""
+    from . import read_window  # the package's, as open_array's timestamps
+
     storage, root = storage_for(uri, storage_options)
-    return GroupReader(storage, root, normalize_key(key))
+    return GroupReader(storage, root, normalize_key(key), window=None if timestamp is None else read_window(timestamp))

@@ -71,8 +71,7 @@ def _copy(src: GroupReader, dst, version: int, key, max_chunk_size: int, report:
     create_group(dst, version, key=key)
     storage, root = storage_for(dst)
     meta = src.storage.join(src.path, directory.META_DIR)
-    window = None if timestamp is None else (0, timestamp)
-    for p in directory.metadata_files(src.storage, meta, window) if src.storage.is_dir(meta) else []:
+    for p in directory.metadata_files(src.storage, meta, src.window) if src.storage.is_dir(meta) else []:
         _write_metadata(src.storage, dst, p, version, key)
     if version < GROUP_DETAILS_SINCE:
         return
@@ -93,13 +92,13 @@ def _copy(src: GroupReader, dst, version: int, key, max_chunk_size: int, report:
 
 def convert_group(src, dst, version: int, key=None, max_chunk_size: int = MAX_CHUNK, timestamp=None) -> dict:
     """Rewrite the group at ``src`` and every member below it as a new group at ``dst`` in format
-    ``version`` (see the module doc); ``timestamp`` (ms): every array and group metadata as they were then
-    (the members are today's). Returns ``{"arrays": [keys], "groups": [keys], "left_behind":
+    ``version`` (see the module doc); ``timestamp`` (ms): the groups' members and metadata and every array
+    as they were then. Returns ``{"arrays": [keys], "groups": [keys], "left_behind":
     [{"key", "uri", "reason"}]}``."""
     version = check_version(version)
     key = normalize_key(key)
     s_storage, s_root = storage_for(src)
-    group = GroupReader(s_storage, s_root, key)
+    group = GroupReader(s_storage, s_root, key, window=None if timestamp is None else (0, timestamp))
     d_storage, d_root = storage_for(dst)
     if d_storage.is_file(d_root) or d_storage.is_dir(d_root):
         raise ValueError(f"dst: {dst} exists (convert writes a new group)")

@@ -109,3 +109,25 @@ def test_short_unnamed_members(tmp_path):
         G.add("a", relative=True)
         G.add("b", relative=True)
     assert {(m.name, m.uri, m.type) for m in open_group(g)} == pygroups.py_members(tiledb, g)
+
+
+def test_open_group_at_a_timestamp(tmp_path):
+    """Members added and removed at times 10, 20, 30, metadata at 15: open_group(timestamp=T) lists what
+    TileDB-Py's Group lists with sm.group.timestamp_end=T."""
+    g = tmp_path / "g"
+    tiledb.Group.create(str(g))
+    for n in "abc":
+        pygroups.dense(tiledb, g / n)
+    for t, add, remove in ((10, "ab", ""), (20, "c", ""), (30, "", "a")):
+        with tiledb.Group(str(g), "w", config=tiledb.Config({"sm.group.timestamp_end": str(t)})) as G:
+            for n in add:
+                G.add(n, name=n, relative=True)
+            for n in remove:
+                G.remove(n)
+    with tiledb.Group(str(g), "w", config=tiledb.Config({"sm.group.timestamp_end": "15"})) as G:
+        G.meta["at15"] = 1
+    for t in (10, 15, 20, 25, 30):
+        with tiledb.Group(str(g), config=tiledb.Config({"sm.group.timestamp_end": str(t)})) as P:
+            want = ({m.name for m in P}, set(P.meta.keys()))
+        G = open_group(g, timestamp=t)
+        assert ({m.name for m in G}, set(G.meta)) == want, t

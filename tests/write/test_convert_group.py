@@ -132,8 +132,8 @@ def test_group_timestamp_cli(tmp_path):
     g = tmp_path / "g"
     tiledb.Group.create(str(g))
     _history_array(g / "a")
-    with tiledb.Group(str(g), "w") as G:
-        G.add("a", name="a", relative=True)
+    with tiledb.Group(str(g), "w", config=tiledb.Config({"sm.group.timestamp_end": "1"})) as G:
+        G.add("a", name="a", relative=True)  # a member since 1 (one added now was not there at 3)
     r = subprocess.run([sys.executable, "-m", "tdbformat.cli", "convert", str(g), str(tmp_path / "h"), "--version",
                         "21", "--timestamp", "3"], capture_output=True, text=True, cwd=ROOT,
                        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=300)
@@ -165,3 +165,25 @@ def test_attrs_keeps_some_attributes(tmp_path):
         with pytest.raises(ValueError, match=match):
             convert(a, tmp_path / "x", 22, attrs=attrs)
         assert not (tmp_path / "x").exists()
+
+
+def test_group_as_it_was(tmp_path):
+    """A group whose member b was added at 20 and a removed at 30: converted at 25 it lists a and b, with
+    the arrays as they were at 25."""
+    g = tmp_path / "g"
+    tiledb.Group.create(str(g))
+    for n in "ab":
+        pygroups.dense(tiledb, g / n, writes=3)  # writes at 1, 2, 3
+    for t, add, remove in ((10, "a", ""), (20, "b", ""), (30, "", "a")):
+        with tiledb.Group(str(g), "w", config=tiledb.Config({"sm.group.timestamp_end": str(t)})) as G:
+            for n in add:
+                G.add(n, name=n, relative=True)
+            for n in remove:
+                G.remove(n)
+    done = convert_group(g, tmp_path / "at25", 22, timestamp=25)
+    assert sorted(done["arrays"]) == ["a", "b"]
+    with tiledb.Group(str(tmp_path / "at25")) as G:
+        assert {m.name for m in G} == {"a", "b"}
+    assert sorted(convert_group(g, tmp_path / "now", 22)["arrays"]) == ["b"]
+    done = convert_group(g, tmp_path / "at2", 22, timestamp=2)  # before any member: an empty group
+    assert done["arrays"] == [] and pygroups.py_members(tiledb, tmp_path / "at2") == set()
