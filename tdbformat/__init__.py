@@ -11,6 +11,7 @@ import warnings
 from . import schema, spec
 from .array import Array, Fragment, Query
 from .array import open_array as _open_for_reading
+from .array.group import GroupReader, open_group
 from .array.dask import to_dask
 from .check.salvage import SalvageReport, salvage
 from .check.validate import Finding, validate
@@ -29,7 +30,8 @@ from .write.writer import ArrayWriter, create, open_writer, write
 
 __all__ = [
     # open and read
-    "open_array", "Array", "Query", "Fragment", "to_dask", "parse_file", "ParsedFile", "Group",
+    "open_array", "Array", "Query", "Fragment", "to_dask", "parse_file", "ParsedFile", "Group", "open_group",
+    "GroupReader",
     # write and maintain
     "create", "write", "open_writer", "ArrayWriter", "convert", "put_metadata", "delete_metadata", "delete_cells",
     "create_group", "repair",
@@ -42,7 +44,7 @@ __all__ = [
     "StorageError",
     "ConditionError", "MemoryBudgetError",
 ]
-# names that branches in flight add to the groups above: open_group (open and read); consolidate, vacuum,
+# names that branches in flight add to the groups above: consolidate, vacuum,
 # ArraySchemaEvolution, delete_fragments (write and maintain)
 
 

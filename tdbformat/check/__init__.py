@@ -1,1 +1,3 @@
-"""The checks: validate, salvage, coverage, stats (and du, explain, repair plans)."""
+"""The checks: validate, salvage, coverage, stats, repair plans; what a dataset (an array, or a group and every
+member below it) holds and costs, and which readers open it: ``versions`` (:mod:`.gate`), ``du``, ``explain``,
+``history``, ``mbrs``."""

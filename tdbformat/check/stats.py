@@ -25,13 +25,18 @@ _FILES = {"": "fixed", "_var": "var", "_validity": "validity"}
 
 
 def _open(path, key):
+    """(storage, schemas, every committed fragment, names of those a read now sees)."""
+    from ..array import read_window
+    from ..enums import ArrayType
     from ..filters.encryption import normalize_key
 
     storage, root = storage_for(path)
     key = normalize_key(key)
     schemas = layout.load_schemas(storage, root, key)
-    frags = load_fragments(storage, layout.Listing.of(storage, root, key), dict(schemas), key)
-    return storage, schemas, frags
+    listing = layout.Listing.of(storage, root, key)
+    frags = load_fragments(storage, listing, dict(schemas), key)
+    live = listing.live(read_window(None), sparse=schemas[-1][1].array_type != ArrayType.DENSE) if schemas else set()
+    return storage, schemas, frags, live
 
 
 def _pipeline_text(pipeline) -> str:
@@ -70,14 +75,18 @@ def _ratio(memory: int, disk: int):
 
 
 def stats(path, key=None) -> dict:
-    """``{"fragments": [...], "fields": [...], "filters": [...]}`` of the array at ``path`` (every committed
-    fragment, whether or not a read sees it)."""
-    storage, _, frags = _open(path, key)
+    """``{"fragments": [...], "fields": [...], "filters": [...]}`` of the array at ``path``: every committed
+    fragment, its state "live" (a read now sees it) or "reclaimable" (a consolidated fragment replaced it and a
+    vacuum removes it); fields and filters count the live ones alone, the tiles and bytes a read touches."""
+    storage, _, frags, live = _open(path, key)
     rows, fragments = {}, []
     for frag in frags:
         fragments.append({"name": frag.name, "format_version": int(frag.version),
                           "type": "dense" if frag.dense else "sparse", "timestamp_range": list(frag.timestamp_range),
-                          "cell_num": int(frag.cell_num), "tile_num": int(frag.tile_num())})
+                          "cell_num": int(frag.cell_num), "tile_num": int(frag.tile_num()),
+                          "state": "live" if frag.name in live else "reclaimable"})
+        if frag.name not in live:
+            continue
         for idx in data_fields(frag):
             info = frag.metadata.index_fields[idx]
             for kind in [""] + (["_var"] if info.var else []) + (["_validity"] if info.nullable else []):
@@ -107,7 +116,7 @@ def stats(path, key=None) -> dict:
 def versions(path, key=None) -> dict:
     """The format version of every schema and committed fragment, the newest of them, and the oldest TileDB
     release that reads the array (the first release of that newest version)."""
-    _, schemas, frags = _open(path, key)
+    _, schemas, frags, _ = _open(path, key)
     found = ([{"kind": "schema", "name": name, "format_version": int(schema_version(s))} for name, s in schemas]
              + [{"kind": "fragment", "name": f.name, "format_version": int(f.version)} for f in frags])
     newest = max(r["format_version"] for r in found)

@@ -9,7 +9,7 @@ import sys
 from ..errors import FormatError
 from .commands import (
     cmd_cat, cmd_convert, cmd_create, cmd_diff, cmd_diff_versions, cmd_export_ksy, cmd_fragments, cmd_inspect,
-    cmd_html, cmd_ls, cmd_meta, cmd_repair, cmd_salvage, cmd_schema, cmd_spec, cmd_stats, cmd_validate, cmd_versions, cmd_write,
+    cmd_du, cmd_explain, cmd_history, cmd_html, cmd_ls, cmd_mbrs, cmd_meta, cmd_repair, cmd_salvage, cmd_schema, cmd_spec, cmd_stats, cmd_validate, cmd_versions, cmd_write,
 )
 
 __all__ = ["main", "parser"]
@@ -93,6 +93,59 @@ def _html_parser(sub, key_help: str) -> None:
     s.add_argument("-o", "--output", required=True, metavar="REPORT.html", help="the page to write")
     s.add_argument("--key", help=key_help)
     s.set_defaults(func=cmd_html)
+
+
+def _dataset_parsers(sub, key_help: str, json_help: str) -> None:
+    from ..versions import KNOWN_VERSIONS
+
+    gate = sub.choices["versions"].add_mutually_exclusive_group()  # a gate: exit 1 when an array needs a newer reader
+    gate.add_argument("--max-format", type=int, choices=KNOWN_VERSIONS, metavar="N",
+                      help="exit 1 listing each array newer than format version N, with the convert command that fixes it")
+    gate.add_argument("--reader", metavar="tiledb-py==X.Y.Z", help="the same, for the newest format version this "
+                      "TileDB-Py (or libtiledb==X.Y) release opens")
+
+    _mbrs_parser(sub, key_help, json_help)
+    sub.choices["convert"].add_argument("--timestamp", type=int, metavar="T", help="copy the array (or group) as it "
+                                        "was at T (ms): a rollback without libtiledb")
+    sub.choices["convert"].add_argument("--attrs", type=lambda text: [a for a in text.split(",") if a],
+                                        metavar="A,B", help="copy only these attributes (an array)")
+    s = sub.add_parser("explain", help="why reads are slow: findings with their numbers and the actions that fix "
+                       "them, of an array or each array of a group; --range adds a read estimate")
+    s.add_argument("path")
+    s.add_argument("--range", action="append", metavar="DIM=LO:HI", help="estimate the fragments, tiles and bytes a "
+                   "read of this box touches (inclusive; repeatable; an array only)")
+    s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help=json_help % "explain")
+    s.set_defaults(func=cmd_explain)
+    sub.choices["cat"].add_argument("--fragment", metavar="NAME", help="only what this fragment wrote "
+                                    "(`tdbformat fragments` names them)")
+    s = sub.add_parser("history", help="what happened to an array or group (recursively), oldest first: writes, "
+                       "deletes, schema changes, metadata, consolidations, vacuums, member changes")
+    s.add_argument("path")
+    s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help=json_help % "history")
+    s.set_defaults(func=cmd_history)
+    s = sub.add_parser("du", help="bytes of an array or group (recursively) by object, fragment, field and file "
+                       "kind, each live, reclaimable (a vacuum removes it), uncommitted or stray")
+    s.add_argument("path")
+    s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help=json_help % "du")
+    s.add_argument("--by", choices=["object", "fragment", "field", "kind"], default="kind",
+                   help="the finest level the table shows (default: kind, every row)")
+    s.add_argument("--what-if", action="store_true", help="also re-encode a sample of each field's tiles with other "
+                   "pipelines: the bytes each would take and its decode speed here")
+    s.add_argument("--sample", type=int, default=8, metavar="N", help="tiles per field for --what-if (default 8)")
+    s.set_defaults(func=cmd_du)
+
+
+def _mbrs_parser(sub, key_help: str, json_help: str) -> None:
+    s = sub.add_parser("mbrs", help="every sparse tile's bounding rectangle, per fragment a read sees (TileDB's "
+                       "dump-mbrs), of an array or each array of a group")
+    s.add_argument("path")
+    s.add_argument("--fragment", metavar="NAME", help="that fragment only")
+    s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help=json_help % "mbrs")
+    s.set_defaults(func=cmd_mbrs)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -196,6 +249,7 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--key", help=key_help)
         s.add_argument("--json", action="store_true", help=json_help % name)
         s.set_defaults(func=func)
+    _dataset_parsers(sub, key_help, json_help)  # versions' gate, du, history, mbrs, explain
     # --- end validate, stats, versions ---
     _rescue_parsers(sub, key_help, json_help)  # salvage, repair
     _html_parser(sub, key_help)

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import sys
 
-from .output import envelope, meta_table, new_console, new_table, print_json, print_schema, progress, progress_wanted
+from .output import (
+    envelope, meta_table, new_console, new_table, print_json, print_schema, progress, progress_wanted, walking,
+)
 
-__all__ = ["cmd_inspect", "cmd_schema", "cmd_fragments", "cmd_meta", "cmd_ls", "cmd_cat", "cmd_diff_versions", "cmd_spec", "cmd_export_ksy", "cmd_diff", "cmd_create", "cmd_write", "cmd_convert", "cmd_validate", "cmd_stats", "cmd_versions", "cmd_inspect_bytes", "cmd_salvage"]
+__all__ = ["cmd_inspect", "cmd_schema", "cmd_fragments", "cmd_meta", "cmd_ls", "cmd_cat", "cmd_diff_versions", "cmd_spec", "cmd_export_ksy", "cmd_diff", "cmd_create", "cmd_write", "cmd_convert", "cmd_validate", "cmd_stats", "cmd_versions", "cmd_inspect_bytes", "cmd_salvage",
+           "cmd_repair", "cmd_html", "cmd_du", "cmd_mbrs", "cmd_history", "cmd_explain"]
 
 
 def cmd_inspect(args) -> int:
@@ -56,15 +59,31 @@ def _group_doc(storage, root, key, command: str, path: str) -> dict:
     return envelope(command, path, kind="group", **group_tree(storage, root, key))
 
 
+def _group_arrays(args, what) -> list:
+    """``what(array)`` of each array of the group at PATH, recursively: ``[{"key", "uri", "missing", ...}]``."""
+    from ..array import open_array
+    from ..check.dataset import per_array
+
+    rows = per_array(args.path, lambda obj: what(open_array(obj.path, key=args.key)), args.key)
+    return [{k: v for k, v in r.items() if k != "type"} for r in rows if r["type"] == "array"]
+
+
 def _show_group(args, storage, root, command: str) -> int:
-    """``schema``, ``fragments``, ``cat`` and ``ls`` on a group: the group, named as one, and its members."""
+    """``schema``, ``fragments``, ``cat`` and ``ls`` on a group: the group, named as one, and its members;
+    ``schema`` and ``fragments`` then each array below it."""
+    from ..show import fragment_rows
+
     doc = _group_doc(storage, root, args.key, command, args.path)
+    if command in ("schema", "fragments"):
+        doc["arrays"] = _group_arrays(args, (lambda arr: {"schemas": _schema_docs(arr, args.all)}) if command == "schema"
+                                      else (lambda arr: {"fragments": fragment_rows(arr)}))
     if args.json:
         print_json(doc)
         return 0
     console = new_console()
-    console.print(f"{args.path} is a TileDB group" + ("" if command == "ls" else f", not an array ({command} "
-                                                      "shows arrays); its members:"))
+    console.print(f"{args.path} is a TileDB group" + (
+        "" if command == "ls" else f"; its members, then each array's {command}:" if "arrays" in doc
+        else f", not an array ({command} shows arrays); its members:"))
     rows = []
 
     def walk(members, depth):
@@ -75,19 +94,20 @@ def _show_group(args, storage, root, command: str) -> int:
     console.print(new_table("members", ["name", "type", "uri"], rows))
     if doc["metadata"]:
         console.print(meta_table(doc["metadata"], "group metadata"))
+    for a in doc.get("arrays", []):
+        console.print(f"\n[bold]{a['key']}[/bold] ({a['uri']})" + (f": {a['missing']}" if a["missing"] else ""))
+        for d in a.get("schemas", []):
+            print_schema(console, d)
+        if "fragments" in a:
+            _print_fragments(console, a["fragments"])
     return 0
 
 
 def cmd_schema(args) -> int:
-    from ..show import schema_json
-
     found = _group_or_array(args)
     if found[0] == "group":
         return _show_group(args, *found[1:], "schema")
-    arr = found[1]
-    schemas = arr.schemas if args.all else arr.schemas[-1:]
-    enums = arr.enumerations
-    docs = [dict(name=name, **schema_json(s, enums if s is arr.schema else {})) for name, s in schemas]
+    docs = _schema_docs(found[1], args.all)
     if args.json:
         print_json(envelope("schema", args.path, kind="array", schemas=docs))
         return 0
@@ -95,6 +115,14 @@ def cmd_schema(args) -> int:
     for d in docs:
         print_schema(console, d)
     return 0
+
+
+def _schema_docs(arr, every: bool) -> list:
+    from ..show import schema_json
+
+    enums = arr.enumerations
+    return [dict(name=name, **schema_json(s, enums if s is arr.schema else {}))
+            for name, s in (arr.schemas if every else arr.schemas[-1:])]
 
 
 def cmd_fragments(args) -> int:
@@ -107,9 +135,13 @@ def cmd_fragments(args) -> int:
     if args.json:
         print_json(envelope("fragments", args.path, kind="array", fragments=rows))
         return 0
-    columns = ["name", "format_version", "timestamp_range", "type", "cell_num", "non_empty_domain", "bytes", "state"]
-    new_console().print(new_table(f"{len(rows)} fragments", columns, [[r[c] for c in columns] for r in rows]))
+    _print_fragments(new_console(), rows)
     return 0
+
+
+def _print_fragments(console, rows: list) -> None:
+    columns = ["name", "format_version", "timestamp_range", "type", "cell_num", "non_empty_domain", "bytes", "state"]
+    console.print(new_table(f"{len(rows)} fragments", columns, [[r[c] for c in columns] for r in rows]))
 
 
 def cmd_meta(args) -> int:
@@ -152,6 +184,12 @@ def cmd_cat(args) -> int:
     if found[0] == "group":
         return _show_group(args, *found[1:], "cat")
     fmt = "json" if args.json else "csv" if args.csv else "tsv"
+    if args.fragment:  # what one fragment wrote: the array opened at that fragment's timestamps alone
+        from ..array import open_array
+        from ..check.history import fragment_window
+
+        found = ("array", open_array(args.path, key=args.key, timestamp=fragment_window(args.path, args.fragment,
+                                                                                         args.key)))
     write_cells(found[1], sys.stdout, fmt=fmt, attrs=args.attrs, order=args.order, ranges=args.range,
                 limit=args.limit, labels=not args.codes, progress=progress_wanted())
     return 0
@@ -269,9 +307,27 @@ def cmd_write(args) -> int:
 
 def cmd_convert(args) -> int:
     from ..write.convert import convert
+    from ..check.dataset import is_group
 
+    if is_group(args.src):  # the group and every member below it
+        from ..write.convert_group import convert_group
+
+        if args.attrs is not None:
+            raise ValueError("--attrs: SRC is a group; give one of its arrays")
+
+        done = convert_group(args.src, args.dst, args.version, key=args.key, max_chunk_size=args.max_chunk_size,
+                             timestamp=args.timestamp)
+        if args.json:
+            print_json(envelope("convert", args.dst, source=args.src, format_version=args.version, kind="group",
+                             fragments=[], **done))
+        else:
+            print(f"converted {args.src} to {args.dst} (format version {args.version}, {len(done['arrays'])} "
+                  f"array(s), {len(done['groups'])} group(s) below it)")
+            for m in done["left_behind"]:
+                print(f"  not brought along: {m['key']} ({m['uri']}): {m['reason']}")
+        return 0
     written = convert(args.src, args.dst, args.version, merge=args.merge, key=args.key,
-                      max_chunk_size=args.max_chunk_size)
+                      max_chunk_size=args.max_chunk_size, timestamp=args.timestamp, attrs=args.attrs)
     if args.json:
         print_json(envelope("convert", args.dst, source=args.src, format_version=args.version,
                          fragments=[str(w) for w in written]))
@@ -315,39 +371,83 @@ def _validate_report(args, path, rules, findings) -> int:
 
 
 def cmd_stats(args) -> int:
+    from ..check.dataset import is_group, per_array
     from ..check.stats import stats
 
+    if is_group(args.path):  # each array of the group, recursively
+        rows = walking("stats", lambda progress: per_array(args.path, lambda obj: stats(obj.path, key=args.key),
+                                                           args.key, progress))
+        if args.json:
+            print_json(envelope("stats", args.path, kind="group", objects=rows))
+            return 0
+        for r in rows:
+            new_console().print(f"\n[bold]{r['key'] or '.'}[/bold] ({r['type']}, {r['uri']})"
+                                + (f": {r['missing']}" if r["missing"] else ""))
+            if "fields" in r:
+                _print_stats(r)
+        return 0
     doc = stats(args.path, key=args.key)
     if args.json:
         print_json(envelope("stats", args.path, **doc))
         return 0
+    _print_stats(doc)
+    return 0
+
+
+def _print_stats(doc: dict) -> None:
     console = new_console()
     console.print(new_table("fragments", ["name", "version", "type", "timestamp_range", "cells", "tiles"],
-                         [(f["name"], f["format_version"], f["type"], f["timestamp_range"], f["cell_num"],
-                           f["tile_num"]) for f in doc["fragments"]]))
+                            [(f["name"], f["format_version"], f["type"], f["timestamp_range"], f["cell_num"],
+                              f["tile_num"]) for f in doc["fragments"]]))
     console.print(new_table("fields", ["field", "file", "filters", "tiles", "disk bytes", "memory bytes", "ratio",
-                                    "tile bytes min / median / max"],
-                         [(r["field"], r["file"], r["filters"], r["tiles"], r["disk_bytes"], r["memory_bytes"],
-                           r["ratio"], "{min} / {median} / {max}".format(**r["tile_bytes"])) for r in doc["fields"]]))
+                                       "tile bytes min / median / max"],
+                            [(r["field"], r["file"], r["filters"], r["tiles"], r["disk_bytes"], r["memory_bytes"],
+                              r["ratio"], "{min} / {median} / {max}".format(**r["tile_bytes"])) for r in doc["fields"]]))
     console.print(new_table("filters", ["filters", "fields", "disk bytes", "memory bytes", "ratio"],
-                         [(f["filters"], ", ".join(f["fields"]), f["disk_bytes"], f["memory_bytes"], f["ratio"])
-                          for f in doc["filters"]]))
-    return 0
+                            [(f["filters"], ", ".join(f["fields"]), f["disk_bytes"], f["memory_bytes"], f["ratio"])
+                             for f in doc["filters"]]))
+
+
+def _blocked_text(blocked) -> str | None:
+    if blocked is None:
+        return None
+    return blocked["reason"] + (f" (on {', '.join(blocked['places'])})" if blocked["places"] else "")
 
 
 def cmd_versions(args) -> int:
-    from ..check.stats import versions
+    from ..check.gate import versions
 
-    doc = versions(args.path, key=args.key)
+    doc = walking("versions", lambda progress: versions(args.path, key=args.key, max_format=args.max_format,
+                                                        reader=args.reader, progress=progress))
+    gate = doc.get("gate")
     if args.json:
         print_json(envelope("versions", args.path, **doc))
-        return 0
+        return 0 if gate is None or gate["passed"] else 1
     console = new_console()
-    console.print(new_table("format versions", ["kind", "name", "format version"],
-                         [(r["kind"], r["name"], r["format_version"]) for r in doc["files"]]))
-    console.print(f"newest format version {doc['newest_format_version']}: TileDB {doc['oldest_tiledb_release']} or "
-                  f"later reads this array ({doc['source']})")
-    return 0
+    if doc["kind"] == "array":
+        console.print(new_table("format versions", ["kind", "name", "format version"],
+                             [(r["kind"], r["name"], r["format_version"]) for r in doc["files"]]))
+    console.print(new_table("readers", ["object", "type", "format version", "oldest TileDB", "oldest TileDB-Py",
+                                     "convertible down to", "stopped by"],
+                         [(r["key"] or ".", r["type"], r.get("format_version", r.get("details_format_version")),
+                           r.get("oldest_tiledb_release"),
+                           r.get("oldest_tiledb_py_release"), r.get("lowest_convertible_version"),
+                           r["missing"] or _blocked_text(r.get("lower_blocked_by")))
+                          for r in doc["objects"]]))
+    if doc["newest_format_version"] is not None:
+        console.print(f"newest format version {doc['newest_format_version']}: TileDB {doc['oldest_tiledb_release']} "
+                      f"or later reads this {doc['kind']}, TileDB-Py {doc['oldest_tiledb_py_release'] or '?'} or later "
+                      f"({doc['source']})")
+    if gate is None:
+        return 0
+    who = gate["reader"] or f"format version {gate['max_format']}"
+    if gate["passed"]:
+        console.print(f"every array opens with {who} (format version {gate['max_format']} or older)")
+        return 0
+    console.print(f"{len(gate['failures'])} array(s) need a newer reader than {who}:")
+    for f in gate["failures"]:
+        console.print(f"  {f['key']} (v{f['format_version']}): " + (f["command"] or f["reason"]), soft_wrap=True)
+    return 1
 
 
 def cmd_inspect_bytes(args) -> int:
@@ -407,3 +507,100 @@ def cmd_html(args) -> int:
     size = write_page(args.path, args.output, key=args.key)
     print(f"{args.output}: {size} bytes")
     return 0
+# --- datasets (tdbformat.check): versions' gate, du, history, mbrs, explain ---
+
+def cmd_du(args) -> int:
+    from ..check.du import STATES, du
+
+    doc = walking("du", lambda progress: du(args.path, key=args.key, progress=progress))
+    if args.what_if:
+        from ..check.whatif import what_if
+
+        doc["what_if"] = walking("re-encoding samples", lambda progress: what_if(
+            args.path, key=args.key, sample=args.sample, progress=progress))
+    if args.json:
+        print_json(envelope("du", args.path, **doc))
+        return 0
+    levels = ["object", "object_type", "fragment", "field", "kind"]
+    keep = levels[:levels.index(args.by) + 1] if args.by != "object" else levels[:2]
+    rows = {}
+    for r in doc["rows"]:
+        row = rows.setdefault(tuple(r[k] for k in keep), dict.fromkeys(STATES, 0))
+        row[r["state"]] += r["bytes"]
+    console = new_console()
+    console.print(new_table(f"{doc['bytes']} bytes in {doc['files']} files", [*keep, *STATES, "bytes"],
+                         [(*(("." if k == "object" and v == "" else v) for k, v in zip(keep, key)),
+                           *(b[s] or "" for s in STATES), sum(b.values())) for key, b in rows.items()]))
+    console.print(", ".join(f"{s} {doc['by_state'][s]}" for s in STATES))
+    for r in doc.get("what_if", []):
+        cur = r["current"]
+        console.print(new_table(f"{r['object'] or '.'} {r['field']} ({r['datatype']}): {r['tiles']} tiles, "
+                             f"{r['memory_bytes']} bytes unfiltered, {cur['bytes']} on disk", ["filters", "bytes",
+                                                                                              "vs now", "decode MB/s"],
+                             [("(now)", cur["bytes"], 1.0, cur["decode_mb_s"])] +
+                             [(c["filters"], c["bytes"], c["vs_current"], c["decode_mb_s"]) for c in r["candidates"]]))
+    return 0
+
+def cmd_mbrs(args) -> int:
+    from ..check.mbrs import mbrs
+
+    doc = mbrs(args.path, key=args.key, fragment=args.fragment)
+    if args.json:
+        print_json(envelope("mbrs", args.path, **doc))
+        return 0
+    console = new_console()
+    arrays = [("", doc["fragments"])] if doc["kind"] == "array" else [
+        (r["key"], r.get("fragments", [])) for r in doc["objects"] if r["type"] == "array"]
+    for key, frags in arrays:
+        for f in frags:
+            console.print(new_table(f"{key + ': ' if key else ''}{f['fragment']}" + (" (dense: no MBRs)" if f["dense"] else
+                                                                              f", {len(f['mbrs'])} tiles"),
+                                 ["tile", "MBR (lo, hi per dimension)"],
+                                 [(i, " × ".join(f"[{lo}, {hi}]" for lo, hi in m)) for i, m in enumerate(f["mbrs"])]))
+    return 0
+
+def cmd_history(args) -> int:
+    from ..check.history import history
+
+    doc = walking("history", lambda progress: history(args.path, key=args.key, progress=progress))
+    if args.json:
+        print_json(envelope("history", args.path, **doc))
+        return 0
+    common = {"timestamp", "kind", "object"}
+    new_console().print(new_table(f"{len(doc['events'])} events", ["timestamp", "object", "kind", "what"],
+                            [(e["timestamp"], e["object"] or ".", e["kind"],
+                              "; ".join(f"{k} {v}" for k, v in e.items() if k not in common)) for e in doc["events"]]))
+    return 0
+
+def cmd_explain(args) -> int:
+    from .cat import parse_range
+    from ..check.dataset import is_group
+    from ..check.explain import explain
+
+    ranges = None
+    if args.range is not None:
+        if is_group(args.path):
+            raise ValueError("--range: PATH is a group; give one of its arrays")
+        from ..array import open_array
+
+        arr = open_array(args.path, key=args.key)
+        ranges = dict(parse_range(arr, r) for r in args.range)
+    doc = walking("explain", lambda progress: explain(args.path, key=args.key, ranges=ranges, progress=progress))
+    if args.json:
+        print_json(envelope("explain", args.path, **doc))
+        return 0
+    console = new_console()
+    for r in doc["objects"]:
+        if r["type"] != "array":
+            continue
+        title = f"{r['key'] or args.path}" + (f": {r['missing']}" if r["missing"] else "")
+        console.print(new_table(title, ["finding", "value", "what", "action"],
+                             [(f["id"], f["value"], f["message"], f["action"] or "") for f in r.get("findings", [])]))
+        if "read_estimate" in r:
+            console.print("a read of the range touches {fragments} fragments, {tiles} tiles, {bytes} bytes"
+                          .format(**r["read_estimate"]))
+    return 0
+
+# --- end datasets ---
+
+

@@ -77,7 +77,16 @@ def print_schema(console, d: dict) -> None:
                   f"validity {filters(d['validity_filters']) or '-'}\n")
 
 
-def progress():
+def walking(label: str, fn):
+    """``fn(progress)`` under a bar on stderr (``label``, an object at a time) when a person watches."""
+    bar, advance = progress(label)
+    if bar is None:
+        return fn(None)
+    with bar:
+        return fn(advance)
+
+
+def progress(label: str = "validating tiles"):
     """(rich Progress or None, callback for validate(progress=)): a bar on stderr, when a person watches."""
     if not progress_wanted():
         return None, None
@@ -85,7 +94,7 @@ def progress():
     from rich.progress import Progress
 
     bar = Progress(console=Console(stderr=True), transient=True)
-    task = bar.add_task("validating tiles", total=0)
+    task = bar.add_task(label, total=0)
 
     def advance(done=0, total=0):
         if total:

@@ -337,13 +337,13 @@ def read_metadata(folder, key=None, window=None, storage: Storage | None = None)
                                                                  filename=str(p)).entries) for p in files])
 
 
-def group_members(folder, key=None, storage: Storage | None = None) -> list:
+def group_members(folder, key=None, storage: Storage | None = None, window=None) -> list:
     """The members of the group at ``folder`` as TileDB lists them (GroupMember containers, in merge order;
-    Group::load_group_details)."""
+    Group::load_group_details); with ``window``, as a group opened at that window lists them."""
     if storage is None:
         storage, folder = storage_for(folder)
     return merge_members([GroupDetails.parse(storage.read(p, what="group details file"), key=key, filename=str(p))
-                          for p in metadata_files(storage, storage.join(folder, GROUP_DIR))])
+                          for p in metadata_files(storage, storage.join(folder, GROUP_DIR), window)])
 
 
 # --- names and places of new files (the write side) ---

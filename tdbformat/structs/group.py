@@ -57,7 +57,8 @@ GroupMember = Struct(
 GroupDetailsPayload = Struct(
     "version" / _GroupVersion() * "group details version: 1 (2.8-2.14) or 2 (2.15+)",
     "member_count" / Rebuild(Int64ul, lambda ctx: len(ctx.members)) * "number of members (u64)",
-    "members" / Counted(this.member_count, GroupMember, min_size=23) * "the members",
+    # the smallest member: version, type, relative, an empty URI's u64 length, name_set (v1: 15 bytes)
+    "members" / Counted(this.member_count, GroupMember, min_size=15) * "the members",
 )
 
 #: A whole group details file (a generic tile).

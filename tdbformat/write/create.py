@@ -168,7 +168,9 @@ def _dimension_at(schema, dim, version):
 
 
 def _attribute_at(attr, version):
-    fill = default_fill(Datatype(attr.datatype), attr.cell_val_num)
+    # the default fill only where the version stores one: cell_val_num values of it (2**31 of them, hostile)
+    def fill():
+        return default_fill(Datatype(attr.datatype), attr.cell_val_num)
     out = _pick(attr, version, [("name", 1, None), ("datatype", 1, None), ("cell_val_num", 1, None),
                                 ("filters", 1, None), ("fill_value", 6, None), ("nullable", 7, None),
                                 ("fill_value_validity", 7, None), ("order", 17, None), ("enumeration_name", 20, None)],

@@ -71,6 +71,7 @@ def _ops(case: dict):
         yield "html page", lambda: page(root, key=key)  # validates too: on the same share of the cases
     if case["validate"] and not case["group"]:
         yield "repair --out", lambda: _repair_out(root, key)
+    yield from _dataset_ops(root, key, case["group"])
     opened = {}
     yield "open_array", lambda: opened.setdefault("a", open_array(root, key=key))
     if case["group"]:
@@ -89,6 +90,18 @@ def _repair_out(root: Path, key):
     if out.exists():
         for order in ORDERS:
             open_array(out, key=key).read(order=order, threads=1)
+
+
+def _dataset_ops(root, key, group: bool):
+    """The dataset commands (tdbformat.check), on arrays and groups alike: metadata and listings only."""
+    from tdbformat.check import du, explain, gate, history, mbrs
+
+    if group:
+        yield "open_group", lambda: (list(tdbformat.open_group(root, key=key).walk()),
+                                     dict(tdbformat.open_group(root, key=key).meta))
+    for name, fn in (("versions", gate.versions), ("du", du.du), ("history", history.history),
+                     ("explain", explain.explain), ("mbrs", mbrs.mbrs)):
+        yield name, lambda fn=fn: fn(root, key=key)
 
 
 def _run_ops(case: dict, out: dict, verbose: bool):
