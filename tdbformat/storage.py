@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import shutil
 import stat
 import uuid
 from contextlib import contextmanager
@@ -199,6 +200,11 @@ class Storage(_Listings):
         """Make the folder ``path`` (and its parents); nothing if it is there."""
         raise NotImplementedError
 
+    def remove_tree(self, path) -> None:
+        """Remove the folder ``path`` and what it holds, following no link out of it (a link is removed,
+        never what it points to)."""
+        raise NotImplementedError
+
     def writer(self, path):
         """A context manager giving a file at ``path`` to write piece by piece (``.write(bytes)``), for data
         files too large to hold whole; like :meth:`write`, not atomic (a commit marker makes them visible)."""
@@ -281,6 +287,12 @@ class LocalStorage(Storage):
 
     def makedirs(self, path) -> None:
         self._os(lambda: Path(path).mkdir(parents=True, exist_ok=True), path)
+
+    def remove_tree(self, path) -> None:
+        if os.path.islink(path):  # a folder that is a link: the link goes, what it names stays
+            self._os(lambda: os.unlink(path), path)
+        else:  # rmtree unlinks the links inside, never follows them
+            self._os(lambda: shutil.rmtree(path), path)
 
     @contextmanager
     def writer(self, path):
@@ -465,6 +477,10 @@ class FsspecStorage(Storage):
     def delete(self, path) -> None:
         _call(lambda: self.fs.rm_file(path), path)
         self._sizes.pop(path, None)
+
+    def remove_tree(self, path) -> None:
+        _call(lambda: self.fs.rm(path, recursive=True), path)
+        self._sizes.clear()
 
     def makedirs(self, path) -> None:
         # an object store has no folders: a folder is there once an object below it is (as for TileDB)

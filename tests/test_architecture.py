@@ -23,6 +23,7 @@ LAYERS = [
     ["directory"],
     ["show"],
     ["files", "array", "groups"],
+    ["write"],
     ["coverage"],
     ["validate"],
     ["stats", "salvage"],
