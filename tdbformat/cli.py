@@ -670,6 +670,85 @@ def cmd_salvage(args) -> int:
 # --- end salvage ---
 
 
+# --- consolidate, vacuum, clean (tdbformat.write: consolidate.py, vacuum.py, clean.py) ---
+
+def cmd_consolidate(args) -> int:
+    from .write.consolidate import consolidate
+
+    config = {"sm.consolidation.mode": args.mode}
+    for item in args.config or []:
+        k, sep, v = item.partition("=")
+        if not sep:
+            raise ValueError(f"--config: expected KEY=VALUE, not {item!r}")
+        config[k.strip()] = v.strip()
+    done = consolidate(args.path, config=config, key=args.key, dry_run=args.dry_run)
+    if args.json:
+        _print_json(_doc("consolidate", args.path, dry_run=args.dry_run, **done))
+    elif not done.get("steps") and args.mode == "fragments":
+        print("nothing to consolidate under this config")
+    for i, step in enumerate(done.get("steps", []) if not args.json else []):
+        made = f" -> {step['fragment']}" if "fragment" in step else ""
+        print(f"step {i + 1}: {len(step['fragments'])} fragments, {step['timestamp_range']}{made}")
+        for name in step["fragments"]:
+            print(f"  {name}")
+    return 0
+
+
+def cmd_vacuum(args) -> int:
+    from .write.vacuum import vacuum
+
+    done = vacuum(args.path, key=args.key, mode=args.mode)
+    if args.json:
+        _print_json(_doc("vacuum", args.path, **done))
+    else:
+        for kind, paths in done.items():
+            print(f"{kind}: {len(paths)} removed" if kind != "ignore" else f"ignored commits: {len(paths)}")
+    return 0
+
+
+def cmd_clean(args) -> int:
+    from .write.clean import clean_uncommitted
+
+    if not args.uncommitted:
+        raise ValueError("clean: say what to clean (--uncommitted)")
+    found = clean_uncommitted(args.path, key=args.key, dry_run=args.dry_run)
+    if args.json:
+        _print_json(_doc("clean", args.path, dry_run=args.dry_run, uncommitted=found))
+    else:
+        for path in found:
+            print(f"{'would remove' if args.dry_run else 'removed'} {path}")
+    return 0
+
+
+def _maintenance_parsers(sub, key_help: str) -> None:
+    from .write.consolidate import MODES
+
+    s = sub.add_parser("consolidate", help="consolidate an array as TileDB does, at its own format version")
+    s.add_argument("path")
+    s.add_argument("--mode", choices=MODES, default="fragments")
+    s.add_argument("--config", action="append", metavar="KEY=VALUE", help="a TileDB config key (repeatable), e.g. "
+                   "sm.consolidation.step_max_frags=4")
+    s.add_argument("--dry-run", action="store_true", help="print the steps TileDB's algorithm takes; write nothing")
+    s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help="print the steps as JSON")
+    s.set_defaults(func=cmd_consolidate)
+    s = sub.add_parser("vacuum", help="remove what consolidation replaced, as TileDB's vacuum")
+    s.add_argument("path")
+    s.add_argument("--mode", choices=MODES, default="fragments")
+    s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help="print what was removed as JSON")
+    s.set_defaults(func=cmd_vacuum)
+    s = sub.add_parser("clean", help="remove the fragment folders of writes that never committed")
+    s.add_argument("path")
+    s.add_argument("--uncommitted", action="store_true", help="uncommitted fragment folders (TileDB#1470)")
+    s.add_argument("--dry-run", action="store_true", help="only list them")
+    s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help="print them as JSON")
+    s.set_defaults(func=cmd_clean)
+
+# --- end consolidate, vacuum, clean ---
+
+
 def _writing_parsers(sub, key_help: str) -> None:
     """The parsers of create, write and convert."""
     from .versions import KNOWN_VERSIONS
@@ -818,6 +897,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help=json_help % "salvage")
     s.set_defaults(func=cmd_salvage)
     # --- end salvage ---
+    _maintenance_parsers(sub, key_help)  # consolidate, vacuum, clean
     # --- remote: --storage-options on every command that takes a path or a URL ---
     for s in sub.choices.values():
         if {a.dest for a in s._actions} & _PATH_ARGS:

@@ -251,7 +251,7 @@ def plan(uri, config=None, key=None, timestamp=None) -> dict:
         run = infos[first:last + 1]
         t = (run[0].timestamp_range[0], run[-1].timestamp_range[1])
         steps.append({"fragments": [i.name for i in run], "timestamp_range": list(t)})
-        merged = _Info(f"(step {len(steps)})", t, sum(i.size for i in run), union,
+        merged = _Info(f"(the fragment of step {len(steps)})", t, sum(i.size for i in run), union,
                        _expand_to_tiles(union, arr.schema.domain.dimensions) if dense else union, dense)
         infos[first:last + 1] = [merged]
     return {"steps": steps}

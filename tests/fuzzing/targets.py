@@ -75,6 +75,42 @@ def _ops(case: dict):
     yield "metadata", lambda: opened["a"].metadata
     yield "enumerations", lambda: opened["a"].enumerations
     yield "fragments", lambda: list(opened["a"].fragments)
+    for name, op in _MAINTENANCE:
+        yield name, lambda op=op: _on_a_copy(root, op, key)
+
+
+def _consolidate(path, key):
+    from tdbformat.write.consolidate import consolidate
+    consolidate(path, key=key)
+
+
+def _vacuum(path, key):
+    from tdbformat.write.vacuum import vacuum
+    vacuum(path, key=key)
+
+
+#: maintenance writes, each on a copy of the case: a refusal (FormatError) must leave the copy as it was
+_MAINTENANCE = [("consolidate", _consolidate), ("vacuum", _vacuum)]
+
+
+class ChangedOnRefusal(Exception):
+    """A maintenance write refused the array but changed it first."""
+
+
+def _on_a_copy(root: Path, op, key):
+    import shutil
+    copy = root.parent / f"{root.name}.maintenance"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(root, copy, symlinks=True)
+    before = _tree_hash(copy)
+    try:
+        op(str(copy), key)
+    except (FormatError, ValueError):
+        if _tree_hash(copy) != before:
+            raise ChangedOnRefusal(f"{op.__name__} refused the array after changing it") from None
+        raise FormatError(f"{op.__name__} refused the array") from None
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
 
 
 def _run_ops(case: dict, out: dict, verbose: bool):
