@@ -202,8 +202,9 @@ class Storage(_Listings):
 
     def remove_tree(self, path) -> None:
         """Remove the folder ``path`` and what it holds, following no link out of it (a link is removed,
-        never what it points to)."""
-        raise NotImplementedError
+        never what it points to). An object store has no folders: the objects under it go one by one."""
+        for p in self.walk(path):
+            self.delete(p)
 
     def writer(self, path):
         """A context manager giving a file at ``path`` to write piece by piece (``.write(bytes)``), for data
@@ -477,10 +478,6 @@ class FsspecStorage(Storage):
     def delete(self, path) -> None:
         _call(lambda: self.fs.rm_file(path), path)
         self._sizes.pop(path, None)
-
-    def remove_tree(self, path) -> None:
-        _call(lambda: self.fs.rm(path, recursive=True), path)
-        self._sizes.clear()
 
     def makedirs(self, path) -> None:
         # an object store has no folders: a folder is there once an object below it is (as for TileDB)
