@@ -122,10 +122,11 @@ def write_ignore_name(commits: list, version: int) -> str:
 
 
 def _write_ignore_file(storage, root, commits: list, version: int) -> None:
-    """ArrayDirectory::write_commit_ignore_file: the commits, relative to the array, one a line."""
+    """ArrayDirectory::write_commit_ignore_file: the commits, relative to the array's URI (which ends in a
+    slash there), one a line."""
     if not FEATURES["fragments_folder"](version):
         raise FormatError(f"{root}: a consolidated commits file in an array of format version {version}")
     commits = sorted(commits, key=lambda c: (parse_timestamped_name(c[:c.rfind(".")]).t1, c))
-    data = IgnoreFile.build({"uris": [f"/{COMMITS_DIR}/{c}" for c in commits]})
+    data = IgnoreFile.build({"uris": [f"{COMMITS_DIR}/{c}" for c in commits]})
     storage.commit(storage.join(root, COMMITS_DIR, write_ignore_name(commits, version)), data)
 
