@@ -34,6 +34,7 @@ from ..array.create import new_uuid
 from ..array.writer import open_writer
 from ..enums import ArrayType, Layout
 from ..errors import FormatError
+from ..filters.pipeline import MAX_CHUNK
 from ..storage import LocalStorage
 from ..structs.array_schema import attributes
 from ..structs.commits import VacuumFile
@@ -276,12 +277,14 @@ def _open_for_consolidation(uri, key) -> Array:
     return arr
 
 
-def consolidate(uri, config=None, key=None, timestamp=None, fragment_uris=None, dry_run: bool = False):
+def consolidate(uri, config=None, key=None, timestamp=None, fragment_uris=None, dry_run: bool = False,
+                max_chunk_size: int = MAX_CHUNK):
     """Consolidate the array at ``uri`` as TileDB-Py's ``tiledb.consolidate`` does, at the array's own
     format version (module doc). ``config``: TileDB config keys (``sm.consolidation.mode``, ``step_*``,
     ``steps``, ``amplification``, ``purge_deleted_cells``, ``timestamp_start``/``end``); ``timestamp``:
     (start, end) ms; ``fragment_uris``: merge exactly these fragments (names or URIs inside the array), in one
-    step; ``dry_run``: only return :func:`plan`'s plan. Returns the plan carried out, each step with the
+    step; ``dry_run``: only return :func:`plan`'s plan; ``max_chunk_size``: the writer's chunk bound (TileDB's
+    64 KiB; 192 bytes in the tiledb-py 0.19-0.25 wheels, as ``convert`` takes it). Returns the plan carried out, each step with the
     name of the fragment it wrote (``"fragment"``)."""
     cfg = parse_config(config, timestamp)
     if cfg.mode != "fragments":
@@ -299,7 +302,7 @@ def consolidate(uri, config=None, key=None, timestamp=None, fragment_uris=None, 
         arr = _open_for_consolidation(uri, key)
         run = _chosen(arr, fragment_uris)
         if len(run) > 1:
-            done.append(_step(arr, run, _union_of(run), cfg, key))
+            done.append(_step(arr, run, _union_of(run), cfg, key, max_chunk_size))
         return {"steps": done}
     while len(done) < cfg.steps:
         arr = _open_for_consolidation(uri, key)  # the fragments as the last step left them
@@ -310,7 +313,7 @@ def consolidate(uri, config=None, key=None, timestamp=None, fragment_uris=None, 
         if found is None or found[1] == found[0]:
             break
         names = {i.name for i in infos[found[0]:found[1] + 1]}
-        done.append(_step(arr, [f for f in arr.fragments if f.name in names], found[2], cfg, key))
+        done.append(_step(arr, [f for f in arr.fragments if f.name in names], found[2], cfg, key, max_chunk_size))
     return {"steps": done}
 
 
@@ -344,11 +347,11 @@ def _chosen(arr, fragment_uris) -> list:
     return run
 
 
-def _step(arr, frags, union, cfg, key) -> dict:
+def _step(arr, frags, union, cfg, key, max_chunk_size) -> dict:
     """One step: the merged fragment, committed, then its vacuum file."""
     version = arr.schema.version
     t = (frags[0].timestamp_range[0], frags[-1].timestamp_range[1])
-    writer = open_writer(arr.path, timestamp=t, key=key)
+    writer = open_writer(arr.path, timestamp=t, key=key, max_chunk_size=max_chunk_size)
     schema = writer.schema
     with ThreadPoolExecutor(os.cpu_count()) as pool:
         if arr.schema.array_type == ArrayType.DENSE:
