@@ -63,5 +63,6 @@ __all__ += ["to_dask", "storage_for"]
 __all__ += ["FilterPlan"]
 __all__ += ["default_storage_options"]
 from .write.consolidate import consolidate  # noqa: E402
-from .write.vacuum import vacuum  # noqa: E402
-__all__ += ["consolidate", "vacuum"]
+from .write.vacuum import delete_fragments, vacuum  # noqa: E402
+from .write.evolve import ArraySchemaEvolution  # noqa: E402
+__all__ += ["consolidate", "vacuum", "delete_fragments", "ArraySchemaEvolution"]

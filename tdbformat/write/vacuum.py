@@ -23,7 +23,7 @@ from ..structs.names import parse_timestamped_name, timestamped_name
 from ..array.create import new_uuid
 from ..versions import FEATURES
 
-__all__ = ["vacuum", "vacuum_plan"]
+__all__ = ["vacuum", "vacuum_plan", "delete_fragments"]
 
 _MODES = ("fragments", "commits", "fragment_meta", "array_meta", "group_meta")
 
@@ -48,29 +48,26 @@ def _files(storage, folder, suffix: str) -> list:
             if n.endswith(suffix) and storage.is_file(storage.join(folder, n))]
 
 
-def vacuum_plan(uri, key=None) -> dict:
-    """What a fragments vacuum of ``uri`` removes and writes, after reading and checking every file it
-    uses: ``{"fragments": [folder], "commits": [file], "ignore": [commit names for a new .ign],
-    "vacuum_files": [file]}``."""
-    storage, root = storage_for(uri)
-    version = directory.array_format_version(storage, root, key)  # a FormatError if no schema parses
-    listing = Listing.of(storage, root, key)  # parses every .vac, .ign, .con and .del
-    commits_dir = storage.join(root, COMMITS_DIR)
-    vac_files = _files(storage, root, ".vac") + _files(storage, commits_dir, ".vac")
-    named = set()
-    for p in vac_files:
-        named |= {_last(u) for u in VacuumFile.parse(storage.read(p, what="vacuum file"), filename=str(p)).uris}
-    consolidated = set()
-    for p in _files(storage, commits_dir, ".con"):
+def _consolidated_commits(storage, root, listing, key) -> set:
+    """Names of the commit files that a live consolidated commits file (.con) holds, minus ignored ones."""
+    out = set()
+    for p in _files(storage, storage.join(root, COMMITS_DIR), ".con"):
         if storage.name(p) in listing.ignored:
             continue
         entries = ConsolidatedCommits.parse(storage.read(p, what="consolidated commits"), key=key,
                                             filename=str(p)).entries
-        consolidated |= {_last(e.uri) for e in entries}
-    consolidated -= listing.ignored
-    out = {"fragments": [], "commits": [], "ignore": [], "vacuum_files": vac_files}
-    for entry in listing.fragments:  # committed fragments found in the array's own folders only
-        if entry.name not in named:
+        out |= {_last(e.uri) for e in entries}
+    return out - listing.ignored
+
+
+def _removal(storage, root, listing, names, key) -> dict:
+    """What removing the committed fragments ``names`` takes: their folders (as the listing found them, in
+    the array's own folders), the commit files to delete, and the commits a .con holds (for a new .ign)."""
+    consolidated = _consolidated_commits(storage, root, listing, key)
+    commits_dir = storage.join(root, COMMITS_DIR)
+    out = {"fragments": [], "commits": [], "ignore": []}
+    for entry in listing.fragments:
+        if entry.name not in names:
             continue
         v12 = FEATURES["fragments_folder"](parse_timestamped_name(entry.name).version)
         commit = f"{entry.name}.wrt" if v12 else f"{entry.name}.ok"
@@ -81,8 +78,55 @@ def vacuum_plan(uri, key=None) -> dict:
             if storage.is_file(path):
                 out["commits"].append(path)
         out["fragments"].append(entry.folder)
-    out["version"] = version
     return out
+
+
+def vacuum_plan(uri, key=None) -> dict:
+    """What a fragments vacuum of ``uri`` removes and writes, after reading and checking every file it
+    uses: ``{"fragments": [folder], "commits": [file], "ignore": [commit names for a new .ign],
+    "vacuum_files": [file]}``."""
+    storage, root = storage_for(uri)
+    version = directory.array_format_version(storage, root, key)  # a FormatError if no schema parses
+    listing = Listing.of(storage, root, key)  # parses every .vac, .ign, .con and .del
+    vac_files = _files(storage, root, ".vac") + _files(storage, storage.join(root, COMMITS_DIR), ".vac")
+    named = set()
+    for p in vac_files:
+        named |= {_last(u) for u in VacuumFile.parse(storage.read(p, what="vacuum file"), filename=str(p)).uris}
+    out = _removal(storage, root, listing, named, key)
+    out.update(vacuum_files=vac_files, version=version)
+    return out
+
+
+def _remove(storage, root, found) -> dict:
+    """The .ign first, then each fragment's commit and folder, then the vacuum files."""
+    if found["ignore"]:
+        _write_ignore_file(storage, root, found["ignore"], found["version"])
+    for commit, folder in _pairs(found):
+        if commit is not None:
+            storage.delete(commit)
+        if storage.is_dir(folder) or storage.is_file(folder):
+            storage.remove_tree(folder)
+    for p in found.get("vacuum_files", []):
+        storage.delete(p)
+    return {k: [str(p) for p in v] for k, v in found.items() if k != "version"}
+
+
+def delete_fragments(uri, timestamp_start, timestamp_end, key=None) -> dict:
+    """Remove the fragments written wholly within [``timestamp_start``, ``timestamp_end``] (ms), as TileDB-Py's
+    ``Array.delete_fragments`` (Array::delete_fragments): each commit, then folder; a commit a .con holds is
+    listed in a new .ign first. Fragments a vacuum file already replaces are left to :func:`vacuum`."""
+    start = directory.checked_timestamp(timestamp_start, "timestamp_start")
+    end = directory.checked_timestamp(timestamp_end, "timestamp_end")
+    storage, root = storage_for(uri)
+    version = directory.array_format_version(storage, root, key)
+    listing = Listing.of(storage, root, key)
+    window = (start, end)
+    gone = {n for ts, names in listing.vacuums if directory.overlaps(ts.t1, ts.t2, window, False) for n in names}
+    names = {e.name for e in listing.fragments if e.name not in gone and directory.overlaps(
+        *parse_timestamped_name(e.name)[:2], window, False)}
+    found = _removal(storage, root, listing, names, key)
+    found["version"] = version
+    return _remove(storage, root, found)
 
 
 def vacuum(uri, config=None, key=None, mode: str | None = None) -> dict:
@@ -93,17 +137,7 @@ def vacuum(uri, config=None, key=None, mode: str | None = None) -> dict:
         from . import metadata_modes
         return metadata_modes.vacuum_mode(uri, mode, key=key)
     storage, root = storage_for(uri)
-    found = vacuum_plan(uri, key=key)
-    if found["ignore"]:
-        _write_ignore_file(storage, root, found["ignore"], found["version"])
-    for commit, folder in _pairs(found):
-        if commit is not None:
-            storage.delete(commit)
-        if storage.is_dir(folder) or storage.is_file(folder):
-            storage.remove_tree(folder)
-    for p in found["vacuum_files"]:
-        storage.delete(p)
-    return {k: [str(p) for p in v] for k, v in found.items() if k != "version"}
+    return _remove(storage, root, vacuum_plan(uri, key=key))
 
 
 def _pairs(found) -> list:
