@@ -189,8 +189,10 @@ class Storage(_Listings):
     def write(self, path, data: bytes) -> None:
         raise NotImplementedError
 
-    def commit(self, path, data: bytes) -> None:
-        """Write ``data`` under a temporary name, then rename it to ``path`` in one step."""
+    def commit(self, path, data: bytes, staging=None) -> None:
+        """Write ``data`` under a temporary name, then rename it to ``path`` in one step; ``staging``: the folder
+        of the temporary (default ``path``'s), one whose stray files no reader takes for data (TileDB reads
+        every file of ``__schema/`` and ``__meta/``: a process killed before its rename would leave one)."""
         raise NotImplementedError
 
     def delete(self, path) -> None:
@@ -272,8 +274,8 @@ class LocalStorage(Storage):
             Path(path).write_bytes(data)
         self._os(write, path)
 
-    def commit(self, path, data: bytes) -> None:
-        tmp = Path(path).with_name(f".{Path(path).name}.{uuid.uuid4().hex}.tmp")
+    def commit(self, path, data: bytes, staging=None) -> None:
+        tmp = Path(staging or Path(path).parent) / f".{Path(path).name}.{uuid.uuid4().hex}.tmp"
         try:
             self.write(tmp, data)
             self._os(lambda: os.replace(tmp, path), path)
@@ -469,7 +471,7 @@ class FsspecStorage(Storage):
         _call(write, path)
         self._sizes[path] = len(data)
 
-    def commit(self, path, data: bytes) -> None:
+    def commit(self, path, data: bytes, staging=None) -> None:  # (a temporary beside path: no kill between)
         if self.protocol not in self._RENAMES:
             self.write(path, data)  # one PUT: the object appears whole or not at all
         else:

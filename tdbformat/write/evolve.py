@@ -104,8 +104,8 @@ class ArraySchemaEvolution:
         data = ArraySchema.build(schema, version=version, key=key)
         name = timestamped_name(t, t, new_uuid())
         for path, content in files:
-            storage.commit(path, content)
-        storage.commit(storage.join(root, directory.SCHEMA_DIR, name), data)
+            storage.commit(path, content, staging=root)
+        storage.commit(storage.join(root, directory.SCHEMA_DIR, name), data, staging=root)
         return name
 
     def _attributes(self, schema, version):

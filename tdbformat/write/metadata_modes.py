@@ -153,7 +153,7 @@ def _fragment_meta(uri, storage, root, version, key, dry_run) -> dict:
     schemas = dict(arr.schemas)
     data = ConsolidatedFragmentMetadata.build(value, schema=schemas, key=key, version=version)
     storage.makedirs(folder)
-    storage.commit(storage.join(folder, name), data)
+    storage.commit(storage.join(folder, name), data, staging=root)
     return {"steps": [step]}
 
 
@@ -185,7 +185,7 @@ def _metadata(storage, root, version, cfg, key, dry_run, folder) -> dict:
         return {"steps": [step]}
     entries = fold_metadata([(n, m.entries) for n, m in parsed])
     file_version = parsed[-1][1]._generic_tile.version
-    storage.commit(storage.join(where, name), ArrayMetadata.build(
+    storage.commit(storage.join(where, name), staging=root, data=ArrayMetadata.build(
         Container(entries=ListContainer(entries[k] for k in sorted(entries, key=lambda k: k.encode()))),
         version=file_version, key=key))
     # a group's vacuum file holds whole URIs (GroupMetaConsolidator), an array's relative ones from v19
@@ -193,8 +193,8 @@ def _metadata(storage, root, version, cfg, key, dry_run, folder) -> dict:
     if base is None:
         base = ("file://" + os.path.abspath(str(root)) if "://" not in str(root) else str(root)).rstrip("/") \
             + f"/{folder}/"
-    storage.commit(storage.join(where, name + ".vac"),
-                   VacuumFile.build({"uris": [base + storage.name(p) for p in files]}))
+    lines = [base + storage.name(p) for p in files]
+    storage.commit(storage.join(where, name + ".vac"), VacuumFile.build({"uris": lines}), staging=root)
     return {"steps": [step]}
 
 
