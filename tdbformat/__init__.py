@@ -66,3 +66,5 @@ from .write.consolidate import consolidate  # noqa: E402
 from .write.vacuum import delete_fragments, vacuum  # noqa: E402
 from .write.evolve import ArraySchemaEvolution  # noqa: E402
 __all__ += ["consolidate", "vacuum", "delete_fragments", "ArraySchemaEvolution"]
+# importing write/ bound the package's name: the function takes it back (as validate's shadows its package)
+from .array.writer import write  # noqa: E402,F811
