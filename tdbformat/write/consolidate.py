@@ -289,7 +289,7 @@ def consolidate(uri, config=None, key=None, timestamp=None, fragment_uris=None, 
     cfg = parse_config(config, timestamp)
     if cfg.mode != "fragments":
         from . import metadata_modes
-        return metadata_modes.consolidate_mode(uri, cfg, key=key, dry_run=dry_run)
+        return metadata_modes.consolidate_mode(uri, cfg, key=key, dry_run=dry_run, max_chunk_size=max_chunk_size)
     if dry_run:
         if fragment_uris is not None:
             arr = _open_for_consolidation(uri, key)

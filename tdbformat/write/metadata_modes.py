@@ -24,6 +24,7 @@ from .. import directory
 from ..directory import COMMITS_DIR, FRAGMENT_META_DIR, META_DIR
 from ..array.create import new_uuid
 from ..array.metadata import METADATA_SINCE
+from ..filters.pipeline import MAX_CHUNK
 from ..storage import storage_for
 from ..structs.commits import ConsolidatedCommits, DeleteCommit, IgnoreFile, VacuumFile
 from ..structs.consolidated import ConsolidatedFragmentMetadata
@@ -43,18 +44,19 @@ def _name(first: str, last: str, version) -> str:
     return timestamped_name(a.t1, b.t2, new_uuid(), version)
 
 
-def consolidate_mode(uri, cfg, key=None, dry_run: bool = False) -> dict:
+def consolidate_mode(uri, cfg, key=None, dry_run: bool = False, max_chunk_size: int = MAX_CHUNK) -> dict:
+    """``max_chunk_size``: the chunk bound of the generic tiles written (as :func:`.consolidate`'s)."""
     storage, root = storage_for(uri)
     if cfg.mode == "group_meta":
         if not directory.is_group(storage, root):
             raise ValueError(f"uri: {uri} is not a group (group_meta consolidates a group's metadata)")
-        return _metadata(storage, root, None, cfg, key, dry_run, folder=META_DIR)
+        return _metadata(storage, root, None, cfg, key, dry_run, META_DIR, max_chunk_size)
     version = directory.array_format_version(storage, root, key)
     if cfg.mode == "commits":
         return _commits(storage, root, version, key, dry_run)
     if cfg.mode == "fragment_meta":
-        return _fragment_meta(uri, storage, root, version, key, dry_run)
-    return _metadata(storage, root, version, cfg, key, dry_run, folder=META_DIR)
+        return _fragment_meta(uri, storage, root, version, key, dry_run, max_chunk_size)
+    return _metadata(storage, root, version, cfg, key, dry_run, META_DIR, max_chunk_size)
 
 
 # --- commits ---
@@ -132,7 +134,7 @@ def _vacuum_commits(storage, root, key) -> dict:
 
 # --- fragment metadata ---
 
-def _fragment_meta(uri, storage, root, version, key, dry_run) -> dict:
+def _fragment_meta(uri, storage, root, version, key, dry_run, max_chunk_size) -> dict:
     from ..array import open_array
 
     if not VACUUM_FILES(version):
@@ -151,7 +153,7 @@ def _fragment_meta(uri, storage, root, version, key, dry_run) -> dict:
     value = Container(fragments=ListContainer(Container(name=prefix + f.name) for f in frags),
                       footers=ListContainer(f.metadata.footer for f in frags))
     schemas = dict(arr.schemas)
-    data = ConsolidatedFragmentMetadata.build(value, schema=schemas, key=key, version=version)
+    data = ConsolidatedFragmentMetadata.build(value, schema=schemas, key=key, version=version, max_chunk=max_chunk_size)
     storage.makedirs(folder)
     storage.commit(storage.join(folder, name), data, staging=root)
     return {"steps": [step]}
@@ -169,9 +171,10 @@ def _vacuum_fragment_meta(storage, root) -> dict:
 
 # --- array and group metadata ---
 
-def _metadata(storage, root, version, cfg, key, dry_run, folder) -> dict:
-    if version is not None and version < METADATA_SINCE:
-        raise ValueError(f"uri: format version {version} has no array metadata (from v{METADATA_SINCE})")
+def _metadata(storage, root, version, cfg, key, dry_run, folder, max_chunk_size) -> dict:
+    if version is not None and not (version >= METADATA_SINCE and VACUUM_FILES(version)):
+        raise ValueError(f"uri: format version {version} has no array metadata consolidation (its vacuum file "
+                         f"arrived in v{VACUUM_FILES.since})")
     where = storage.join(root, folder)
     files = directory.metadata_files(storage, where, (cfg.timestamp_start, cfg.timestamp_end))
     if len(files) <= 1:
@@ -187,7 +190,7 @@ def _metadata(storage, root, version, cfg, key, dry_run, folder) -> dict:
     file_version = parsed[-1][1]._generic_tile.version
     storage.commit(storage.join(where, name), staging=root, data=ArrayMetadata.build(
         Container(entries=ListContainer(entries[k] for k in sorted(entries, key=lambda k: k.encode()))),
-        version=file_version, key=key))
+        version=file_version, key=key, max_chunk=max_chunk_size))
     # a group's vacuum file holds whole URIs (GroupMetaConsolidator), an array's relative ones from v19
     base = f"/{folder}/" if version is not None and RELATIVE_VACUUM_URIS(version) else None
     if base is None:
