@@ -97,10 +97,10 @@ class ArraySchemaEvolution:
         for d in schema.domain.dimensions:  # TileDB loads an empty dimension pipeline as the coordinates' one
             if not d.filters.filters:  # (Dimension::deserialize), and writes it so when it evolves the schema
                 d.filters = _plain(schema.coords_filters)
-        files = self._enumerations(schema, version, storage, root, key)
+        files = _enumerations(self, schema, version, storage, root, key)
         self._attributes(schema, version)
         if self._current_domain is not None:
-            self._expand(schema, version)
+            _expand(self, schema, version)
         data = ArraySchema.build(schema, version=version, key=key)
         name = timestamped_name(t, t, new_uuid())
         for path, content in files:
@@ -131,54 +131,56 @@ class ArraySchemaEvolution:
         if used - enums:
             raise ValueError(f"drop_enumeration: attributes still use {sorted(used - enums)}")
 
-    def _enumerations(self, schema, version, storage, root, key) -> list:
-        """The schema's enumeration list updated; returns the new enumeration files (path, bytes)."""
-        if not (self._enum_adds or self._enum_extends or self._enum_drops):
-            return []
-        if version < _ENUMERATIONS_SINCE:
-            raise ValueError(f"enumerations need format version {_ENUMERATIONS_SINCE}+, not {version}")
-        refs = list(schema.enumerations)
-        by_name = {r.name: r for r in refs}
-        files = []
-        for name in self._enum_drops:
-            if name not in by_name:
-                raise ValueError(f"drop_enumeration: the array has no enumeration {name!r}")
-            refs.remove(by_name.pop(name))
-        for enmr in self._enum_extends:
-            old = by_name.get(enmr.name)
-            if old is None:
-                raise ValueError(f"extend_enumeration: the array has no enumeration {enmr.name!r}")
-            path = directory.enumeration_path(storage, root, old.filename)
-            stored = Enumeration.parse(storage.read(path, what="enumeration file"), key=key, filename=str(path))
-            new = Enumeration.parse(Enumeration.build(enmr.to_dict(version), version=version))
-            before, after = enumeration_values(stored), enumeration_values(new)
-            if list(after[:len(before)]) != list(before) or len(after) <= len(before) \
-                    or stored.datatype != new.datatype or bool(stored.ordered) != bool(new.ordered):
-                raise ValueError(f"extend_enumeration: {enmr.name!r} must keep its values, type and order and "
-                                 "add values after them")
-            old.filename = enmr.path_name
-            files.append(enmr)
-        for enmr in self._enum_adds:
-            if enmr.name in by_name:
-                raise ValueError(f"add_enumeration: the array has an enumeration {enmr.name!r} already")
-            by_name[enmr.name] = Container(name=enmr.name, filename=enmr.path_name)
-            refs.append(by_name[enmr.name])
-            files.append(enmr)
-        schema.enumerations = ListContainer(refs)
-        return [(directory.enumeration_path(storage, root, e.path_name),
-                 Enumeration.build(e.to_dict(version), version=version, key=key)) for e in files]
 
-    def _expand(self, schema, version):
-        if version < _CURRENT_DOMAIN_SINCE:
-            raise ValueError(f"expand_current_domain: a current domain needs format version "
-                             f"{_CURRENT_DOMAIN_SINCE}+, not {version}")
-        dims = [SimpleNamespace(name=d.name, var=d.cell_val_num == VAR_NUM, datatype=d.datatype)
-                for d in schema.domain.dimensions]
-        new = self._current_domain.to_dict(SimpleNamespace(dims=dims, ndim=len(dims)), version)
-        old = schema.current_domain
-        if not old.empty:
-            for o, n, d in zip(old.ndrectangle, new.ndrectangle, schema.domain.dimensions):
-                if n.start > o.start or n.end < o.end:
-                    raise ValueError(f"expand_current_domain: dimension {d.name}'s range [{n.start}, {n.end}] "
-                                     f"does not contain the current [{o.start}, {o.end}]")
-        schema.current_domain = new
+def _enumerations(ev, schema, version, storage, root, key) -> list:
+    """The schema's enumeration list updated; returns the new enumeration files (path, bytes)."""
+    if not (ev._enum_adds or ev._enum_extends or ev._enum_drops):
+        return []
+    if version < _ENUMERATIONS_SINCE:
+        raise ValueError(f"enumerations need format version {_ENUMERATIONS_SINCE}+, not {version}")
+    refs = list(schema.enumerations)
+    by_name = {r.name: r for r in refs}
+    files = []
+    for name in ev._enum_drops:
+        if name not in by_name:
+            raise ValueError(f"drop_enumeration: the array has no enumeration {name!r}")
+        refs.remove(by_name.pop(name))
+    for enmr in ev._enum_extends:
+        old = by_name.get(enmr.name)
+        if old is None:
+            raise ValueError(f"extend_enumeration: the array has no enumeration {enmr.name!r}")
+        path = directory.enumeration_path(storage, root, old.filename)
+        stored = Enumeration.parse(storage.read(path, what="enumeration file"), key=key, filename=str(path))
+        new = Enumeration.parse(Enumeration.build(enmr.to_dict(version), version=version))
+        before, after = enumeration_values(stored), enumeration_values(new)
+        if list(after[:len(before)]) != list(before) or len(after) <= len(before) \
+                or stored.datatype != new.datatype or bool(stored.ordered) != bool(new.ordered):
+            raise ValueError(f"extend_enumeration: {enmr.name!r} must keep its values, type and order and "
+                             "add values after them")
+        old.filename = enmr.path_name
+        files.append(enmr)
+    for enmr in ev._enum_adds:
+        if enmr.name in by_name:
+            raise ValueError(f"add_enumeration: the array has an enumeration {enmr.name!r} already")
+        by_name[enmr.name] = Container(name=enmr.name, filename=enmr.path_name)
+        refs.append(by_name[enmr.name])
+        files.append(enmr)
+    schema.enumerations = ListContainer(refs)
+    return [(directory.enumeration_path(storage, root, e.path_name),
+             Enumeration.build(e.to_dict(version), version=version, key=key)) for e in files]
+
+
+def _expand(ev, schema, version):
+    if version < _CURRENT_DOMAIN_SINCE:
+        raise ValueError(f"expand_current_domain: a current domain needs format version "
+                         f"{_CURRENT_DOMAIN_SINCE}+, not {version}")
+    dims = [SimpleNamespace(name=d.name, var=d.cell_val_num == VAR_NUM, datatype=d.datatype)
+            for d in schema.domain.dimensions]
+    new = ev._current_domain.to_dict(SimpleNamespace(dims=dims, ndim=len(dims)), version)
+    old = schema.current_domain
+    if not old.empty:
+        for o, n, d in zip(old.ndrectangle, new.ndrectangle, schema.domain.dimensions):
+            if n.start > o.start or n.end < o.end:
+                raise ValueError(f"expand_current_domain: dimension {d.name}'s range [{n.start}, {n.end}] "
+                                 f"does not contain the current [{o.start}, {o.end}]")
+    schema.current_domain = new
