@@ -31,6 +31,7 @@ from ..array.fragment import field_index
 from ..array.query import evaluate
 from ..array.sparse import _attribute_columns, read_sparse
 from ..array.create import new_uuid
+from ..array.fragment_writer import fragment_name
 from ..array.writer import open_writer
 from ..enums import ArrayType, Layout
 from ..errors import FormatError
@@ -348,27 +349,58 @@ def _chosen(arr, fragment_uris) -> list:
 
 
 def _step(arr, frags, union, cfg, key, max_chunk_size) -> dict:
-    """One step: the merged fragment, committed, then its vacuum file."""
+    """One step: the merged fragment, committed, then its vacuum file. A write that fails takes its
+    uncommitted folder away (as TileDB's consolidate_internal)."""
     version = arr.schema.version
     t = (frags[0].timestamp_range[0], frags[-1].timestamp_range[1])
     writer = open_writer(arr.path, timestamp=t, key=key, max_chunk_size=max_chunk_size)
+    uuid = new_uuid()
+    name = fragment_name(version, t, uuid)
+    folder = arr.storage.join(arr.path, *([directory.FRAGMENTS_DIR] if FEATURES["fragments_folder"](version) else []),
+                              name)
+    try:
+        _merge(arr, writer, frags, union, cfg, uuid)
+    except BaseException:
+        if arr.storage.is_dir(folder):
+            arr.storage.remove_tree(folder)
+        raise
+    _write_vacuum_file(arr, name, frags, version)
+    return {"fragments": [f.name for f in frags], "timestamp_range": list(t), "fragment": name}
+
+
+def _merge(arr, writer, frags, union, cfg, uuid) -> None:
     schema = writer.schema
+    attrs = attributes(schema)
     with ThreadPoolExecutor(os.cpu_count()) as pool:
         if arr.schema.array_type == ArrayType.DENSE:
             dims = arr.dims
             ranges = check_ranges(dims, {d.name: tuple(nonempty_bound(d, v) for v in b) for d, b in zip(dims, union)})
-            cells = read_dense(arr, schema, frags, attributes(schema), ranges, Layout.ROW_MAJOR, pool)
-            name = writer.write({a.name: cells[a.name] for a in attributes(schema)},
-                                subarray=[(int(lo), int(hi)) for lo, hi in union], uuid=new_uuid())
-        elif WITH_TIMESTAMPS(version):
-            name = writer.write(uuid=new_uuid(), **_with_timestamps(arr, schema, frags, cfg, pool))
+            cells = read_dense(arr, schema, frags, attrs, ranges, Layout.ROW_MAJOR, pool)
+            writer.write({a.name: _stored_text(cells[a.name]) for a in attrs},
+                         subarray=[(int(lo), int(hi)) for lo, hi in union], uuid=uuid)
+        elif WITH_TIMESTAMPS(writer.version):
+            merged = _with_timestamps(arr, schema, frags, cfg, pool)
+            merged["data"] = {k: _stored_text(v) for k, v in merged["data"].items()}
+            writer.write(uuid=uuid, **merged)
         else:  # the newest version of each cell (duplicates too, if allowed), as a read at now sees them
-            cells = read_sparse(arr, schema, frags, attributes(schema), {}, Layout.GLOBAL_ORDER, (0, _U64 - 1), [],
-                                pool)
-            name = writer.write({a.name: cells[a.name] for a in attributes(schema)},
-                                coords=[cells[d.name] for d in arr.dims], uuid=new_uuid())
-    _write_vacuum_file(arr, name, frags, version)
-    return {"fragments": [f.name for f in frags], "timestamp_range": list(t), "fragment": name}
+            cells = read_sparse(arr, schema, frags, attrs, {}, Layout.GLOBAL_ORDER, (0, _U64 - 1), [], pool)
+            writer.write({a.name: _stored_text(cells[a.name]) for a in attrs},
+                         coords=[_stored_text(cells[d.name]) for d in arr.dims], uuid=uuid)
+
+
+def _stored_text(values):
+    """A column of str that UTF-8 cannot hold (cells whose stored bytes are no UTF-8, read back with
+    surrogateescape) as those bytes: the merge copies cells as stored, as TileDB's does."""
+    data = np.ma.getdata(values) if isinstance(values, np.ma.MaskedArray) else values
+    if not (isinstance(data, np.ndarray) and data.dtype == object):
+        return values
+    try:
+        "".join(v for v in data.tolist() if isinstance(v, str)).encode()
+        return values
+    except UnicodeEncodeError:
+        out = np.empty(len(data), object)
+        out[:] = [v.encode("utf-8", "surrogateescape") if isinstance(v, str) else v for v in data.tolist()]
+        return np.ma.masked_array(out, np.ma.getmaskarray(values)) if isinstance(values, np.ma.MaskedArray) else out
 
 
 def _uri(arr) -> str:

@@ -247,3 +247,38 @@ def test_bad_config_is_refused_naming_it(tmp_path, cfg, error):
     with pytest.raises(error, match="config"):
         consolidate(str(ours), config=cfg)
     assert _tree_hash(ours) == before
+
+
+def test_cells_that_are_no_utf8_are_copied_as_stored(tmp_path):
+    """A UTF-8 attribute holding bytes that are no UTF-8 (reads give them back through surrogateescape): the
+    merge copies them as TileDB's does, it never re-encodes them (fuzz case 1181 of seed 777)."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 99), tile=10, dtype=np.int64))
+    tiledb.Array.create(str(theirs), tiledb.ArraySchema(domain=dom, sparse=True,
+                                                        attrs=[tiledb.Attr("s", dtype=str, var=True)]))
+    for t, xs in ((10, [1, 2]), (20, [2, 3])):
+        with tiledb.open(str(theirs), "w", timestamp=t) as A:
+            A[np.array(xs)] = np.array([b"\xff\xfe%d" % x for x in xs], object)
+    shutil.copytree(theirs, ours)
+    tiledb.consolidate(str(theirs))
+    consolidate(str(ours))
+    mine, other = _new_fragment(ours, (10, 20)), _new_fragment(theirs, (10, 20))
+    for name in os.listdir(other):
+        assert (mine / name).read_bytes() == (other / name).read_bytes(), name
+
+
+def test_a_failed_merge_takes_its_uncommitted_folder_away(tmp_path, monkeypatch):
+    ours = tmp_path / "arr"
+    _sparse(ours, delete=False)
+    before = _tree_hash(ours)
+    from tdbformat.array import writer as writer_mod
+    from tdbformat.array.fragment_writer import fragment_name
+
+    def failing(storage, root, fw, *, timestamp, uuid, **kw):  # a data file written, then the disk is full
+        folder = storage.join(root, "__fragments", fragment_name(fw.schema.version, timestamp, uuid))
+        storage.write(storage.join(folder, "a0.tdb"), b"partial")
+        raise OSError("disk full")
+    monkeypatch.setattr(writer_mod, "write_fragment", failing)
+    with pytest.raises(OSError, match="disk full"):
+        consolidate(str(ours))
+    assert _tree_hash(ours) == before
