@@ -142,3 +142,28 @@ def test_group_meta_as_tiledb(tmp_path):
     tiledb.Group.vacuum_metadata(str(theirs))
     vacuum(str(ours), mode="group_meta")
     assert sorted(map(_unnamed, _tree(ours))) == sorted(map(_unnamed, _tree(theirs)))
+
+
+@pytest.mark.parametrize("line", ["../outside/victim.wrt", "/{outside}/victim.wrt", "file://{outside}/victim.wrt",
+                                  "__commits/../../outside/victim.wrt"])
+def test_hostile_consolidated_commits_change_nothing_outside_the_array(tmp_path, line):
+    from construct import Container, ListContainer
+
+    from tdbformat.structs.commits import ConsolidatedCommits
+
+    ours = tmp_path / "arr"
+    _build(ours)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.wrt").write_bytes(b"keep")
+    entries = [Container(uri=line.format(outside=outside), delete=None)]
+    (ours / "__commits" / "__1_2_0123456789abcdef0123456789abcdef_22.con").write_bytes(
+        ConsolidatedCommits.build(Container(entries=ListContainer(entries))))
+    (ours / "__commits" / "__1_2_0123456789abcdef0123456789abcdee_22.ign").write_text(
+        line.format(outside=outside) + "\n")
+    for mode in ("commits", "fragments"):
+        vacuum(str(ours), mode=mode)
+    consolidate(str(ours), config={"sm.consolidation.mode": "commits"})
+    vacuum(str(ours), mode="commits")
+    assert (outside / "victim.wrt").read_bytes() == b"keep"
+    assert sorted(os.listdir(outside)) == ["victim.wrt"]
