@@ -75,43 +75,38 @@ def _ops(case: dict):
     yield "metadata", lambda: opened["a"].metadata
     yield "enumerations", lambda: opened["a"].enumerations
     yield "fragments", lambda: list(opened["a"].fragments)
-    for name, op in _MAINTENANCE:
-        yield name, lambda op=op: _on_a_copy(root, op, key)
+    for name, argv in _MAINTENANCE:
+        yield name, lambda argv=argv: _on_a_copy(root, argv, key)
 
 
-def _consolidate(path, key):
-    from tdbformat.write.consolidate import consolidate
-    consolidate(path, key=key)
+#: maintenance writes, each run by the command line in a forked child on a copy of the case (its threads and
+#: memory end with it): a refusal (exit 2) must leave the copy as it was; a traceback is an escape
+_MAINTENANCE = [("consolidate", ["consolidate"]), ("vacuum", ["vacuum"])]
 
 
-def _vacuum(path, key):
-    from tdbformat.write.vacuum import vacuum
-    vacuum(path, key=key)
+class MaintenanceEscape(Exception):
+    """A maintenance write ended otherwise than done or refused, or refused the array after changing it."""
 
 
-#: maintenance writes, each on a copy of the case: a refusal (FormatError) must leave the copy as it was
-_MAINTENANCE = [("consolidate", _consolidate), ("vacuum", _vacuum)]
-
-
-class ChangedOnRefusal(Exception):
-    """A maintenance write refused the array but changed it first."""
-
-
-def _on_a_copy(root: Path, op, key):
+def _on_a_copy(root: Path, argv: list, key):
     import shutil
     copy = root.parent / f"{root.name}.maintenance"
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(root, copy, symlinks=True)
     before = _tree_hash(copy)
     try:
-        op(str(copy), key)
-    except FormatError:
-        if _tree_hash(copy) != before:
-            raise ChangedOnRefusal(f"{op.__name__} refused the array after changing it") from None
-        raise
-    except ValueError:  # a version or layout the operation does not take: refused before any write
-        if _tree_hash(copy) != before:
-            raise ChangedOnRefusal(f"{op.__name__} refused the array after changing it") from None
+        if isinstance(key, (bytes, bytearray)):
+            key = key.hex()  # (--key takes 64 hex digits for any 32 bytes)
+        if isinstance(key, str) and "\x00" in key:
+            return  # no command line names this key
+        got = _fork_cli(argv + [str(copy)] + (["--key", key] if key else []), timeout=30)
+        if got is None:
+            raise MaintenanceEscape(f"{argv[0]} overran 30 s")
+        code, err = got
+        if code == 2 and _tree_hash(copy) != before:
+            raise MaintenanceEscape(f"{argv[0]} refused the array after changing it: {err.strip()[-300:]}")
+        if code not in (0, 2):
+            raise MaintenanceEscape(f"{argv[0]} exited {code}: {err.strip()[-600:]}")
     finally:
         shutil.rmtree(copy, ignore_errors=True)
 
