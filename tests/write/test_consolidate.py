@@ -282,3 +282,26 @@ def test_a_failed_merge_takes_its_uncommitted_folder_away(tmp_path, monkeypatch)
     with pytest.raises(OSError, match="disk full"):
         consolidate(str(ours))
     assert _tree_hash(ours) == before
+
+
+def test_an_encrypted_array_consolidates_as_tiledb(tmp_path):
+    from oracle import tiledb_ctx
+
+    key = "0123456789abcdeF0123456789abcdeF"
+    ctx = tiledb_ctx(key)
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 99), tile=10, dtype=np.int64, ctx=ctx), ctx=ctx)
+    tiledb.Array.create(str(theirs), tiledb.ArraySchema(domain=dom, sparse=True, ctx=ctx,
+                                                        attrs=[tiledb.Attr("a", dtype=np.int32, ctx=ctx)]), ctx=ctx)
+    for t, xs in _WRITES:
+        with tiledb.open(str(theirs), "w", timestamp=t, ctx=ctx) as A:
+            A[np.array(xs)] = np.array(xs, np.int32) + t
+    shutil.copytree(theirs, ours)
+    tiledb.consolidate(str(theirs), ctx=ctx)
+    consolidate(str(ours), key=key)
+    for path in (ours, theirs):
+        (vacuum if path == ours else tiledb.vacuum)(str(path), **({"key": key} if path == ours else {"ctx": ctx}))
+    for t in [t for t, _ in _WRITES] + [None]:
+        with tiledb.open(str(ours), timestamp=t, ctx=ctx) as A, tiledb.open(str(theirs), timestamp=t, ctx=ctx) as B:
+            assert repr(A[:]) == repr(B[:]), t
+    assert len(os.listdir(ours / "__fragments")) == len(os.listdir(theirs / "__fragments")) == 1
