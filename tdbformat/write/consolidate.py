@@ -169,38 +169,46 @@ def _expand_to_tiles(r, dims):
     return out
 
 
-def _size_ratio(a: int, b: int) -> np.float32:
-    ratio = np.float32(a) / np.float32(b) if b else np.float32(np.inf)
-    return ratio if ratio <= 1 else np.float32(1) / ratio
-
-
 def _next(infos, anterior, cfg, dims, dense):
-    """(first, last) indexes of the run of ``infos`` the next step merges, and its union, or None."""
+    """(first, last) indexes of the run of ``infos`` the next step merges, and its union, or None. Row i of
+    TileDB's matrices is the runs of i + 1 fragments (a run breaks where two neighbours' size ratio, in
+    float32, is under step_size_ratio, or, dense, where it is not consolidatable); a row at a time in numpy."""
     n = len(infos)
     lo, hi = min(cfg.step_min_frags, n), min(cfg.step_max_frags, n)
     if hi == 0:
         return None
-    sizes = [[0] * n for _ in range(hi)]
-    unions = [[None] * n for _ in range(hi)]
-    for i in range(hi):
-        for j in range(n):
-            if i == 0:
-                sizes[i][j], unions[i][j] = infos[j].size, list(infos[j].ned)
-            elif i + j >= n or sizes[i - 1][j] == _U64 \
-                    or _size_ratio(infos[i + j - 1].size, infos[i + j].size) < np.float32(cfg.step_size_ratio):
-                sizes[i][j] = _U64
-            else:
-                sizes[i][j] = sizes[i - 1][j] + infos[i + j].size
-                unions[i][j] = _union(unions[i - 1][j], infos[i + j].ned)
-                if dense and not _consolidatable(infos, anterior, j, j + i, unions[i][j], cfg):
-                    sizes[i][j] = _U64
-    for i in range(hi - 1, max(lo - 1, 0) - 1, -1):
+    size = np.array([f.size for f in infos], np.uint64)
+    joins = np.zeros(n, bool)  # joins[k]: fragments k - 1 and k may be in one run
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = size[:-1].astype(np.float32) / size[1:].astype(np.float32)
+    joins[1:] = np.where(ratio <= 1, ratio, np.float32(1) / ratio) >= np.float32(cfg.step_size_ratio)
+    rows, valid = [size], np.ones(n, bool)
+    unions = [list(f.ned) for f in infos] if dense else None
+    for i in range(1, hi):
+        step = np.zeros(n, bool)
+        step[:n - i] = joins[i:]
+        valid &= step
+        if dense:
+            for j in np.flatnonzero(valid).tolist():
+                unions[j] = _union(unions[j], infos[i + j].ned)
+                valid[j] = _consolidatable(infos, anterior, j, j + i, unions[j], cfg)
+        grown = np.full(n, _U64, np.uint64)
+        grown[valid] = rows[-1][valid] + size[i:][valid[:n - i]] if valid.any() else grown[valid]
+        rows.append(grown)
+        if not valid.any():
+            break
+    for i in range(len(rows) - 1, max(lo - 1, 0) - 1, -1):
+        if not (rows[i] != np.uint64(_U64)).any():
+            continue
         best, col = _U64, 0
-        for j in range(n):
-            if best == _U64 or sizes[i][j] < best / 1.25:  # an earlier set wins unless 25% bigger
-                best, col = sizes[i][j], j
-        if best != _U64:
-            return col, col + i, unions[i][col]
+        for j, got in enumerate(rows[i].tolist()):
+            if best == _U64 or got < best / 1.25:  # an earlier set wins unless 25% bigger
+                best, col = got, j
+        run = infos[col:col + i + 1]
+        union = []
+        for f in run:
+            union = _union(union, f.ned)
+        return col, col + i, union
     return None
 
 
