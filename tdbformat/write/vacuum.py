@@ -150,7 +150,7 @@ def _pairs(found) -> list:
     return [(by_name.get(str(f).rstrip("/").rsplit("/", 1)[-1]), f) for f in found["fragments"]]
 
 
-def write_ignore_name(commits: list, version: int) -> str:
+def _ignore_name(commits: list, version: int) -> str:
     first, last = (parse_timestamped_name(c[:c.rfind(".")]) for c in (commits[0], commits[-1]))
     return timestamped_name(first.t1, last.t2, new_uuid(), version) + ".ign"
 
@@ -162,5 +162,5 @@ def _write_ignore_file(storage, root, commits: list, version: int) -> None:
         raise FormatError(f"{root}: a consolidated commits file in an array of format version {version}")
     commits = sorted(commits, key=lambda c: (parse_timestamped_name(c[:c.rfind(".")]).t1, c))
     data = IgnoreFile.build({"uris": [f"{COMMITS_DIR}/{c}" for c in commits]})
-    storage.commit(storage.join(root, COMMITS_DIR, write_ignore_name(commits, version)), data)
+    storage.commit(storage.join(root, COMMITS_DIR, _ignore_name(commits, version)), data)
 
