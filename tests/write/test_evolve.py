@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -169,3 +170,39 @@ def test_bad_changes_are_refused_before_anything_is_written(tmp_path, change, er
     with pytest.raises(error):
         ev.array_evolve(str(ours))
     assert sorted(p for p in ours.rglob("*")) == before
+
+
+_CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
+
+
+@pytest.mark.parametrize("writer", ["v10_c-api_core-2.5.4", "v14_c-api_core-2.10.4", "v19_tiledb-py-0.22.3_core-2.16.3"])
+def test_an_old_array_evolves_at_its_own_version_and_tiledb_py_reads_it(tmp_path, writer):
+    path = tmp_path / "a"
+    shutil.copytree(_CORPUS / writer / "sparse_var_string_dim" / "array", path)
+    with tiledb.open(str(path)) as A:
+        before = A[:]
+    old = ArraySchema.parse(next(p for p in sorted((path / "__schema").iterdir()) if p.is_file()).read_bytes())
+    ev = ArraySchemaEvolution()
+    ev.add_attribute(S.Attr("added", dtype=np.int16, fill=-5))
+    ev.array_evolve(str(path))
+    _, _, new = _evolved(path)
+    assert new.version == old.version  # the array's own version, not the library's
+    with tiledb.open(str(path)) as A:
+        after = A[:]
+        assert A.schema.has_attr("added")
+    for k, v in before.items():
+        assert np.array_equal(after[k], v), k
+    assert after["added"].tolist() == [-5] * len(after["added"])
+    ours = tdbformat.open_array(str(path)).read()
+    assert ours["added"].tolist() == after["added"].tolist()
+
+
+def test_an_array_with_one_schema_file_is_refused_naming_its_version(tmp_path):
+    path = tmp_path / "a"
+    shutil.copytree(_CORPUS / "v9_c-api_core-2.3.3" / "dense_2d_multiattr" / "array", path)
+    before = sorted(p for p in path.rglob("*"))
+    ev = ArraySchemaEvolution()
+    ev.add_attribute(S.Attr("added", dtype=np.int16))
+    with pytest.raises(ValueError, match="format version 9 "):
+        ev.array_evolve(str(path))
+    assert sorted(p for p in path.rglob("*")) == before
