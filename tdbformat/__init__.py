@@ -22,10 +22,13 @@ from .array.condition import ConditionError
 from .array.dense import MemoryBudgetError
 from .layout.files import ParsedFile, parse_file
 from .versions import KNOWN_VERSIONS, LATEST
+from .write.consolidate import consolidate
 from .write.convert import convert
 from .write.deletes import delete_cells
+from .write.evolve import ArraySchemaEvolution
 from .write.groups import Group, create_group
 from .write.metadata import delete_metadata, put_metadata
+from .write.vacuum import delete_fragments, vacuum
 from .write.writer import ArrayWriter, create, open_writer, write
 
 __all__ = [
@@ -34,7 +37,7 @@ __all__ = [
     "GroupReader",
     # write and maintain
     "create", "write", "open_writer", "ArrayWriter", "convert", "put_metadata", "delete_metadata", "delete_cells",
-    "create_group", "repair",
+    "create_group", "consolidate", "vacuum", "delete_fragments", "ArraySchemaEvolution", "repair",
     # check
     "validate", "Finding", "salvage", "SalvageReport",
     # spec
@@ -44,8 +47,6 @@ __all__ = [
     "StorageError",
     "ConditionError", "MemoryBudgetError",
 ]
-# names that branches in flight add to the groups above: consolidate, vacuum,
-# ArraySchemaEvolution, delete_fragments (write and maintain)
 
 
 def open_array(path, mode: str = "r", key=None, timestamp=None, storage_options=None):

@@ -23,7 +23,7 @@ from .. import layout as directory
 from ..errors import EncryptionError, FormatError, UnsupportedError
 from ..array import _pool
 from ..filters.encryption import normalize_key
-from .salvage import Loss, _copy_enumerations, _dense, _Source, _sparse
+from .salvage import Loss, _dense, _Source, _sparse
 from ..storage import storage_for
 from .validate import Finding, validate
 from ..write.repair import Mover, backup_folder, copy_array, fragment_parts, fragment_version, parts_below, stage

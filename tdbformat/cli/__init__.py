@@ -8,8 +8,9 @@ import sys
 
 from ..errors import FormatError
 from .commands import (
-    cmd_cat, cmd_convert, cmd_create, cmd_diff, cmd_diff_versions, cmd_export_ksy, cmd_fragments, cmd_inspect,
-    cmd_du, cmd_explain, cmd_history, cmd_html, cmd_ls, cmd_mbrs, cmd_meta, cmd_repair, cmd_salvage, cmd_schema, cmd_spec, cmd_stats, cmd_validate, cmd_versions, cmd_write,
+    cmd_cat, cmd_clean, cmd_consolidate, cmd_convert, cmd_create, cmd_diff, cmd_diff_versions, cmd_du, cmd_explain,
+    cmd_export_ksy, cmd_fragments, cmd_history, cmd_html, cmd_inspect, cmd_ls, cmd_mbrs, cmd_meta, cmd_repair,
+    cmd_salvage, cmd_schema, cmd_spec, cmd_stats, cmd_vacuum, cmd_validate, cmd_versions, cmd_write,
 )
 
 __all__ = ["main", "parser"]
@@ -148,6 +149,33 @@ def _mbrs_parser(sub, key_help: str, json_help: str) -> None:
     s.set_defaults(func=cmd_mbrs)
 
 
+def _maintenance_parsers(sub, key_help: str) -> None:
+    from ..write.consolidate import MODES
+
+    s = sub.add_parser("consolidate", help="consolidate an array as TileDB does, at its own format version")
+    s.add_argument("path")
+    s.add_argument("--mode", choices=MODES, default="fragments")
+    s.add_argument("--config", action="append", metavar="KEY=VALUE", help="a TileDB config key (repeatable), e.g. "
+                   "sm.consolidation.step_max_frags=4")
+    s.add_argument("--dry-run", action="store_true", help="print the steps TileDB's algorithm takes; write nothing")
+    s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help="print the steps as JSON")
+    s.set_defaults(func=cmd_consolidate)
+    s = sub.add_parser("vacuum", help="remove what consolidation replaced, as TileDB's vacuum")
+    s.add_argument("path")
+    s.add_argument("--mode", choices=MODES, default="fragments")
+    s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help="print what was removed as JSON")
+    s.set_defaults(func=cmd_vacuum)
+    s = sub.add_parser("clean", help="remove the fragment folders of writes that never committed")
+    s.add_argument("path")
+    s.add_argument("--uncommitted", action="store_true", help="uncommitted fragment folders (TileDB#1470)")
+    s.add_argument("--dry-run", action="store_true", help="only list them")
+    s.add_argument("--key", help=key_help)
+    s.add_argument("--json", action="store_true", help="print them as JSON")
+    s.set_defaults(func=cmd_clean)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tdbformat", description="Inspect TileDB arrays without TileDB.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -252,6 +280,7 @@ def parser() -> argparse.ArgumentParser:
     _dataset_parsers(sub, key_help, json_help)  # versions' gate, du, history, mbrs, explain
     # --- end validate, stats, versions ---
     _rescue_parsers(sub, key_help, json_help)  # salvage, repair
+    _maintenance_parsers(sub, key_help)  # consolidate, vacuum, clean
     _html_parser(sub, key_help)
     # --- remote: --storage-options on every command that takes a path or a URL ---
     for s in sub.choices.values():

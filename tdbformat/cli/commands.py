@@ -10,7 +10,8 @@ from .output import (
 )
 
 __all__ = ["cmd_inspect", "cmd_schema", "cmd_fragments", "cmd_meta", "cmd_ls", "cmd_cat", "cmd_diff_versions", "cmd_spec", "cmd_export_ksy", "cmd_diff", "cmd_create", "cmd_write", "cmd_convert", "cmd_validate", "cmd_stats", "cmd_versions", "cmd_inspect_bytes", "cmd_salvage",
-           "cmd_repair", "cmd_html", "cmd_du", "cmd_mbrs", "cmd_history", "cmd_explain"]
+           "cmd_repair", "cmd_html", "cmd_du", "cmd_mbrs", "cmd_history", "cmd_explain",
+           "cmd_consolidate", "cmd_vacuum", "cmd_clean"]
 
 
 def cmd_inspect(args) -> int:
@@ -604,3 +605,51 @@ def cmd_explain(args) -> int:
 # --- end datasets ---
 
 
+# --- consolidate, vacuum, clean (tdbformat.write: consolidate.py, vacuum.py, clean.py) ---
+
+def cmd_consolidate(args) -> int:
+    from ..write.consolidate import consolidate
+
+    config = {"sm.consolidation.mode": args.mode}
+    for item in args.config or []:
+        k, sep, v = item.partition("=")
+        if not sep:
+            raise ValueError(f"--config: expected KEY=VALUE, not {item!r}")
+        config[k.strip()] = v.strip()
+    done = consolidate(args.path, config=config, key=args.key, dry_run=args.dry_run)
+    if args.json:
+        print_json(envelope("consolidate", args.path, dry_run=args.dry_run, **done))
+    elif not done.get("steps") and args.mode == "fragments":
+        print("nothing to consolidate under this config")
+    for i, step in enumerate(done.get("steps", []) if not args.json else []):
+        made = f" -> {step['fragment']}" if "fragment" in step else ""
+        print(f"step {i + 1}: {len(step['fragments'])} fragments, {step['timestamp_range']}{made}")
+        for name in step["fragments"]:
+            print(f"  {name}")
+    return 0
+
+
+def cmd_vacuum(args) -> int:
+    from ..write.vacuum import vacuum
+
+    done = vacuum(args.path, key=args.key, mode=args.mode)
+    if args.json:
+        print_json(envelope("vacuum", args.path, **done))
+    else:
+        for kind, paths in done.items():
+            print(f"{kind}: {len(paths)} removed" if kind != "ignore" else f"ignored commits: {len(paths)}")
+    return 0
+
+
+def cmd_clean(args) -> int:
+    from ..write.clean import clean_uncommitted
+
+    if not args.uncommitted:
+        raise ValueError("clean: say what to clean (--uncommitted)")
+    found = clean_uncommitted(args.path, key=args.key, dry_run=args.dry_run)
+    if args.json:
+        print_json(envelope("clean", args.path, dry_run=args.dry_run, uncommitted=found))
+    else:
+        for path in found:
+            print(f"{'would remove' if args.dry_run else 'removed'} {path}")
+    return 0

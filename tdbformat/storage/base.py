@@ -168,8 +168,10 @@ class Storage(_Listings):
     def write(self, path, data: bytes) -> None:
         raise NotImplementedError
 
-    def commit(self, path, data: bytes) -> None:
-        """Write ``data`` under a temporary name, then rename it to ``path`` in one step."""
+    def commit(self, path, data: bytes, staging=None) -> None:
+        """Write ``data`` under a temporary name, then rename it to ``path`` in one step; ``staging``: the folder
+        of the temporary (default ``path``'s), one whose stray files no reader takes for data (TileDB reads
+        every file of ``__schema/`` and ``__meta/``: a process killed before its rename would leave one)."""
         raise NotImplementedError
 
     def delete(self, path) -> None:
@@ -212,7 +214,8 @@ class _Moves:
         return False
 
     def remove_folder(self, path) -> None:
-        """Remove the files below folder ``path`` and, where folders exist, the folder: one tdbformat made itself
-        (a write that failed takes back its fragment folder; repair its staging)."""
+        """Remove the folder ``path`` and what it holds, following no link out of it (a link is removed, never
+        what it points to): a write that failed takes back its fragment folder, vacuum removes what
+        consolidation replaced. An object store has no folders: the objects under it go one by one."""
         for f in self.walk(path):
             self.delete(f)

@@ -31,7 +31,10 @@ class _LocalMoves(_Moves):
         return os.path.islink(path)
 
     def remove_folder(self, path) -> None:
-        LocalStorage._os(lambda: shutil.rmtree(path), path)
+        if os.path.islink(path):  # a folder that is a link: the link goes, what it names stays
+            LocalStorage._os(lambda: os.unlink(path), path)
+        else:  # rmtree unlinks the links inside, never follows them
+            LocalStorage._os(lambda: shutil.rmtree(path), path)
 
 
 class LocalStorage(_LocalMoves, Storage):
@@ -105,9 +108,10 @@ class LocalStorage(_LocalMoves, Storage):
         self._os(write, path)
         self._unsynced.add(Path(path).parent)
 
-    def commit(self, path, data: bytes) -> None:
-        """``data`` under a temporary name, the folders synced (:func:`_sync_folders`), renamed to ``path``."""
-        tmp = Path(path).with_name(f".{Path(path).name}.{uuid.uuid4().hex}.tmp")
+    def commit(self, path, data: bytes, staging=None) -> None:
+        """``data`` under a temporary name (in ``staging``, default ``path``'s folder), the folders synced
+        (:func:`_sync_folders`), renamed to ``path``."""
+        tmp = Path(staging or Path(path).parent) / f".{Path(path).name}.{uuid.uuid4().hex}.tmp"
         try:
             self.write(tmp, data)
             _sync_folders(self)

@@ -12,7 +12,6 @@ arrays or ``validity=``. Timestamps are ms, as TileDB-Py's: ``timestamp=`` is th
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.recfunctions import structured_to_unstructured
 from construct import Container
 
 from ..layout import load_enumerations, load_schemas

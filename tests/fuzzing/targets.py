@@ -81,6 +81,40 @@ def _ops(case: dict):
     yield "metadata", lambda: opened["a"].metadata
     yield "enumerations", lambda: opened["a"].enumerations
     yield "fragments", lambda: list(opened["a"].fragments)
+    for name, argv in _MAINTENANCE:
+        yield name, lambda argv=argv: _on_a_copy(root, argv, key)
+
+
+#: maintenance writes, each run by the command line in a forked child on a copy of the case (its threads and
+#: memory end with it): a refusal (exit 2) must leave the copy as it was; a traceback is an escape
+_MAINTENANCE = [("consolidate", ["consolidate"]), ("vacuum", ["vacuum"])]
+
+
+class MaintenanceEscape(Exception):
+    """A maintenance write ended otherwise than done or refused, or refused the array after changing it."""
+
+
+def _on_a_copy(root: Path, argv: list, key):
+    import shutil
+    copy = root.parent / f"{root.name}.maintenance"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(root, copy, symlinks=True)
+    before = _tree_hash(copy)
+    try:
+        if isinstance(key, (bytes, bytearray)):
+            key = key.hex()  # (--key takes 64 hex digits for any 32 bytes)
+        if isinstance(key, str) and "\x00" in key:
+            return  # no command line names this key
+        got = _fork_cli(argv + [str(copy)] + (["--key", key] if key else []), timeout=30)
+        if got is None:
+            raise MaintenanceEscape(f"{argv[0]} overran 30 s")
+        code, err = got
+        if code == 2 and _tree_hash(copy) != before:
+            raise MaintenanceEscape(f"{argv[0]} refused the array after changing it: {err.strip()[-300:]}")
+        if code not in (0, 2):
+            raise MaintenanceEscape(f"{argv[0]} exited {code}: {err.strip()[-600:]}")
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
 
 
 def _repair_out(root: Path, key):

@@ -184,7 +184,7 @@ def test_a_failed_write_leaves_nothing(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
     with monkeypatch.context() as m:
         m.setattr("tdbformat.storage.os.replace", no_space)
-        with pytest.raises(tdbformat.FormatError, match="No space left"):
+        with pytest.raises(tdbformat.StorageError, match="No space left"):
             tdbformat.delete_cells(path, CASES["a > 5"], timestamp=5)
     assert [p.name for p in (path / "__commits").iterdir() if not p.name.endswith(".wrt")] == []
     assert _cells(path)["a"] == list(range(10))

@@ -172,7 +172,7 @@ def test_a_failed_write_leaves_nothing(group, monkeypatch):
     g.add("arr", name="A", relative=True)
     with monkeypatch.context() as m:
         m.setattr("tdbformat.storage.os.replace", no_space)
-        with pytest.raises(tdbformat.FormatError, match="No space left"):
+        with pytest.raises(tdbformat.StorageError, match="No space left"):
             g.close()
     assert not (group / "__group").exists() or not list((group / "__group").iterdir())
     assert _py_members(group) == {}

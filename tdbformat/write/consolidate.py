@@ -1,0 +1,499 @@
+"""Fragment consolidation as TileDB does it (fragment_consolidator.cc), at the array's own format version:
+:func:`consolidate` with TileDB-Py's arguments and TileDB's ``sm.consolidation.*`` config keys.
+
+A step merges a run of fragments (chosen by TileDB's step algorithm, :func:`plan`) into one fragment named
+``__<t1 of the first>_<t2 of the last>_<uuid>_<v>``, then lists what it replaces in a vacuum file
+(``__commits/<name>.vac`` from v12, ``<name>.vac`` in the array folder before; its lines relative to the
+array from v19, absolute URIs before). Sparse arrays from v15 keep every version of every cell with its
+timestamp (``__timestamps``), and from v16, unless ``purge_deleted_cells``, the cells a delete commit removed
+with its timestamp and index (``__delete_timestamps``, ``__delete_condition_index``) when a delete follows
+the first fragment or a fragment carries them; the new fragment lists every delete commit as processed.
+Dense arrays merge into one dense fragment over the union of the non-empty domains (fill values where no
+fragment wrote), once TileDB's checks say no older fragment shows through.
+
+The new fragment is invisible until its commit (``.wrt``/``.ok``) is renamed into place; the old fragments
+stay readable until the vacuum file lands, and are removed only by :func:`~tdbformat.write.vacuum.vacuum`.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import layout as directory
+from ..array import Array, check_ranges, open_array
+from ..array.cells import from_ordinal, nonempty_bound
+from ..array.dense import read_dense
+from ..array.fragment import field_index
+from ..array.evaluate import evaluate
+from ..array.sparse import _attribute_columns, read_sparse
+from .create import new_uuid
+from .fragment_writer import fragment_name
+from .writer import open_writer
+from .vacuum_lists import RELATIVE_VACUUM_URIS, VACUUM_FILES, array_uri
+from ..enums import ArrayType, Layout
+from ..errors import FormatError
+from ..filters.pipeline import MAX_CHUNK
+from ..structs.array_schema import attributes
+from ..structs.commits import VacuumFile
+from ..versions import FEATURES, Feature
+
+__all__ = ["consolidate", "plan", "parse_config", "ConsolidationConfig"]
+
+_U32, _U64 = 2**32 - 1, 2**64 - 1
+MODES = ("fragments", "commits", "fragment_meta", "array_meta", "group_meta")
+#: TileDB's defaults (tiledb.Config() of TileDB 2.30)
+_DEFAULTS = {"mode": "fragments", "step_min_frags": _U32, "step_max_frags": _U32, "step_size_ratio": 0.0,
+             "steps": _U32, "amplification": 1.0, "buffer_size": 50_000_000, "max_fragment_size": _U64,
+             "purge_deleted_cells": False, "timestamp_start": 0, "timestamp_end": _U64}
+_PREFIX = "sm.consolidation."
+
+#: sparse consolidation keeps every cell version and its timestamp (constants::consolidation_with_timestamps_min_version)
+WITH_TIMESTAMPS = Feature("consolidation_with_timestamps", "sparse consolidation keeps cell timestamps", since=15)
+#: delete commits exist (constants::deletes_min_version): consolidation keeps delete metadata
+DELETE_META = Feature("consolidation_delete_meta", "sparse consolidation keeps delete metadata", since=16)
+
+
+@dataclass(frozen=True)
+class ConsolidationConfig:
+    """The ``sm.consolidation.*`` settings (TileDB's names without the prefix)."""
+
+    mode: str
+    step_min_frags: int
+    step_max_frags: int
+    step_size_ratio: float
+    steps: int
+    amplification: float
+    buffer_size: int
+    max_fragment_size: int
+    purge_deleted_cells: bool
+    timestamp_start: int
+    timestamp_end: int
+
+
+def _value(name: str, raw, default):
+    """``raw`` (a config string, or a Python value) as the type of ``default``, or ValueError naming the key."""
+    try:
+        if isinstance(default, bool):
+            text = str(raw).strip().lower()
+            if text not in ("true", "false", "1", "0"):
+                raise ValueError
+            return text in ("true", "1")
+        if isinstance(default, float):
+            return float(np.float32(float(raw)))  # TileDB keeps these as float
+        if isinstance(default, int):
+            value = int(str(raw).strip()) if not isinstance(raw, (int, np.integer)) or isinstance(raw, bool) else int(raw)
+            if not 0 <= value <= (_U32 if default == _U32 else _U64):
+                raise ValueError
+            return value
+        return str(raw)
+    except (TypeError, ValueError):
+        raise ValueError(f"config: {_PREFIX}{name} = {raw!r} is not a valid {type(default).__name__}") from None
+
+
+def parse_config(config=None, timestamp=None, mode: str | None = None) -> ConsolidationConfig:
+    """TileDB's consolidation settings from ``config`` (a dict, or anything with ``items()`` such as a
+    ``tiledb.Config``; other keys are ignored), ``timestamp`` ((start, end) ms, as TileDB-Py's
+    ``consolidate(timestamp=)``) and ``mode``; checked as FragmentConsolidator::set_config checks them."""
+    items = {} if config is None else dict(config.items()) if hasattr(config, "items") else None
+    if items is None:
+        raise TypeError(f"config: expected a mapping of TileDB config keys, not {type(config).__name__}")
+    values = dict(_DEFAULTS)
+    for k, raw in items.items():
+        if isinstance(k, str) and k.startswith(_PREFIX) and k[len(_PREFIX):] in _DEFAULTS:
+            values[k[len(_PREFIX):]] = _value(k[len(_PREFIX):], raw, _DEFAULTS[k[len(_PREFIX):]])
+    if mode is not None:
+        values["mode"] = mode
+    if timestamp is not None:
+        if not isinstance(timestamp, (tuple, list)) or len(timestamp) != 2:
+            raise ValueError(f"timestamp: expected (start, end) in ms, not {timestamp!r}")
+        for name, t in zip(("timestamp_start", "timestamp_end"), timestamp):
+            if t is not None:
+                values[name] = _value(name, t, _DEFAULTS[name])
+    cfg = ConsolidationConfig(**values)
+    if cfg.mode not in MODES:
+        raise ValueError(f"config: {_PREFIX}mode must be one of {', '.join(MODES)}, not {cfg.mode!r}")
+    if cfg.step_min_frags > cfg.step_max_frags:
+        raise ValueError("config: step_min_frags is larger than step_max_frags")
+    if not 0.0 <= cfg.step_size_ratio <= 1.0:
+        raise ValueError("config: step_size_ratio must be in [0.0, 1.0]")
+    if cfg.amplification < 0:
+        raise ValueError("config: amplification must be non-negative")
+    if cfg.max_fragment_size != _U64:
+        raise ValueError("config: sm.consolidation.max_fragment_size (splitting the result) is not supported yet")
+    return cfg
+
+
+# --- the step algorithm (FragmentConsolidator::compute_next_to_consolidate) ---
+
+@dataclass
+class _Info:
+    """What the step algorithm knows of a fragment (SingleFragmentInfo)."""
+
+    name: str
+    timestamp_range: tuple
+    size: int
+    ned: list
+    expanded: list
+    dense: bool
+
+
+def _union(a, b):
+    return [(min(x[0], y[0]), max(x[1], y[1])) for x, y in zip(a, b)] if a else list(b)
+
+
+def _overlap(a, b) -> bool:
+    return bool(a) and bool(b) and all(x[0] <= y[1] and y[0] <= x[1] for x, y in zip(a, b))
+
+
+def _cell_num(r) -> int:
+    out = 1
+    for lo, hi in r:
+        out *= int(hi) - int(lo) + 1
+    return out
+
+
+def _expand_to_tiles(r, dims):
+    """``r`` grown to whole tiles (Domain::expand_to_tiles): exact integers, no float."""
+    out = []
+    for (lo, hi), d in zip(r, dims):
+        start, ext = int(d.domain[0]), int(d.tile_extent)
+        out.append((start + (int(lo) - start) // ext * ext, start + ((int(hi) - start) // ext + 1) * ext - 1))
+    return out
+
+
+def _next(infos, anterior, cfg, dims, dense):
+    """(first, last) indexes of the run of ``infos`` the next step merges, and its union, or None. Row i of
+    TileDB's matrices is the runs of i + 1 fragments (a run breaks where two neighbours' size ratio, in
+    float32, is under step_size_ratio, or, dense, where it is not consolidatable); a row at a time in numpy."""
+    n = len(infos)
+    lo, hi = min(cfg.step_min_frags, n), min(cfg.step_max_frags, n)
+    if hi == 0:
+        return None
+    size = np.array([f.size for f in infos], np.uint64)
+    joins = np.zeros(n, bool)  # joins[k]: fragments k - 1 and k may be in one run
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = size[:-1].astype(np.float32) / size[1:].astype(np.float32)
+    joins[1:] = np.where(ratio <= 1, ratio, np.float32(1) / ratio) >= np.float32(cfg.step_size_ratio)
+    rows, valid = [size], np.ones(n, bool)
+    unions = [list(f.ned) for f in infos] if dense else None
+    for i in range(1, hi):
+        step = np.zeros(n, bool)
+        step[:n - i] = joins[i:]
+        valid &= step
+        if dense:
+            for j in np.flatnonzero(valid).tolist():
+                unions[j] = _union(unions[j], infos[i + j].ned)
+                valid[j] = _consolidatable(infos, anterior, j, j + i, unions[j], cfg)
+        grown = np.full(n, _U64, np.uint64)
+        grown[valid] = rows[-1][valid] + size[i:][valid[:n - i]] if valid.any() else grown[valid]
+        rows.append(grown)
+        if not valid.any():
+            break
+    for i in range(len(rows) - 1, max(lo - 1, 0) - 1, -1):
+        if not (rows[i] != np.uint64(_U64)).any():
+            continue
+        best, col = _U64, 0
+        for j, got in enumerate(rows[i].tolist()):
+            if best == _U64 or got < best / 1.25:  # an earlier set wins unless 25% bigger
+                best, col = got, j
+        run = infos[col:col + i + 1]
+        union = []
+        for f in run:
+            union = _union(union, f.ned)
+        return col, col + i, union
+    return None
+
+
+def _consolidatable(infos, anterior, start, end, union, cfg) -> bool:
+    """FragmentConsolidator::are_consolidatable: no older fragment shows through the union, and the union
+    holds at most ``amplification`` times the cells of the fragments' tiles."""
+    if _overlap(union, anterior) or any(_overlap(union, infos[i].ned) for i in range(start)):
+        return False
+    total = sum(_cell_num(infos[i].expanded) for i in range(start, end + 1))
+    return _cell_num(union) / total <= cfg.amplification
+
+
+def _fragment_size(arr, frag) -> int:
+    """FragmentMetadata::fragment_size: the data files' sizes the footer records plus the metadata file's."""
+    meta = frag.metadata
+    total = sum(int(x) for k in ("file_sizes", "file_var_sizes", "file_validity_sizes")
+                for x in (getattr(meta, k, None) if getattr(meta, k, None) is not None else []))
+    return total + arr.storage.size(arr.storage.join(frag.path, directory.FRAGMENT_METADATA))
+
+
+def _infos(arr, cfg) -> tuple[list, list]:
+    """The fragments the step algorithm sees (FragmentInfo::load): those inside the config's window, and the
+    union of the non-empty domains of those that start before it (the anterior range)."""
+    infos, anterior = [], []
+    for f in arr.fragments:
+        t1, t2 = f.timestamp_range
+        if t1 < cfg.timestamp_start:
+            anterior = _union(anterior, f.non_empty_domain)
+        elif t2 <= cfg.timestamp_end:
+            ned = list(f.non_empty_domain)
+            infos.append(_Info(f.name, (t1, t2), _fragment_size(arr, f), ned,
+                               _expand_to_tiles(ned, arr.schema.domain.dimensions) if f.dense else ned, f.dense))
+    return infos, anterior
+
+
+def plan(uri, config=None, key=None, timestamp=None) -> dict:
+    """The steps :func:`consolidate` would take, without writing: ``{"steps": [{"fragments": [names],
+    "timestamp_range": [t1, t2]}]}``, by TileDB's step algorithm. After the first step the merged fragment's
+    size is taken as the sum of those it replaces (TileDB measures the fragment it wrote)."""
+    cfg = parse_config(config, timestamp)
+    arr = _open_for_consolidation(uri, key)
+    infos, anterior = _infos(arr, cfg)
+    steps = []
+    dense = arr.schema.array_type == ArrayType.DENSE
+    while len(steps) < cfg.steps and len(infos) > 1:
+        found = _next(infos, anterior, cfg, arr.schema.domain.dimensions, dense)
+        if found is None or found[1] == found[0]:
+            break
+        first, last, union = found
+        run = infos[first:last + 1]
+        t = (run[0].timestamp_range[0], run[-1].timestamp_range[1])
+        steps.append({"fragments": [i.name for i in run], "timestamp_range": list(t)})
+        merged = _Info(f"(the fragment of step {len(steps)})", t, sum(i.size for i in run), union,
+                       _expand_to_tiles(union, arr.schema.domain.dimensions) if dense else union, dense)
+        infos[first:last + 1] = [merged]
+    return {"steps": steps}
+
+
+# --- consolidating ---
+
+def _open_for_consolidation(uri, key) -> Array:
+    arr = open_array(uri, key=key)
+    if not isinstance(arr, Array):
+        raise ValueError(f"uri: {uri} is an array from before format version 1, which TileDB never consolidated")
+    version = arr.schema.version
+    if not VACUUM_FILES(version):
+        raise ValueError(f"uri: format version {version} has no vacuum files: TileDB of that version deleted the "
+                         f"fragments it consolidated at once; consolidate needs version {VACUUM_FILES.since}+")
+    for f in arr.fragments:
+        if f.dense != (arr.schema.array_type == ArrayType.DENSE):
+            raise ValueError(f"uri: fragment {f.name} is sparse in a dense array, which consolidate does not merge")
+        if f.version != version:
+            raise ValueError(f"uri: fragment {f.name} is of format version {f.version}, the array of {version}: "
+                             "convert the array first")
+    return arr
+
+
+def consolidate(uri, config=None, key=None, timestamp=None, fragment_uris=None, dry_run: bool = False,
+                max_chunk_size: int = MAX_CHUNK):
+    """Consolidate the array at ``uri`` as TileDB-Py's ``tiledb.consolidate`` does, at the array's own
+    format version (module doc). ``config``: TileDB config keys (``sm.consolidation.mode``, ``step_*``,
+    ``steps``, ``amplification``, ``purge_deleted_cells``, ``timestamp_start``/``end``); ``timestamp``:
+    (start, end) ms; ``fragment_uris``: merge exactly these fragments (names or URIs inside the array), in one
+    step; ``dry_run``: only return :func:`plan`'s plan; ``max_chunk_size``: the writer's chunk bound (TileDB's
+    64 KiB; 192 bytes in the tiledb-py 0.19-0.25 wheels, as ``convert`` takes it). Returns the plan carried out, each step with the
+    name of the fragment it wrote (``"fragment"``)."""
+    cfg = parse_config(config, timestamp)
+    if cfg.mode != "fragments":
+        from . import metadata_modes
+        return metadata_modes.consolidate_mode(uri, cfg, key=key, dry_run=dry_run, max_chunk_size=max_chunk_size)
+    if dry_run:
+        if fragment_uris is not None:
+            arr = _open_for_consolidation(uri, key)
+            run = _chosen(arr, fragment_uris)
+            return {"steps": [{"fragments": [f.name for f in run],
+                               "timestamp_range": [run[0].timestamp_range[0], run[-1].timestamp_range[1]]}]}
+        return plan(uri, config, key, timestamp)
+    done = []
+    if fragment_uris is not None:
+        arr = _open_for_consolidation(uri, key)
+        run = _chosen(arr, fragment_uris)
+        if len(run) > 1:
+            done.append(_step(arr, run, _union_of(run), cfg, key, max_chunk_size))
+        return {"steps": done}
+    while len(done) < cfg.steps:
+        arr = _open_for_consolidation(uri, key)  # the fragments as the last step left them
+        infos, anterior = _infos(arr, cfg)
+        if len(infos) <= 1:
+            break
+        found = _next(infos, anterior, cfg, arr.schema.domain.dimensions, arr.schema.array_type == ArrayType.DENSE)
+        if found is None or found[1] == found[0]:
+            break
+        names = {i.name for i in infos[found[0]:found[1] + 1]}
+        done.append(_step(arr, [f for f in arr.fragments if f.name in names], found[2], cfg, key, max_chunk_size))
+    return {"steps": done}
+
+
+def _union_of(frags) -> list:
+    out = []
+    for f in frags:
+        out = _union(out, f.non_empty_domain)
+    return out
+
+
+def _chosen(arr, fragment_uris) -> list:
+    """The fragments ``fragment_uris`` name (FragmentConsolidator::consolidate_fragments), in TileDB's order;
+    for dense arrays refused where an older fragment would show through (ValueError before any write)."""
+    if isinstance(fragment_uris, (str, bytes)):
+        raise TypeError("fragment_uris: expected a list of fragment names or URIs")
+    wanted = set()
+    for u in fragment_uris:
+        if not isinstance(u, str):
+            raise TypeError(f"fragment_uris: expected names (str), not {type(u).__name__}")
+        wanted.add(u.rstrip("/").rsplit("/", 1)[-1])
+    run = [f for f in arr.fragments if f.name in wanted]
+    if len(run) != len(wanted):
+        raise ValueError(f"fragment_uris: found {len(run)} of the {len(wanted)} fragments named")
+    if arr.schema.array_type == ArrayType.DENSE and run:
+        last = max(f.timestamp_range[1] for f in run)
+        grown = _expand_to_tiles(_union_of(run), arr.schema.domain.dimensions)
+        for f in arr.fragments:
+            if f.name not in wanted and f.timestamp_range[0] <= last and _overlap(grown, f.non_empty_domain):
+                raise ValueError(f"fragment_uris: fragment {f.name} overlaps the union of the fragments named and "
+                                 "was written before them: consolidating would hide its cells")
+    return run
+
+
+def _step(arr, frags, union, cfg, key, max_chunk_size) -> dict:
+    """One step: the merged fragment, committed, then its vacuum file. A write that fails takes its
+    uncommitted folder away (as TileDB's consolidate_internal)."""
+    version = arr.schema.version
+    t = (frags[0].timestamp_range[0], frags[-1].timestamp_range[1])
+    writer = open_writer(arr.path, timestamp=t, key=key, max_chunk_size=max_chunk_size)
+    uuid = new_uuid()
+    name = fragment_name(version, t, uuid)
+    folder = arr.storage.join(arr.path, *([directory.FRAGMENTS_DIR] if FEATURES["fragments_folder"](version) else []),
+                              name)
+    try:
+        _merge(arr, writer, frags, union, cfg, uuid)
+    except BaseException:
+        if arr.storage.is_dir(folder):
+            arr.storage.remove_folder(folder)
+        raise
+    _write_vacuum_file(arr, name, frags, version)
+    return {"fragments": [f.name for f in frags], "timestamp_range": list(t), "fragment": name}
+
+
+def _merge(arr, writer, frags, union, cfg, uuid) -> None:
+    schema = writer.schema
+    attrs = attributes(schema)
+    with ThreadPoolExecutor(os.cpu_count()) as pool:
+        if arr.schema.array_type == ArrayType.DENSE:
+            dims = arr.dims
+            ranges = check_ranges(dims, {d.name: tuple(nonempty_bound(d, v) for v in b) for d, b in zip(dims, union)})
+            cells = read_dense(arr, schema, frags, attrs, ranges, Layout.ROW_MAJOR, pool)
+            writer.write({a.name: _stored_text(cells[a.name]) for a in attrs},
+                         subarray=[(int(lo), int(hi)) for lo, hi in union], uuid=uuid)
+        elif WITH_TIMESTAMPS(writer.version):
+            merged = _with_timestamps(arr, schema, frags, cfg, pool)
+            merged["data"] = {k: _stored_text(v) for k, v in merged["data"].items()}
+            writer.write(uuid=uuid, **merged)
+        else:  # the newest version of each cell (duplicates too, if allowed), as a read at now sees them
+            cells = read_sparse(arr, schema, frags, attrs, {}, Layout.GLOBAL_ORDER, (0, _U64 - 1), [], pool)
+            writer.write({a.name: _stored_text(cells[a.name]) for a in attrs},
+                         coords=[_stored_text(cells[d.name]) for d in arr.dims], uuid=uuid)
+
+
+def _stored_text(values):
+    """A column of str that UTF-8 cannot hold (cells whose stored bytes are no UTF-8, read back with
+    surrogateescape) as those bytes: the merge copies cells as stored, as TileDB's does."""
+    data = np.ma.getdata(values) if isinstance(values, np.ma.MaskedArray) else values
+    if not (isinstance(data, np.ndarray) and data.dtype == object):
+        return values
+    try:
+        "".join(v for v in data.tolist() if isinstance(v, str)).encode()
+        return values
+    except UnicodeEncodeError:
+        out = np.empty(len(data), object)
+        out[:] = [v.encode("utf-8", "surrogateescape") if isinstance(v, str) else v for v in data.tolist()]
+        return np.ma.masked_array(out, np.ma.getmaskarray(values)) if isinstance(values, np.ma.MaskedArray) else out
+
+
+def _write_vacuum_file(arr, name: str, frags, version: int) -> None:
+    """The replaced fragments' URIs, one a line (FragmentConsolidator::write_vacuum_file): what follows
+    the array's URI from v19 (``/__fragments/<name>``), the whole URI before."""
+    storage, root = arr.storage, arr.path
+    inner = [directory.FRAGMENTS_DIR] if FEATURES["fragments_folder"](version) else []
+    base = "" if RELATIVE_VACUUM_URIS(version) else array_uri(arr).rstrip("/")
+    lines = [base + "/" + "/".join(inner + [f.name]) for f in frags]
+    folder = storage.join(root, directory.COMMITS_DIR) if FEATURES["fragments_folder"](version) else root
+    storage.commit(storage.join(folder, name + ".vac"), VacuumFile.build({"uris": lines}))
+
+
+def _with_timestamps(arr, schema, frags, cfg, pool) -> dict:
+    """Every cell of ``frags`` with its timestamp and, where TileDB keeps it, its delete metadata, as the
+    writer's arguments (it puts them in global order, equal coordinates newest first)."""
+    version = schema.version
+    deletes = arr.deletes
+    first = frags[0].timestamp_range[0]
+    delete_meta = DELETE_META(version) and not cfg.purge_deleted_cells and (
+        any(d.timestamp >= first for d in deletes) or any(f.has_delete_meta for f in frags))
+    parts = [_cells(arr, schema, f, deletes, pool) for f in frags]
+    keep = [None if not cfg.purge_deleted_cells else p["delete_timestamps"] == np.uint64(_U64) for p in parts]
+
+    def joined(get):
+        cols = [get(p) for p in parts]
+        cols = [c if k is None else c[k] for c, k in zip(cols, keep)]
+        return np.concatenate(cols)
+    attrs = attributes(schema)
+    out = {"data": {a.name: joined(lambda p, a=a: p["data"][a.name]) for a in attrs},
+           "validity": {a.name: joined(lambda p, a=a: p["validity"][a.name]) for a in attrs if a.nullable},
+           "coords": [from_ordinal(joined(lambda p, j=j: p["coords"][j]), d) for j, d in enumerate(arr.dims)],
+           "cell_timestamps": joined(lambda p: p["timestamps"])}
+    if not len(out["cell_timestamps"]):
+        raise ValueError("uri: every cell of the fragments is deleted, and purge_deleted_cells drops them all "
+                         "(TileDB writes no fragment then either)")
+    if delete_meta:
+        out["delete_timestamps"] = joined(lambda p: p["delete_timestamps"])
+        out["delete_conditions"] = joined(lambda p: p["delete_conditions"])
+    if DELETE_META(version):
+        out["processed_conditions"] = [d.marker for d in deletes]
+    return out
+
+
+def _cells(arr, schema, frag, deletes, pool) -> dict:
+    """One fragment's cells as stored (every tile), its cell timestamps (the fragment's first timestamp where
+    it keeps none), and when and by which delete (an index into ``deletes``) each was removed: the delete
+    metadata it keeps, or that of the first delete that removes it, whichever is older (UINT64_MAX: none;
+    SparseGlobalOrderReader::copy_delete_meta_tiles)."""
+    names = [d.name for d in arr.dims]
+    tiles = list(range(frag.tile_num()))
+    attrs = attributes(schema)
+    stored = {a.name: idx for a in attrs if (idx := field_index(frag, a)) is not None}
+    extra = (["__timestamps"] if frag.has_timestamps else []) + (
+        ["__delete_timestamps", "__delete_condition_index"] if frag.has_delete_meta else [])
+    coords, decoded = arr.tiles.columns(frag, arr.dims, [*stored.values(), *map(frag.index, extra)], tiles, pool)
+    decoded = dict(zip([*stored, *extra], decoded))
+    n = len(coords[0])
+    data, validity = _attribute_columns(schema, frag, attrs, {k: decoded[k] for k in stored}, n)
+    for k in extra:
+        if len(decoded[k][0]) != n:
+            raise FormatError(f"fragment {frag.name}: {k} holds {len(decoded[k][0])} cells, its coordinates {n}",
+                              file=str(frag.path))
+    t1, t2 = frag.timestamp_range
+    stamps = decoded["__timestamps"][0].astype(np.uint64) if frag.has_timestamps else np.full(n, t1, np.uint64)
+    columns = dict(zip(names, coords), **data)
+    when, which = np.full(n, _U64, np.uint64), np.full(n, _U64, np.uint64)
+    open_cells = np.ones(n, bool)
+    for i, d in enumerate(deletes):  # SparseIndexReaderBase::apply_query_condition, oldest delete first
+        if d.timestamp < t1 or d.marker in frag.processed_conditions:
+            continue
+        hit = ~evaluate(d.condition, columns, validity, n)  # the stored condition is negated
+        if frag.has_timestamps and d.timestamp <= t2:
+            hit &= stamps <= np.uint64(d.timestamp)
+        when[hit & open_cells], which[hit & open_cells] = d.timestamp, i
+        open_cells &= ~hit
+    if frag.has_delete_meta:
+        old_when, old_which = (decoded[k][0].astype(np.uint64) for k in extra[-2:])
+        index = {d.marker: i for i, d in enumerate(deletes)}
+        processed = frag.processed_conditions
+        if len(old_which) and int(old_which[old_which != np.uint64(_U64)].max(initial=0)) >= max(len(processed), 1) \
+                and (old_which != np.uint64(_U64)).any():
+            raise FormatError(f"fragment {frag.name}: a delete condition index is past its {len(processed)} "
+                              "processed conditions", file=str(frag.path))
+        # a processed delete since vacuumed maps to 0, as TileDB's map lookup gives
+        converted = np.array([index.get(m, 0) for m in processed] + [0], np.uint64)
+        mapped = np.where(old_which == np.uint64(_U64), np.uint64(_U64),
+                          converted[np.minimum(old_which, np.uint64(len(processed))).astype(np.int64)])
+        older = when >= old_when
+        when, which = np.where(older, old_when, when), np.where(older, mapped, which)
+    return {"coords": coords, "data": data, "validity": validity, "timestamps": stamps,
+            "delete_timestamps": when, "delete_conditions": which}

@@ -1,0 +1,307 @@
+"""Consolidation and vacuum against TileDB-Py's: one copy of each multi-fragment array consolidated (and
+vacuumed) by TileDB-Py, another by tdbformat with the same config; both copies are read by TileDB-Py."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+tiledb = pytest.importorskip("tiledb")
+
+import tdbformat  # noqa: E402
+from tdbformat.errors import FormatError  # noqa: E402
+from tdbformat.write.consolidate import consolidate, plan  # noqa: E402
+from tdbformat.write.vacuum import vacuum  # noqa: E402
+
+_WRITES = [(10, [1, 5, 7]), (20, [5, 9, 3]), (30, [7, 1, 11, 12]), (40, [2, 5])]
+
+
+def _sparse(path, dups=False, delete=True, dim_dtype=np.int64, var=False, nullable=False):
+    if dim_dtype == "ascii":
+        dim = tiledb.Dim("x", dtype="ascii")
+    elif np.dtype(dim_dtype).kind == "M":
+        dim = tiledb.Dim("x", domain=(np.datetime64(0, "D"), np.datetime64(999, "D")), tile=np.timedelta64(10, "D"),
+                         dtype=dim_dtype)
+    else:
+        dim = tiledb.Dim("x", domain=(0, 99), tile=10, dtype=dim_dtype)
+    attrs = [tiledb.Attr("a", dtype=np.int32, nullable=nullable)]
+    if var:
+        attrs.append(tiledb.Attr("s", dtype=str, var=True))
+    tiledb.Array.create(str(path), tiledb.ArraySchema(domain=tiledb.Domain(dim), sparse=True, attrs=attrs,
+                                                      capacity=3, allows_duplicates=dups))
+    for t, xs in _WRITES:
+        coords = np.array([f"k{x:02d}" for x in xs]) if dim_dtype == "ascii" else (
+            np.array(xs, "datetime64[D]") if np.dtype(dim_dtype).kind == "M" else np.array(xs))
+        data = {"a": np.array(xs, np.int32) * 10 + t}
+        if var:
+            data["s"] = np.array(["s" * (x % 4) + str(t) for x in xs], object)
+        with tiledb.open(str(path), "w", timestamp=t) as A:
+            A[coords] = data if var or nullable else data["a"]
+        if delete and t == 20:
+            with tiledb.open(str(path), "d", timestamp=25) as A:
+                A.query(cond="a == 50").submit()
+    return [t for t, _ in _WRITES] + ([25] if delete else [])
+
+
+def _dense(path, whole=False):
+    dom = tiledb.Domain(tiledb.Dim("r", domain=(1, 8), tile=4, dtype=np.int32),
+                        tiledb.Dim("c", domain=(1, 8), tile=4, dtype=np.int32))
+    attrs = [tiledb.Attr("a", dtype=np.float64), tiledb.Attr("n", dtype=np.int16, nullable=True)]
+    tiledb.Array.create(str(path), tiledb.ArraySchema(domain=dom, sparse=False, attrs=attrs))
+    boxes = [(10, (1, 9), (1, 9)), (20, (1, 5), (1, 9)), (30, (5, 9), (1, 9))] if whole else \
+        [(10, (1, 5), (1, 5)), (20, (1, 5), (5, 9)), (30, (5, 9), (1, 9))]
+    for t, (r0, r1), (c0, c1) in boxes:
+        shape = (r1 - r0, c1 - c0)
+        values = np.arange(np.prod(shape), dtype=np.float64).reshape(shape) + t
+        n = np.ma.masked_array(np.full(shape, t, np.int16), mask=np.arange(np.prod(shape)).reshape(shape) % 3 == 0)
+        with tiledb.open(str(path), "w", timestamp=t) as A:
+            A[r0:r1, c0:c1] = {"a": values, "n": n}
+    return [t for t, _, _ in boxes]
+
+
+def _pair(tmp_path, build, **kw):
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    times = build(ours, **kw)
+    shutil.copytree(ours, theirs)
+    return ours, theirs, times
+
+
+def _fragments(path):
+    with tiledb.open(str(path)) as A:
+        pass
+    info = tiledb.array_fragments(str(path))
+    return sorted(tuple(t) for t in info.timestamp_range)
+
+
+def _read(path, t):
+    with tiledb.open(str(path), timestamp=t) as A:
+        out = A[:] if A.schema.sparse else A.query()[:]
+    return {k: (np.ma.getdata(v).tolist(), np.ma.getmaskarray(v).tolist()) if isinstance(v, np.ma.MaskedArray)
+            else np.asarray(v).tolist() for k, v in out.items()}
+
+
+def _new_fragment(path, rng):
+    folder = path / "__fragments"
+    return folder / next(n for n in os.listdir(folder) if n.startswith(f"__{rng[0]}_{rng[1]}_"))
+
+
+def _same_everywhere(ours, theirs, times):
+    assert _fragments(ours) == _fragments(theirs)
+    for t in sorted(set(times)) + [None]:
+        assert repr(_read(ours, t)) == repr(_read(theirs, t)), t  # (repr: a NaN fill equals a NaN fill)
+
+
+CASES = {
+    "sparse_deletes": (_sparse, {}),
+    "sparse_dups_deletes": (_sparse, {"dups": True}),
+    "sparse_no_deletes": (_sparse, {"delete": False}),
+    "sparse_strings_var": (_sparse, {"dim_dtype": "ascii", "var": True}),
+    "sparse_datetime_nullable": (_sparse, {"dim_dtype": "datetime64[D]", "nullable": True}),
+    "sparse_float_dim": (_sparse, {"dim_dtype": np.float64, "delete": False}),
+    "dense": (_dense, {}),
+    "dense_whole": (_dense, {"whole": True}),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_consolidate_and_vacuum_as_tiledb(tmp_path, case):
+    build, kw = CASES[case]
+    ours, theirs, times = _pair(tmp_path, build, **kw)
+    tiledb.consolidate(str(theirs), config=tiledb.Config({"sm.consolidation.mode": "fragments"}))
+    done = consolidate(str(ours), config={"sm.consolidation.mode": "fragments"})
+    _same_everywhere(ours, theirs, times)
+    rng = done["steps"][-1]["timestamp_range"]
+    # the copies share their delete commits and schema: the merged fragments are the same bytes
+    mine, other = _new_fragment(ours, rng), _new_fragment(theirs, rng)
+    assert sorted(os.listdir(mine)) == sorted(os.listdir(other))
+    for name in os.listdir(other):
+        assert (mine / name).read_bytes() == (other / name).read_bytes(), name
+    tiledb.vacuum(str(theirs))
+    vacuum(str(ours))
+    _same_everywhere(ours, theirs, times)
+    for sub in ("__fragments", "__commits"):
+        assert len(os.listdir(ours / sub)) == len(os.listdir(theirs / sub)), sub
+    assert not [f for f in tdbformat.validate(str(ours)) if f.severity == "error"]
+
+
+@pytest.mark.parametrize("case", ["sparse_deletes", "dense"])
+def test_tiledb_writes_to_and_consolidates_our_result(tmp_path, case):
+    build, kw = CASES[case]
+    ours, theirs, times = _pair(tmp_path, build, **kw)
+    for path in (ours, theirs):
+        (consolidate if path == ours else tiledb.consolidate)(str(path))
+        (vacuum if path == ours else tiledb.vacuum)(str(path))
+        with tiledb.open(str(path), "w", timestamp=50) as A:
+            if A.schema.sparse:
+                A[np.array([3, 4])] = np.array([1, 2], np.int32)
+            else:
+                A[2:4, 2:4] = {"a": np.ones((2, 2)), "n": np.ones((2, 2), np.int16)}
+        tiledb.consolidate(str(path))
+        tiledb.vacuum(str(path))
+    _same_everywhere(ours, theirs, times + [50])
+
+
+def test_vacuum_file_lists_the_replaced_fragments_relative_to_the_array(tmp_path):
+    ours, theirs, _ = _pair(tmp_path, _sparse)
+    before = sorted(os.listdir(ours / "__fragments"))
+    consolidate(str(ours))
+    tiledb.consolidate(str(theirs))
+    vac = [n for n in os.listdir(ours / "__commits") if n.endswith(".vac")]
+    assert len(vac) == 1
+    assert (ours / "__commits" / vac[0]).read_text() == "".join(f"/__fragments/{n}\n" for n in before)
+    theirs_vac = next(n for n in os.listdir(theirs / "__commits") if n.endswith(".vac"))
+    assert vac[0].split("_")[2:4] == theirs_vac.split("_")[2:4] or vac[0][:6] == theirs_vac[:6]
+
+
+def test_a_consolidation_is_invisible_until_its_commit(tmp_path):
+    """Everything of the new fragment but its commit: readers see the array as before."""
+    ours, theirs, times = _pair(tmp_path, _sparse)
+    consolidate(str(ours))
+    commit = next(p for p in (ours / "__commits").iterdir() if p.name.startswith("__10_40_") and p.suffix == ".wrt")
+    commit.unlink()
+    for p in (ours / "__commits").glob("*.vac"):
+        p.unlink()
+    _same_everywhere(ours, theirs, times)
+
+
+def test_purge_deleted_cells_as_tiledb(tmp_path):
+    ours, theirs, times = _pair(tmp_path, _sparse)
+    cfg = {"sm.consolidation.purge_deleted_cells": "true"}
+    tiledb.consolidate(str(theirs), config=tiledb.Config(cfg))
+    consolidate(str(ours), config=cfg)
+    _same_everywhere(ours, theirs, times)
+
+
+@pytest.mark.parametrize("cfg", [{"sm.consolidation.step_min_frags": "2", "sm.consolidation.step_max_frags": "2"},
+                                 {"sm.consolidation.step_min_frags": "2", "sm.consolidation.step_max_frags": "3",
+                                  "sm.consolidation.steps": "1"},
+                                 {"sm.consolidation.timestamp_start": "15", "sm.consolidation.timestamp_end": "35"}])
+def test_steps_as_tiledb(tmp_path, cfg):
+    ours, theirs, times = _pair(tmp_path, _sparse, delete=False)
+    planned = plan(str(ours), config=cfg)
+    tiledb.consolidate(str(theirs), config=tiledb.Config(cfg))
+    consolidate(str(ours), config=cfg)
+    assert _fragments(ours) == _fragments(theirs)
+    _same_everywhere(ours, theirs, times)
+    if len(planned["steps"]) == 1:  # later steps' sizes are estimates
+        made = set(_fragments(theirs)) - {(t, t) for t in times}
+        assert {tuple(s["timestamp_range"]) for s in planned["steps"]} == made
+
+
+def _tree_hash(folder) -> str:
+    h = hashlib.sha256()
+    for root, dirs, files in sorted(os.walk(folder)):
+        for n in sorted(files):
+            p = os.path.join(root, n)
+            h.update(p.encode() + open(p, "rb").read())
+        h.update(repr(sorted(dirs)).encode())
+    return h.hexdigest()
+
+
+@pytest.mark.parametrize("line", ["{outside}", "file://{outside}", "/../outside", "../outside", "s3://bucket/outside",
+                                  "/__fragments/../../outside"])
+def test_a_hostile_vacuum_file_changes_nothing_outside_the_array(tmp_path, line):
+    ours = tmp_path / "arr"
+    _sparse(ours, delete=False)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "__fragment_metadata.tdb").write_bytes(b"keep")
+    link = "__5_5_00000000000000000000000000000000_22"  # committed, in the array, a link out of it
+    (ours / "__fragments" / link).symlink_to(outside, target_is_directory=True)
+    (ours / "__commits" / f"{link}.wrt").write_bytes(b"")
+    before = _tree_hash(outside)
+    text = line.format(outside=outside) + f"\n/__fragments/{link}\n"
+    (ours / "__commits" / "__1_2_0123456789abcdef0123456789abcdef_22.vac").write_text(text)
+    vacuum(str(ours))
+    assert _tree_hash(outside) == before
+    assert (outside / "__fragment_metadata.tdb").exists()
+    assert not (ours / "__fragments" / link).exists()  # the link itself went
+
+
+def test_a_hostile_array_is_refused_before_anything_is_written(tmp_path):
+    ours = tmp_path / "arr"
+    _sparse(ours)
+    bad = ours / "__commits" / "__1_2_0123456789abcdef0123456789abcdef_22.vac"
+    bad.write_bytes(b"no newline at the end")
+    before = _tree_hash(ours)
+    with pytest.raises(FormatError):
+        consolidate(str(ours))
+    with pytest.raises(FormatError):
+        vacuum(str(ours))
+    assert _tree_hash(ours) == before
+
+
+@pytest.mark.parametrize("cfg, error", [({"sm.consolidation.mode": "nope"}, ValueError),
+                                        ({"sm.consolidation.step_size_ratio": "2"}, ValueError),
+                                        ({"sm.consolidation.step_min_frags": "5",
+                                          "sm.consolidation.step_max_frags": "2"}, ValueError),
+                                        ({"sm.consolidation.steps": "x"}, ValueError), (3, TypeError)])
+def test_bad_config_is_refused_naming_it(tmp_path, cfg, error):
+    ours = tmp_path / "arr"
+    _sparse(ours, delete=False)
+    before = _tree_hash(ours)
+    with pytest.raises(error, match="config"):
+        consolidate(str(ours), config=cfg)
+    assert _tree_hash(ours) == before
+
+
+def test_cells_that_are_no_utf8_are_copied_as_stored(tmp_path):
+    """A UTF-8 attribute holding bytes that are no UTF-8 (reads give them back through surrogateescape): the
+    merge copies them as TileDB's does, it never re-encodes them (fuzz case 1181 of seed 777)."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 99), tile=10, dtype=np.int64))
+    tiledb.Array.create(str(theirs), tiledb.ArraySchema(domain=dom, sparse=True,
+                                                        attrs=[tiledb.Attr("s", dtype=str, var=True)]))
+    for t, xs in ((10, [1, 2]), (20, [2, 3])):
+        with tiledb.open(str(theirs), "w", timestamp=t) as A:
+            A[np.array(xs)] = np.array([b"\xff\xfe%d" % x for x in xs], object)
+    shutil.copytree(theirs, ours)
+    tiledb.consolidate(str(theirs))
+    consolidate(str(ours))
+    mine, other = _new_fragment(ours, (10, 20)), _new_fragment(theirs, (10, 20))
+    for name in os.listdir(other):
+        assert (mine / name).read_bytes() == (other / name).read_bytes(), name
+
+
+def test_a_failed_merge_takes_its_uncommitted_folder_away(tmp_path, monkeypatch):
+    ours = tmp_path / "arr"
+    _sparse(ours, delete=False)
+    before = _tree_hash(ours)
+    from tdbformat.write import writer as writer_mod
+    from tdbformat.write.fragment_writer import fragment_name
+
+    def failing(storage, root, fw, *, timestamp, uuid, **kw):  # a data file written, then the disk is full
+        folder = storage.join(root, "__fragments", fragment_name(fw.schema.version, timestamp, uuid))
+        storage.write(storage.join(folder, "a0.tdb"), b"partial")
+        raise OSError("disk full")
+    monkeypatch.setattr(writer_mod, "write_fragment", failing)
+    with pytest.raises(OSError, match="disk full"):
+        consolidate(str(ours))
+    assert _tree_hash(ours) == before
+
+
+def test_an_encrypted_array_consolidates_as_tiledb(tmp_path):
+    from oracle import tiledb_ctx
+
+    key = "0123456789abcdeF0123456789abcdeF"
+    ctx = tiledb_ctx(key)
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 99), tile=10, dtype=np.int64, ctx=ctx), ctx=ctx)
+    tiledb.Array.create(str(theirs), tiledb.ArraySchema(domain=dom, sparse=True, ctx=ctx,
+                                                        attrs=[tiledb.Attr("a", dtype=np.int32, ctx=ctx)]), ctx=ctx)
+    for t, xs in _WRITES:
+        with tiledb.open(str(theirs), "w", timestamp=t, ctx=ctx) as A:
+            A[np.array(xs)] = np.array(xs, np.int32) + t
+    shutil.copytree(theirs, ours)
+    tiledb.consolidate(str(theirs), ctx=ctx)
+    consolidate(str(ours), key=key)
+    for path in (ours, theirs):
+        (vacuum if path == ours else tiledb.vacuum)(str(path), **({"key": key} if path == ours else {"ctx": ctx}))
+    for t in [t for t, _ in _WRITES] + [None]:
+        with tiledb.open(str(ours), timestamp=t, ctx=ctx) as A, tiledb.open(str(theirs), timestamp=t, ctx=ctx) as B:
+            assert repr(A[:]) == repr(B[:]), t
+    assert len(os.listdir(ours / "__fragments")) == len(os.listdir(theirs / "__fragments")) == 1
