@@ -27,17 +27,18 @@ from ..structs import array_schema as schema_mod
 from ..structs import enumeration as enumeration_mod
 from ..structs.names import parse_timestamped_name
 from ..storage import storage_for
-from .cells import metadata_value, nonempty_bound, range_bound, tiledb_py_metadata
+from .cells import metadata_value, nonempty_bound, tiledb_py_metadata
 from .condition import ConditionError
 from .dense import MemoryBudgetError, check_budget, read_dense
 from .fragment import Fragment, in_tiledb_order, load_fragments
 from .indexing import Query, TileDBPyReads
+from .options import RangeError, check_ranges
 from .ranged import listing_and_tails
 from .sparse import read_sparse
 from .tiles import Tiles
 
 __all__ = ["open_array", "Array", "Fragment", "read_window", "check_ranges", "MEMORY_BUDGET", "MemoryBudgetError",
-           "Query", "ConditionError"]
+           "Query", "ConditionError", "RangeError"]
 
 _ORDERS = {"C": Layout.ROW_MAJOR, "F": Layout.COL_MAJOR, "G": Layout.GLOBAL_ORDER, "U": Layout.UNORDERED}
 #: the newest timestamp (ms) TileDB accepts; opening "at" it opens at the current time
@@ -157,7 +158,7 @@ class Array(TileDBPyReads):
         schema = self.schema_at(window[1])
         wanted, layout = _wanted(schema, attrs), _layout(self.schema, order)
         sparse = self.schema.array_type != ArrayType.DENSE
-        ranges = check_ranges(self.dims, ranges)
+        ranges = check_ranges(self.dims, ranges, schema)
         frags = self.live_fragments(window)
         pool = _pool(threads)
         if not sparse:
@@ -254,23 +255,6 @@ def _layout(schema, order) -> Layout:
     if sparse and layout == Layout.UNORDERED and not schema.allows_dups:
         return Layout.GLOBAL_ORDER  # TileDB answers an unordered query without duplicates in global order
     return layout
-
-
-def check_ranges(dims, ranges) -> dict:
-    """``ranges=`` of an array with dimensions ``dims`` checked and normalised: ``{dimension: (lo, hi)}`` with bounds as the read compares them."""
-    if ranges is None:
-        return {}
-    if not isinstance(ranges, dict):
-        raise TypeError(f"ranges: expected a dict {{dimension: (lo, hi)}}, not {type(ranges).__name__}")
-    dims = {d.name: d for d in dims}
-    out = {}
-    for name, r in ranges.items():
-        if name not in dims:
-            raise ValueError(f"ranges: {name!r} is not a dimension ({', '.join(dims)})")
-        if not isinstance(r, (tuple, list)) or len(r) != 2:
-            raise TypeError(f"ranges[{name!r}]: expected a (lo, hi) pair, not {r!r}")
-        out[name] = tuple(range_bound(dims[name], v, name) for v in r)
-    return out
 
 
 def _load(storage, root, key) -> tuple[list, directory.Listing, list]:

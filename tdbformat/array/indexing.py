@@ -17,6 +17,7 @@ from ..enums import ArrayType
 from ..errors import FormatError
 from .cells import empty_column, filled, like, range_bound, result_bytes
 from .condition import parse_condition
+from .options import check_range, domain_bounds
 from .query import evaluate
 from .sparse import FRAGMENT_COLUMN
 
@@ -53,18 +54,19 @@ def _bounds(arr, j: int):
 def getitem_ranges(arr, sel) -> tuple[list, tuple]:
     """``A[sel]`` as (one inclusive (lo, hi) or None for all of it per dimension, the axes integers drop):
     slices are half-open on the domain's coordinates, negative numbers count back from its end, floats and
-    datetimes inclusive."""
+    datetimes inclusive; open ends stand for the current domain where the schema sets one (TileDB-Py)."""
     sel = _expand(sel, len(arr.dims))
     ranges, drop = [], []
     for j, (d, s) in enumerate(zip(arr.dims, sel)):
         lo, hi = _bounds(arr, j)
+        dlo, dhi = (domain_bounds(arr.schema, j) or ((lo, hi),))[0]  # stops are clamped to the whole domain
         kind = d.datatype.numpy_dtype.kind
         if not isinstance(s, slice):
             if not np.isscalar(s) and not isinstance(s, (np.datetime64, np.generic)):
                 raise IndexError(f"invalid index type {type(s).__name__!r} for dimension {d.name}")
             drop.append(j)
             if isinstance(s, (int, np.integer)) and not isinstance(s, bool):
-                start = int(s) + int(hi) + 1 if s < 0 and kind in "iu" else int(s)
+                start = int(s) + dhi + 1 if s < 0 and kind in "iu" else int(s)
                 s = slice(start, start + 1)
             else:
                 s = slice(s, s)
@@ -77,18 +79,20 @@ def getitem_ranges(arr, sel) -> tuple[list, tuple]:
         start, stop = s.start, s.stop
         if start is not None and kind in "iu":
             _integral(start, d)
-            start = int(start) + int(hi) + 1 if start < 0 else int(start)
-            if start < lo:
-                raise IndexError(f"index {s.start} out of bounds of dimension {d.name} [{lo}, {hi}]")
+            start = int(start) + dhi + 1 if start < 0 else int(start)
+        elif start is not None:
+            start = range_bound(d, start, d.name)
+        if start is not None and start < dlo:
+            raise IndexError(f"index {s.start} out of bounds of dimension {d.name} [{dlo}, {dhi}]")
         if stop is None:
             ranges.append((lo if start is None else start, hi))
             continue
         if kind in "iu":
             _integral(stop, d)
-            stop = int(stop) + int(hi) if stop < 0 else min(int(stop), int(hi) + 1)
+            stop = int(stop) + dhi if stop < 0 else min(int(stop), dhi + 1)
             ranges.append((lo if start is None else start, stop - 1))
-        else:  # floats and datetimes: inclusive
-            ranges.append((lo if start is None else start, stop))
+        else:  # floats and datetimes: inclusive, the stop clamped to the domain
+            ranges.append((lo if start is None else start, min(range_bound(d, stop, d.name), dhi)))
         if ranges[-1][0] > ranges[-1][1]:  # TileDB-Py refuses an empty range too
             raise IndexError(f"dimension {d.name}: the slice {s.start}:{s.stop} runs from {ranges[-1][0]} to "
                              f"{ranges[-1][1]}, which is empty")
@@ -208,6 +212,9 @@ class Query:
         # bounds as the read compares them: str or bytes for strings, ints of the unit for datetimes
         ranges = [None if rs is None else [tuple(range_bound(d, v, d.name) for v in r) for r in rs]
                   for d, rs in zip(self.arr.dims, ranges)]
+        for j, (d, rs) in enumerate(zip(self.arr.dims, ranges)):
+            for r in rs or ():
+                check_range(d, *r, domain_bounds(self.arr.schema, j))
         if self.return_incomplete:
             return self._batches(ranges, drop, multi, frame)
         return self.read(ranges, drop, multi, frame)

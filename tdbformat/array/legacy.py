@@ -190,7 +190,7 @@ class LegacyArray:
         wanted = _wanted(self.schema, attrs)
         if order not in (None, *_ORDERS):
             raise ValueError(f"order: expected one of {', '.join(map(repr, _ORDERS))}, not {order!r}")
-        ranges = check_ranges(self.dims, ranges)
+        ranges = check_ranges(self.dims, ranges, self.schema)
         if self.schema.array_type == ArrayType.DENSE:
             check_budget(self, self.schema, wanted, ranges, memory_budget)
             return _read_dense(self, wanted, ranges, _ORDERS[order or "C"])  # G, U: N-D row-major, as v1+
