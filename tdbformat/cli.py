@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from .errors import FormatError
+from .errors import FormatError, UsageError
 
 __all__ = ["main", "parser"]
 
@@ -220,9 +221,14 @@ def cmd_cat(args) -> int:
 
     found = _group_or_array(args)
     if found[0] == "group":
+        if args.csv and not args.json:  # a table is no CSV: `cat --csv GROUP > x.csv` must not write one
+            members = sorted(m["name"] for m in _group_doc(*found[1:], args.key, "cat", args.path)["members"])
+            raise UsageError(f"{args.path} is a TileDB group, not an array: --csv prints an array's cells; its "
+                             f"members: {', '.join(members) or 'none'} (`tdbformat ls {args.path}` lists them)")
         return _show_group(args, *found[1:], "cat")
     fmt = "json" if args.json else "csv" if args.csv else "tsv"
-    write_cells(found[1], sys.stdout, fmt=fmt, attrs=args.attrs, order=args.order, ranges=args.range,
+    attrs = None if not args.attrs else [a.strip() for x in args.attrs for a in x.split(",") if a.strip()]
+    write_cells(found[1], sys.stdout, fmt=fmt, attrs=attrs, order=args.order, ranges=args.range,
                 limit=args.limit, labels=not args.codes, progress=_progress_wanted())
     return 0
 
@@ -589,7 +595,7 @@ def _validate_report(args, path, rules, findings) -> int:
         _console().print(f"{path}: no findings ({len(rules or RULES)} rules)")
     else:
         for f in findings:
-            print(f)
+            print(_cli_words(str(f)))
         print(f"{errors} errors, {len(findings) - errors} warnings")
     return 1 if errors else 0
 
@@ -709,6 +715,7 @@ def _writing_parsers(sub, key_help: str) -> None:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tdbformat", description="Inspect TileDB arrays without TileDB.")
+    p.add_argument("--version", action="version", version=f"tdbformat {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("inspect", help="print the parsed structure of a file or of every file of an array")
@@ -742,7 +749,7 @@ def parser() -> argparse.ArgumentParser:
         if name == "meta":
             s.add_argument("--raw", action="store_true", help="the stored keys and values (__np_flat_... too)")
     s.add_argument("--csv", action="store_true", help="print CSV")
-    s.add_argument("--attrs", nargs="+", help="attributes to print (default: all)")
+    s.add_argument("--attrs", action="append", metavar="A[,B...]", help="attributes to print (default: all)")
     s.add_argument("--limit", type=int, help="print at most this many cells (dense arrays read only what they need)")
     s.add_argument("--order", choices=["C", "F", "G", "U"], help="C row-major, F column-major, G global, "
                    "U unordered (default: C for dense arrays, TileDB-Py's A[:] order for sparse ones)")
@@ -846,10 +853,17 @@ def _storage_options(text: str) -> dict:
 
 
 def main(argv=None) -> int:
-    """Exit codes: 0 success, 1 findings (validation), 2 usage or format error (argparse exits 2 too)."""
+    """Exit codes: 0 success; 1 findings (validate, salvage) or input that breaks the format (FormatError) or
+    cannot be read (OSError); 2 a bad argument (argparse's, a UsageError, or a ValueError/TypeError that
+    tdbformat raised to refuse an argument); 70 anything else, a bug in tdbformat (its traceback is printed)."""
     from .storage import default_storage_options
 
-    args = parser().parse_args(argv)
+    p = parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:  # a bare `tdbformat`: what it can do
+        p.print_help()
+        return 0
+    args = p.parse_args(argv)
     # a cell that is not valid UTF-8, or a terminal that is not UTF-8, must never end the output
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
@@ -860,12 +874,52 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # `tdbformat inspect ... | head`
         return 0
     except FormatError as e:
-        # the API's "pass key=" is the CLI's --key
-        print(f"tdbformat: {str(e).replace('pass key=', 'pass --key KEY')}", file=sys.stderr)
-        return 2
-    except (OSError, ValueError, TypeError) as e:  # an unwritable output, or arguments the API refused
+        print(f"tdbformat: {_cli_words(str(e))}", file=sys.stderr)
+        return 1
+    except OSError as e:  # an unreadable input, an unwritable output, a full disk
         print(f"tdbformat: {e}", file=sys.stderr)
-        return 2
+        return 1
+    except (ValueError, TypeError) as e:
+        if isinstance(e, UsageError) or _raised_by_tdbformat(e):  # an argument the API refused, by name
+            print(f"tdbformat: {_cli_words(str(e))}", file=sys.stderr)
+            return 2
+        return _bug(e)
+    except Exception as e:  # noqa: BLE001 (anything else is ours to fix: say so, with the traceback)
+        return _bug(e)
+
+
+def _cli_words(text: str) -> str:
+    """The API's words as the command line says them: ``pass key=`` is ``--key``."""
+    return text.replace("pass key=", "pass --key KEY")
+
+
+def _raised_by_tdbformat(e: BaseException) -> bool:
+    """Whether tdbformat's own code raised ``e`` (its deliberate refusals), not numpy's or Python's inside it."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(_PACKAGE)
+
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def _bug(e: BaseException) -> int:
+    import traceback
+
+    traceback.print_exception(e, file=sys.stderr)
+    print(f"tdbformat: this is a bug in tdbformat {_version()} ({type(e).__name__}: {e}); please report it with "
+          "the traceback above", file=sys.stderr)
+    return 70
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tdbformat")
+    except PackageNotFoundError:  # run from a source tree
+        return "(source tree)"
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ LAYERS = [
     ["ksy", "spec_render", "cat", "conformance"],
     ["cli"],
     [""],  # the package's __init__: the public API
+    ["__main__"],  # python -m tdbformat
 ]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 

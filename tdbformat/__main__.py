@@ -1,0 +1,2 @@
+from tdbformat.cli import main
+raise SystemExit(main())
