@@ -2,7 +2,7 @@
 
 from . import spec
 from .array import Array, Fragment, open_array
-from .array import ConditionError, MemoryBudgetError, Query
+from .array import ConditionError, MemoryBudgetError, Query, RangeError
 from .array.metadata import delete_metadata, put_metadata
 from .array.deletes import delete_cells
 from .array.convert import convert
@@ -56,7 +56,7 @@ __all__ = [
     "validate", "Finding", "RULES",
     "create", "write", "open_writer", "ArrayWriter",
     "convert",
-    "Query", "ConditionError", "MemoryBudgetError",
+    "Query", "ConditionError", "MemoryBudgetError", "RangeError",
     "salvage", "SalvageReport", "Loss",
 ]
 __all__ += ["to_dask", "storage_for"]
