@@ -263,6 +263,8 @@ def create(path, schema, version: int = LATEST, key=None, timestamp: int | None 
         storage.makedirs(storage.join(root, *folder.split("/")))
     if version <= 10:
         storage.write(storage.join(root, LOCK), b"")
+    for uri, label_schema in getattr(schema, "label_schemas", dict)().items():  # dimension labels' arrays (v18+)
+        create(storage.join(root, *uri.split("/")), label_schema, version, key, t)
     # the schema file makes the folder an array: it comes last, whole (renamed into place)
     if FEATURES["schema_folder"](version):
         storage.makedirs(storage.join(root, SCHEMA_DIR))

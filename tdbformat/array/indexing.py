@@ -17,6 +17,7 @@ from ..enums import ArrayType
 from ..errors import FormatError
 from .cells import empty_column, filled, like, range_bound, result_bytes
 from .condition import parse_condition
+from .labels import label_index
 from .options import check_range, domain_bounds
 from .query import evaluate
 from .sparse import FRAGMENT_COLUMN
@@ -29,8 +30,9 @@ def _expand(sel, ndim: int) -> tuple:
     sel = sel if isinstance(sel, tuple) else (sel,)
     if sum(s is Ellipsis for s in sel) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    if Ellipsis in sel:
-        i = sel.index(Ellipsis)
+    at = [i for i, s in enumerate(sel) if s is Ellipsis]  # `in` would compare a numpy array with Ellipsis
+    if at:
+        i = at[0]
         sel = sel[:i] + (slice(None),) * max(ndim - len(sel) + 1, 0) + sel[i + 1:]
     if len(sel) > ndim:
         raise IndexError(f"too many indices for a {ndim}-dimensional array")
@@ -194,6 +196,10 @@ class Query:
     def multi_index(self):
         return _Indexer(lambda sel: self._results(multi_index_ranges(self.arr, sel), (), multi=True))
 
+    def label_index(self, labels):
+        """``.label_index(labels)[sel]``: the cells whose dimension labels lie in ``sel`` (:mod:`.labels`)."""
+        return _Indexer(lambda sel: label_index(self, labels, sel))
+
     @property
     def df(self):
         def frame(sel):
@@ -291,6 +297,10 @@ class TileDBPyReads:
     def multi_index(self):
         """``A.multi_index[sel]``: inclusive ranges, lists of ranges and points per dimension."""
         return Query(self).multi_index
+
+    def label_index(self, labels):
+        """``A.label_index(labels)[sel]``: a dense read selecting by dimension labels (format v18+), as TileDB-Py."""
+        return Query(self).label_index(labels)
 
     @property
     def df(self):

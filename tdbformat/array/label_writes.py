@@ -1,0 +1,88 @@
+"""Writing dimension labels with a dense write (format v18+), as TileDB-Py's ``A[...] = {"a": ..., "label": ...}``:
+each label's values go to its label array (``__labels/l<n>``, dimension "index", attribute "label") over the
+write's range of the labelled dimension, as a fragment at the write's timestamp, before the array's own fragment
+(TileDB writes them first too).
+
+Labels must keep their order: TileDB refuses written values that are not strictly increasing (decreasing), and
+values that break the order with the labels already beside them make every later read by label fail in TileDB
+("Attribute out of order"), so those are refused here too, with the neighbour named.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..enums import DataOrder
+
+__all__ = ["split_labels", "prepare_labels"]
+
+
+def split_labels(schema, data):
+    """``data`` without the dimension labels' values, and ``[(label, values)]`` of those (a dict ``data`` only)."""
+    labels = {lab.name: lab for lab in schema.get("labels") or []}
+    if not isinstance(data, dict) or not labels.keys() & data.keys():
+        return data, []
+    return ({k: v for k, v in data.items() if k not in labels},
+            [(labels[k], v) for k, v in data.items() if k in labels])
+
+
+def _comparable(values: np.ndarray) -> np.ndarray:
+    """Label values that numpy compares in bulk: bytes (``S``) for string labels."""
+    if values.dtype == object or values.dtype.kind == "U":
+        return np.array([v.encode() if isinstance(v, str) else bytes(v) for v in values.tolist()], "S")
+    return values
+
+
+def _check_order(label, values: np.ndarray, before, after) -> None:
+    """``values`` strictly in the label's order, and after ``before`` / before ``after`` (its neighbours
+    already written, None if none)."""
+    decreasing = label.label_order == DataOrder.DECREASING_DATA
+    word = "decreasing" if decreasing else "increasing"
+    v = _comparable(values)
+    run = np.concatenate([_comparable(np.asarray(x)) for x in (before, values, after) if x is not None]) \
+        if before is not None or after is not None else v
+    steps = run[:-1] > run[1:] if decreasing else run[:-1] < run[1:]
+    if not steps.all():
+        i = int(np.argmin(steps))
+        which = "the written values" if run is v else "the written values and the labels beside them"
+        raise ValueError(f"data[{label.name!r}]: dimension label values must be strictly {word}; {which} are not "
+                         f"({run[i]!r} then {run[i + 1]!r}); TileDB cannot read by a label out of order")
+
+
+def _neighbours(labels, lo: int, hi: int):
+    """The labels already written just before ``lo`` and just after ``hi`` (None where there are none)."""
+    ned = labels.nonempty_domain(raw=True)
+    if ned is None:
+        return None, None
+    first, last = int(ned[0][0]), int(ned[0][1])
+    out = []
+    for i in (lo - 1, hi + 1):
+        out.append(labels.read(attrs=["label"], ranges={"index": (i, i)})["label"] if first <= i <= last else None)
+    return tuple(out)
+
+
+def prepare_labels(writer, subarray, labels: list):
+    """The label fragments of a dense write over ``subarray``, checked now (before anything is written); returns
+    a function of the timestamp that writes them."""
+    from . import Array
+    from .writer import ArrayWriter, _dense_fragment
+
+    pending = []
+    for label, values in labels:
+        lo, hi = subarray[label.dim_index]
+        values = np.asarray(values)
+        if values.shape != (hi - lo + 1,):
+            raise ValueError(f"data[{label.name!r}]: a dimension label takes one value per index of dimension "
+                             f"{label.dim_index} written ({hi - lo + 1}), not shape {values.shape}")
+        path = writer.storage.join(writer.root, *label.uri.split("/"))
+        _check_order(label, values, *_neighbours(Array((writer.storage, path), key=writer.key), lo, hi))
+        w = ArrayWriter(path, key=writer.key, max_chunk_size=writer.max_chunk_size, threads=writer.threads)
+        pending.append((w, _dense_fragment(w.schema, w.schema_name, [(lo, hi)], {"label": values}, None)))
+
+    def write(timestamp):
+        from .create import new_uuid
+        from .fragment_writer import write_fragment
+        for w, fw in pending:
+            w.fragments.append(write_fragment(w.storage, w.root, fw, timestamp=timestamp, uuid=new_uuid(),
+                                              key=w.key, max_chunk=w.max_chunk_size, threads=w.threads))
+    return write
