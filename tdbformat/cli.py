@@ -894,11 +894,16 @@ def _cli_words(text: str) -> str:
 
 
 def _raised_by_tdbformat(e: BaseException) -> bool:
-    """Whether tdbformat's own code raised ``e`` (its deliberate refusals), not numpy's or Python's inside it."""
+    """Whether a ``raise`` statement of tdbformat raised ``e`` (a deliberate refusal), not numpy or Python
+    inside it (a bug: numpy's C functions raise from the line of ours that called them)."""
+    import linecache
+
     tb = e.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
-    return tb is not None and Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(_PACKAGE)
+    if tb is None or not Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(_PACKAGE):
+        return False
+    return linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno).lstrip().startswith("raise ")
 
 
 _PACKAGE = Path(__file__).resolve().parent

@@ -1,7 +1,7 @@
-"""Writing dimension labels with a dense write (format v18+), as TileDB-Py's ``A[...] = {"a": ..., "label": ...}``:
-each label's values go to its label array (``__labels/l<n>``, dimension "index", attribute "label") over the
-write's range of the labelled dimension, as a fragment at the write's timestamp, before the array's own fragment
-(TileDB writes them first too).
+"""Writing dimension labels (format v18+), as TileDB-Py's ``A[...] = {"a": ..., "label": ...}``: each label's
+values go to its label array (``__labels/l<n>``, dimension "index", attribute "label") over the write's range of
+the labelled dimension (a sparse write's coordinates of it must be consecutive points), as a fragment at the
+write's timestamp, before the array's own fragment (TileDB writes them first too).
 
 Labels must keep their order: TileDB refuses written values that are not strictly increasing (decreasing), and
 values that break the order with the labels already beside them make every later read by label fail in TileDB
@@ -14,7 +14,7 @@ import numpy as np
 
 from ..enums import DataOrder
 
-__all__ = ["split_labels", "prepare_labels"]
+__all__ = ["split_labels", "prepare_labels", "sparse_label_ranges"]
 
 
 def split_labels(schema, data):
@@ -24,6 +24,20 @@ def split_labels(schema, data):
         return data, []
     return ({k: v for k, v in data.items() if k not in labels},
             [(labels[k], v) for k, v in data.items() if k in labels])
+
+
+def sparse_label_ranges(coords: list, labels: list) -> dict:
+    """``{dimension index: (lo, hi)}`` a sparse write's labels cover: the labelled dimension's coordinates must
+    be consecutive points, lo, lo + 1, ..., hi (TileDB's rule), one label each."""
+    out = {}
+    for label, _ in labels:
+        points = np.asarray(coords[label.dim_index]) if label.dim_index < len(coords) else np.array([])
+        if points.ndim != 1 or not len(points) or points.dtype.kind not in "iu" \
+                or not np.array_equal(points, np.arange(int(points[0]), int(points[0]) + len(points))):
+            raise ValueError(f"coords: the dimension data must contain consecutive points when writing to a dimension "
+                             f"label ({label.name!r}, dimension {label.dim_index})")
+        out[label.dim_index] = (int(points[0]), int(points[-1]))
+    return out
 
 
 def _comparable(values: np.ndarray) -> np.ndarray:
@@ -62,8 +76,8 @@ def _neighbours(labels, lo: int, hi: int):
 
 
 def prepare_labels(writer, subarray, labels: list):
-    """The label fragments of a dense write over ``subarray``, checked now (before anything is written); returns
-    a function of the timestamp that writes them."""
+    """The label fragments of a write over ``subarray`` (per dimension index, (lo, hi)), checked now (before
+    anything is written); returns a function of the timestamp that writes them."""
     from . import Array
     from .writer import ArrayWriter, _dense_fragment
 

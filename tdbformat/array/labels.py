@@ -97,6 +97,9 @@ def label_index(query, names, sel) -> dict:
     arr = query.arr
     if arr.schema.array_type != ArrayType.DENSE:
         raise NotImplementedError("querying sparse arrays by label is not yet implemented")
+    if query.return_incomplete:
+        raise ValueError("return_incomplete: a read by label is whole (TileDB-Py reads dense arrays so too: "
+                         "\"Incomplete queries are only supported for sparse arrays at this time\")")
     if isinstance(names, str) or not all(isinstance(n, str) for n in names):
         raise TypeError(f"labels: expected a list of label names, not {names!r}")
     by_dim = {}

@@ -22,7 +22,7 @@ from ..structs.array_schema import attributes, dimensions, value_dtype
 from .cells import cell_dtype, range_bound
 from .create import create, default_fill, new_uuid, now_ms
 from .fragment_writer import FragmentWrite, write_fragment
-from .label_writes import prepare_labels, split_labels
+from .label_writes import prepare_labels, sparse_label_ranges, split_labels
 from .metadata import delete_metadata, put_metadata
 from .tiling import dense_box, dense_tiles, sparse_order, tile_bounds
 
@@ -325,15 +325,12 @@ class ArrayWriter:
             fw = _dense_fragment(self.schema, self.schema_name, subarray, data, validity)
             write_labels = prepare_labels(self, subarray, labels)
         else:
-            if labels:
-                raise ValueError(f"data: dimension labels {sorted(lab.name for lab, _ in labels)} are written with "
-                                 "dense writes (TileDB-Py reads sparse arrays by label neither)")
             if coords is None:
                 raise ValueError("coords: a sparse array is written with the coordinates of its cells")
             fw = _sparse_fragment(self.schema, self.schema_name, list(coords), data, validity, meta)
+            write_labels = prepare_labels(self, sparse_label_ranges(list(coords), labels), labels)
         t = now_ms() if self.timestamp is None else self.timestamp
-        if self.dense:
-            write_labels(t)
+        write_labels(t)
         name = write_fragment(self.storage, self.root, fw, timestamp=t, uuid=_uuid(uuid), key=self.key,
                               max_chunk=self.max_chunk_size, threads=self.threads)
         self.fragments.append(name)

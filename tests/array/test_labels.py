@@ -151,6 +151,13 @@ def test_corpus_arrays_read_by_label(array):
         _same_as_tiledb_py(str(array), names[:1], sel, query=(("dims", [dim]),))
 
 
+def test_batches_by_label_are_refused(theirs):
+    with tiledb.open(theirs) as T, pytest.raises(tiledb.TileDBError, match="only supported for sparse arrays"):
+        T.query(return_incomplete=True).label_index(["lx"])[1.0:2.6]
+    with pytest.raises(ValueError, match="only supported for sparse arrays"):
+        open_array(theirs).query(return_incomplete=True).label_index(["lx"])[1.0:2.6]
+
+
 def test_a_label_absent_after_an_overwrite_is_refused(tmp_path):
     """TileDB 2.30 answers 5.0 and 6.0 with the cell of label 4.2 when the labels come from two fragments, and
     refuses them when the same labels are one fragment (DISCREPANCIES.md); tdbformat refuses both, as the
@@ -214,15 +221,30 @@ def test_tiledb_py_reads_nothing_by_a_label_out_of_order(tmp_path):
         open_array(uri).label_index(["lx"])[3.0:4.0]
 
 
-def test_labels_need_version_18_and_dense_writes(tmp_path):
+def test_labels_need_version_18_and_sparse_arrays_take_consecutive_points(tmp_path):
     with pytest.raises(ValueError, match="dimension labels: needs format version 18 or later, not v17"):
         tdbformat.create(str(tmp_path / "v17"), _schema(S), version=17)
     assert not (tmp_path / "v17").exists()
-    dims = [S.Dim(name="x", domain=(0, 9), tile=5, dtype=np.int32)]
-    sparse = S.ArraySchema(domain=S.Domain(*dims), attrs=[S.Attr(name="a", dtype=np.int64)], sparse=True,
-                           dim_labels={0: {"lx": S.DimLabelSchema("increasing", np.float64, np.int32)}})
-    tdbformat.create(str(tmp_path / "sparse"), sparse, version=22)
-    with pytest.raises(ValueError, match="dense writes"), open_array(str(tmp_path / "sparse"), "w") as A:
-        A[np.array([1, 2], np.int32)] = {"a": np.array([1, 2]), "lx": np.array([1.0, 2.0])}
+
+    def sparse_schema(lib):
+        dims = [lib.Dim(name="x", domain=(0, 9), tile=5, dtype=np.int32)]
+        return lib.ArraySchema(domain=lib.Domain(*dims), attrs=[lib.Attr(name="a", dtype=np.int64)], sparse=True,
+                               dim_labels={0: {"lx": lib.DimLabelSchema("increasing", np.float64, np.int32)}})
+    tiledb.Array.create(str(tmp_path / "theirs"), sparse_schema(tiledb))
+    tdbformat.create(str(tmp_path / "ours"), sparse_schema(S), version=22)
+    for coords, labels, theirs, ours in [([5, 2, 7], [1.0, 2.0, 3.0], "consecutive points", "consecutive points"),
+                                         ([3, 4], [1.0, 2.0, 3.0], "Invalid number of cells", "one value per index")]:
+        with tiledb.open(str(tmp_path / "theirs"), "w") as T, pytest.raises(tiledb.TileDBError, match=theirs):
+            T[np.array(coords, np.int32)] = {"a": np.arange(len(coords)), "lx": np.array(labels)}
+        with pytest.raises(ValueError, match=ours), open_array(str(tmp_path / "ours"), "w") as A:
+            A[np.array(coords, np.int32)] = {"a": np.arange(len(coords)), "lx": np.array(labels)}
+    for name, lib in (("theirs", tiledb), ("ours", tdbformat)):  # consecutive points: the labels go there
+        with (tiledb.open if lib is tiledb else open_array)(str(tmp_path / name), "w", timestamp=1) as A:
+            A[np.array([1, 2, 3], np.int32)] = {"a": np.array([1, 2, 3]), "lx": np.array([1.0, 2.0, 2.5])}
+    with tiledb.open(str(tmp_path / "ours/__labels/l0")) as L, tiledb.open(str(tmp_path / "theirs/__labels/l0")) as M:
+        assert L.nonempty_domain() == M.nonempty_domain() == ((1, 3),)
+        assert_same(L[1:4], M[1:4])
+    with tiledb.open(str(tmp_path / "ours")) as T, pytest.raises(NotImplementedError, match="sparse arrays by label"):
+        T.label_index(["lx"])[1.0:2.0]
     with pytest.raises(NotImplementedError, match="sparse arrays by label"):
-        open_array(str(tmp_path / "sparse")).label_index(["lx"])[1.0:2.0]
+        open_array(str(tmp_path / "ours")).label_index(["lx"])[1.0:2.0]

@@ -21,10 +21,13 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 import tdbformat
 import tdbformat.cli
 from tdbformat import FormatError, open_array, parse_file
-from tdbformat.array import MemoryBudgetError
+from tdbformat.array import MemoryBudgetError, RangeError
+from tdbformat.enums import Datatype
 from tdbformat.files import inspect_path
 
 from .mutate import mutate
@@ -75,6 +78,28 @@ def _ops(case: dict):
     yield "metadata", lambda: opened["a"].metadata
     yield "enumerations", lambda: opened["a"].enumerations
     yield "fragments", lambda: list(opened["a"].fragments)
+    yield "label_index", lambda: _read_by_label(opened["a"])
+
+
+def _read_by_label(arr):
+    """A read by each dimension label of a dense array, over every value of the label's type (v18+): a mutated
+    label array raises FormatError; no label in the range (RangeError) is an answer too."""
+    if arr.schema.array_type != 0:
+        return
+    for label in arr.schema.get("labels") or []:
+        dtype = Datatype(label.label_datatype).numpy_dtype
+        if label.label_cell_val_num == 2**32 - 1:
+            lo, hi = b"", b"\xff" * 64
+        elif dtype.kind == "f":
+            lo, hi = -np.inf, np.inf
+        elif dtype.kind in "iu":
+            lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
+        else:
+            continue
+        try:
+            arr.label_index([label.name])[lo:hi]
+        except RangeError:
+            pass
 
 
 def _run_ops(case: dict, out: dict, verbose: bool):
