@@ -208,3 +208,16 @@ def test_cat_range_refused(arrays, name, capsys):
     assert cli.main(["cat", "--range", "d=0:100", arrays[name]]) == 2
     assert "Range [0, 100] is out of domain bounds [1, 8]" in capsys.readouterr().err
     assert cli.main(["cat", "--range", "d=2:3", arrays[name]]) == 0
+
+
+def test_arrays_before_format_version_1_check_ranges_alike(capsys):
+    """A pre-v1 array (which TileDB-Py cannot open) takes the same range check: its domain is [1, 4]."""
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "data" / "prev1" / "tiledb-1.2.2" / "dense_nocomp"
+    A = open_array(path)
+    with pytest.raises(RangeError, match=r"Range \[0, 1000000\] is out of domain bounds \[1, 4\]"):
+        A.read(ranges={"d1": (0, 10**6)})
+    with pytest.raises(RangeError, match="Lower range bound 3 cannot be larger than the higher bound 2"):
+        A.read(ranges={"d2": (3, 2)})
+    assert A.read(ranges={"d1": (2, 3)})[A.attrs[0].name].shape == (2, 4)
+    assert cli.main(["cat", "--range", "d1=0:9", str(path)]) == 2
