@@ -19,7 +19,9 @@ __all__ = ["split_labels", "prepare_labels", "sparse_label_ranges"]
 
 def split_labels(schema, data):
     """``data`` without the dimension labels' values, and ``[(label, values)]`` of those (a dict ``data`` only)."""
-    labels = {lab.name: lab for lab in schema.get("labels") or []}
+    from .labels import checked_label
+    ndim = len(schema.domain.dimensions)
+    labels = {lab.name: checked_label(lab, ndim) for lab in schema.get("labels") or []}
     if not isinstance(data, dict) or not labels.keys() & data.keys():
         return data, []
     return ({k: v for k, v in data.items() if k not in labels},
@@ -63,22 +65,21 @@ def _check_order(label, values: np.ndarray, before, after) -> None:
                          f"({run[i]!r} then {run[i + 1]!r}); TileDB cannot read by a label out of order")
 
 
-def _neighbours(labels, lo: int, hi: int):
+def _neighbours(labels, attr: str, lo: int, hi: int):
     """The labels already written just before ``lo`` and just after ``hi`` (None where there are none)."""
     ned = labels.nonempty_domain(raw=True)
     if ned is None:
         return None, None
     first, last = int(ned[0][0]), int(ned[0][1])
-    out = []
-    for i in (lo - 1, hi + 1):
-        out.append(labels.read(attrs=["label"], ranges={"index": (i, i)})["label"] if first <= i <= last else None)
-    return tuple(out)
+    index = labels.dims[0].name
+    return tuple(labels.read(attrs=[attr], ranges={index: (i, i)})[attr] if first <= i <= last else None
+                 for i in (lo - 1, hi + 1))
 
 
 def prepare_labels(writer, subarray, labels: list):
     """The label fragments of a write over ``subarray`` (per dimension index, (lo, hi)), checked now (before
     anything is written); returns a function of the timestamp that writes them."""
-    from . import Array
+    from .labels import open_label
     from .writer import ArrayWriter, _dense_fragment
 
     pending = []
@@ -88,10 +89,11 @@ def prepare_labels(writer, subarray, labels: list):
         if values.shape != (hi - lo + 1,):
             raise ValueError(f"data[{label.name!r}]: a dimension label takes one value per index of dimension "
                              f"{label.dim_index} written ({hi - lo + 1}), not shape {values.shape}")
-        path = writer.storage.join(writer.root, *label.uri.split("/"))
-        _check_order(label, values, *_neighbours(Array((writer.storage, path), key=writer.key), lo, hi))
-        w = ArrayWriter(path, key=writer.key, max_chunk_size=writer.max_chunk_size, threads=writer.threads)
-        pending.append((w, _dense_fragment(w.schema, w.schema_name, [(lo, hi)], {"label": values}, None)))
+        existing = open_label(writer.storage, writer.root, label, writer.key)
+        _check_order(label, values, *_neighbours(existing, label.label_attr_name, lo, hi))
+        w = ArrayWriter(existing.path, key=writer.key, max_chunk_size=writer.max_chunk_size, threads=writer.threads)
+        pending.append((w, _dense_fragment(w.schema, w.schema_name, [(lo, hi)], {label.label_attr_name: values},
+                                           None)))
 
     def write(timestamp):
         from .create import new_uuid

@@ -15,7 +15,7 @@ from ..enums import ArrayType, DataOrder
 from ..errors import FormatError
 from .options import RangeError
 
-__all__ = ["label_index"]
+__all__ = ["label_index", "open_label"]
 
 
 def _label(arr, name: str):
@@ -23,14 +23,28 @@ def _label(arr, name: str):
     if not found:
         names = [lab.name for lab in arr.schema.get("labels") or []]
         raise ValueError(f"labels: the array has no dimension label {name!r} (labels: {names})")
-    return found[0]
+    return checked_label(found[0], len(arr.dims))
 
 
-def _label_array(arr, label):
+def checked_label(label, ndim: int):
+    """``label`` (a schema's dimension label), if it labels one of the ``ndim`` dimensions."""
+    if not 0 <= label.dim_index < ndim:
+        raise FormatError(f"dimension label {label.name!r}: dimension {label.dim_index} of {ndim} does not exist",
+                          structure="Array schema", path="labels.dim_index")
+    return label
+
+
+def open_label(storage, root, label, key=None, timestamp=None):
+    """The label array of ``label`` (a schema's dimension label) of the array at ``root``, checked to be one."""
     from . import Array
     if label.is_external or not label.relative_uri:
         raise FormatError(f"dimension label {label.name!r}: its array lies outside the array ({label.uri})")
-    return Array((arr.storage, arr.storage.join(arr.path, *label.uri.split("/"))), key=arr.key, timestamp=arr.window)
+    labels = Array((storage, storage.join(root, *label.uri.split("/"))), key=key, timestamp=timestamp)
+    if labels.schema.array_type != ArrayType.DENSE or len(labels.dims) != 1 \
+            or label.label_attr_name not in [a.name for a in labels.attrs]:
+        raise FormatError(f"dimension label {label.name!r}: its array is not a dense array of one dimension with the "
+                          f"attribute {label.label_attr_name!r}", file=str(labels.path))
+    return labels
 
 
 def _label_ranges(sel) -> list:
@@ -61,11 +75,11 @@ def _bound(values: np.ndarray, v):
 
 def _indices(arr, label, ranges) -> tuple[list, np.ndarray, np.ndarray]:
     """The index ranges the label ranges select, and the label array's indices and values."""
-    labels = _label_array(arr, label)
+    labels = open_label(arr.storage, arr.path, label, arr.key, arr.window)
     ned = labels.nonempty_domain(raw=True)
     if ned is None:
         raise RangeError(f"dimension label {label.name!r}: no label was written")
-    values = labels.read(attrs=["label"])["label"]
+    values = labels.read(attrs=[label.label_attr_name])[label.label_attr_name]
     first = int(ned[0][0])
     decreasing = label.label_order == DataOrder.DECREASING_DATA
     key = values[::-1] if decreasing else values

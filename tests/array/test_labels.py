@@ -248,3 +248,26 @@ def test_labels_need_version_18_and_sparse_arrays_take_consecutive_points(tmp_pa
         T.label_index(["lx"])[1.0:2.0]
     with pytest.raises(NotImplementedError, match="sparse arrays by label"):
         open_array(str(tmp_path / "ours")).label_index(["lx"])[1.0:2.0]
+
+
+def test_a_hostile_label_is_a_format_error(tmp_path):
+    """Found by the fuzzer: a label array whose schema is another array's, and a label of a dimension that does
+    not exist, raise FormatError (they raised ValueError and IndexError)."""
+    from tdbformat.structs.array_schema import ArraySchema
+    uri = tmp_path / "ours"
+    tdbformat.create(str(uri), _schema(S), version=22)
+    _write(tdbformat, str(uri))
+    [main] = [p for p in (uri / "__schema").iterdir() if p.is_file()]
+    [label] = [p for p in (uri / "__labels" / "l0" / "__schema").iterdir() if p.is_file()]
+    label.write_bytes(main.read_bytes())
+    with pytest.raises(tdbformat.FormatError, match="attribute 'label'"):
+        open_array(uri).label_index(["lx"])[1.0:2.0]
+    with pytest.raises(tdbformat.FormatError, match="attribute 'label'"), open_array(uri, "w") as A:
+        A[2:5] = {"a": np.zeros((3, 4), np.int64), "b": np.zeros((3, 4), np.float32), "lx": [3.5, 4.0, 4.2]}
+    parsed = ArraySchema.parse(main.read_bytes())
+    parsed.labels[2].dim_index = 7
+    main.write_bytes(ArraySchema.build(parsed, version=22))
+    with pytest.raises(tdbformat.FormatError, match="dimension 7 of 2 does not exist"):
+        open_array(uri).label_index(["ly"])[1:2]
+    with pytest.raises(tdbformat.FormatError, match="dimension 7 of 2 does not exist"), open_array(uri, "w") as A:
+        A[2:5] = {"a": np.zeros((3, 4), np.int64), "b": np.zeros((3, 4), np.float32)}
