@@ -19,9 +19,10 @@ __all__ = ["split_labels", "prepare_labels", "sparse_label_ranges"]
 
 def split_labels(schema, data):
     """``data`` without the dimension labels' values, and ``[(label, values)]`` of those (a dict ``data`` only)."""
+    from ..structs.array_schema import dimensions
     from .labels import checked_label
-    ndim = len(schema.domain.dimensions)
-    labels = {lab.name: checked_label(lab, ndim) for lab in schema.get("labels") or []}
+    dims = dimensions(schema)
+    labels = {lab.name: checked_label(lab, dims) for lab in schema.get("labels") or []}
     if not isinstance(data, dict) or not labels.keys() & data.keys():
         return data, []
     return ({k: v for k, v in data.items() if k not in labels},

@@ -23,14 +23,17 @@ def _label(arr, name: str):
     if not found:
         names = [lab.name for lab in arr.schema.get("labels") or []]
         raise ValueError(f"labels: the array has no dimension label {name!r} (labels: {names})")
-    return checked_label(found[0], len(arr.dims))
+    return checked_label(found[0], arr.dims)
 
 
-def checked_label(label, ndim: int):
-    """``label`` (a schema's dimension label), if it labels one of the ``ndim`` dimensions."""
-    if not 0 <= label.dim_index < ndim:
-        raise FormatError(f"dimension label {label.name!r}: dimension {label.dim_index} of {ndim} does not exist",
-                          structure="Array schema", path="labels.dim_index")
+def checked_label(label, dims: list):
+    """``label`` (a schema's dimension label), if it labels one of ``dims`` (FieldInfo), a fixed-size one."""
+    if not 0 <= label.dim_index < len(dims):
+        raise FormatError(f"dimension label {label.name!r}: dimension {label.dim_index} of {len(dims)} does not "
+                          "exist", structure="Array schema", path="labels.dim_index")
+    if dims[label.dim_index].var:
+        raise FormatError(f"dimension label {label.name!r}: dimension {dims[label.dim_index].name} is var-sized; a "
+                          "label's dimension has integer indices", structure="Array schema", path="labels.dim_index")
     return label
 
 
@@ -40,10 +43,11 @@ def open_label(storage, root, label, key=None, timestamp=None):
     if label.is_external or not label.relative_uri:
         raise FormatError(f"dimension label {label.name!r}: its array lies outside the array ({label.uri})")
     labels = Array((storage, storage.join(root, *label.uri.split("/"))), key=key, timestamp=timestamp)
-    if labels.schema.array_type != ArrayType.DENSE or len(labels.dims) != 1 \
-            or label.label_attr_name not in [a.name for a in labels.attrs]:
+    attr = next((a for a in labels.attrs if a.name == label.label_attr_name), None)
+    if labels.schema.array_type != ArrayType.DENSE or len(labels.dims) != 1 or attr is None \
+            or attr.datatype != label.label_datatype or attr.cell_val_num != label.label_cell_val_num:
         raise FormatError(f"dimension label {label.name!r}: its array is not a dense array of one dimension with the "
-                          f"attribute {label.label_attr_name!r}", file=str(labels.path))
+                          f"attribute {label.label_attr_name!r} of the label's type", file=str(labels.path))
     return labels
 
 

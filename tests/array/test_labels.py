@@ -251,20 +251,33 @@ def test_labels_need_version_18_and_sparse_arrays_take_consecutive_points(tmp_pa
 
 
 def test_a_hostile_label_is_a_format_error(tmp_path):
-    """Found by the fuzzer: a label array whose schema is another array's, and a label of a dimension that does
-    not exist, raise FormatError (they raised ValueError and IndexError)."""
+    """Found by the fuzzer: a label array whose schema is another array's, a label reference of another type than
+    its array's, a labelled var-sized dimension and a label of a dimension that does not exist raise FormatError
+    (they raised ValueError, TypeError and IndexError)."""
     from tdbformat.structs.array_schema import ArraySchema
     uri = tmp_path / "ours"
     tdbformat.create(str(uri), _schema(S), version=22)
     _write(tdbformat, str(uri))
     [main] = [p for p in (uri / "__schema").iterdir() if p.is_file()]
     [label] = [p for p in (uri / "__labels" / "l0" / "__schema").iterdir() if p.is_file()]
+    orig = label.read_bytes()
     label.write_bytes(main.read_bytes())
-    with pytest.raises(tdbformat.FormatError, match="attribute 'label'"):
+    with pytest.raises(tdbformat.FormatError, match="attribute 'label' of the label's type"):
         open_array(uri).label_index(["lx"])[1.0:2.0]
     with pytest.raises(tdbformat.FormatError, match="attribute 'label'"), open_array(uri, "w") as A:
         A[2:5] = {"a": np.zeros((3, 4), np.int64), "b": np.zeros((3, 4), np.float32), "lx": [3.5, 4.0, 4.2]}
     parsed = ArraySchema.parse(main.read_bytes())
+    parsed.labels[0].label_cell_val_num = 2**32 - 1  # the reference says var-sized, its array holds float64
+    main.write_bytes(ArraySchema.build(parsed, version=22))
+    label.write_bytes(orig)
+    with pytest.raises(tdbformat.FormatError, match="of the label's type"):
+        open_array(uri).label_index(["lx"])[b"a":b"b"]
+    parsed.labels[0].label_cell_val_num = 1
+    parsed.domain.dimensions[1].cell_val_num = 2**32 - 1  # a var-sized dimension labelled (and in a dense array)
+    main.write_bytes(ArraySchema.build(parsed, version=22))
+    with pytest.raises(tdbformat.FormatError, match="dimension y is var-sized"):
+        open_array(uri).label_index(["ly"])[1:2]
+    parsed.domain.dimensions[1].cell_val_num = 1
     parsed.labels[2].dim_index = 7
     main.write_bytes(ArraySchema.build(parsed, version=22))
     with pytest.raises(tdbformat.FormatError, match="dimension 7 of 2 does not exist"):
