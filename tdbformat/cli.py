@@ -590,7 +590,8 @@ def _validate_report(args, path, rules, findings) -> int:
     errors = sum(f.severity == "error" for f in findings)
     if args.json:
         _print_json(_doc("validate", path, rules=rules or list(RULES), errors=errors,
-                         warnings=len(findings) - errors, findings=[f.to_json() for f in findings]))
+                         warnings=len(findings) - errors,
+                         findings=[{**f.to_json(), "message": _cli_words(f.message)} for f in findings]))
     elif not findings:
         _console().print(f"{path}: no findings ({len(rules or RULES)} rules)")
     else:

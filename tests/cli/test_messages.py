@@ -126,6 +126,10 @@ def test_python_dash_m_tdbformat(places):
 def test_validate_of_an_encrypted_array_names_key_option(places, capsys):
     rc, out, _ = _cli(capsys, "validate", places / "enc")
     assert rc == 1 and "--key" in out and "key=" not in out
+    rc, out, _ = _cli(capsys, "validate", "--json", places / "enc")
+    import json
+    [finding] = json.loads(out)["findings"]
+    assert rc == 1 and "--key" in finding["message"] and "key=" not in finding["message"]
     rc, out, _ = _cli(capsys, "validate", places / "enc", "--key", KEY)
     assert rc == 0, out
 
