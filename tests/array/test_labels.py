@@ -284,3 +284,27 @@ def test_a_hostile_label_is_a_format_error(tmp_path):
         open_array(uri).label_index(["ly"])[1:2]
     with pytest.raises(tdbformat.FormatError, match="dimension 7 of 2 does not exist"), open_array(uri, "w") as A:
         A[2:5] = {"a": np.zeros((3, 4), np.int64), "b": np.zeros((3, 4), np.float32)}
+
+
+def test_encrypted_labels_both_ways(tmp_path):
+    """The label arrays of an encrypted array are encrypted with its key, by either side."""
+    from oracle import tiledb_ctx
+    key = "0123456789abcdeF0123456789abcdeF"
+    ctx = tiledb_ctx(key)
+    theirs, ours = str(tmp_path / "theirs"), str(tmp_path / "ours")
+    tiledb.Array.create(theirs, _schema(tiledb), ctx=ctx)
+    tdbformat.create(ours, _schema(S), version=22, key=key)
+    for i, (sel, data) in enumerate(WRITES):
+        with tiledb.open(theirs, "w", timestamp=i + 1, ctx=ctx) as T, \
+                open_array(ours, "w", timestamp=i + 1, key=key) as A:
+            T[sel] = data
+            A[sel] = data
+    for names, sel in ((["lx"], slice(3.0, 7.5)), (["ls", "ly"], (slice("s3", "s7"), slice(15, 35)))):
+        with tiledb.open(theirs, ctx=ctx) as T, tiledb.open(ours, ctx=ctx) as M:
+            want = T.label_index(names)[sel]
+            assert_same(M.label_index(names)[sel], want)
+        got = open_array(theirs, key=key).label_index(names)[sel]
+        assert list(got) == list(want)
+        assert_same(got, want)
+    with pytest.raises(tdbformat.EncryptionError):
+        open_array(f"{ours}/__labels/l0")
