@@ -32,7 +32,7 @@ from .condition import ConditionError
 from .dense import MemoryBudgetError, check_budget, read_dense
 from .fragment import Fragment, in_tiledb_order, load_fragments
 from .indexing import Query, TileDBPyReads
-from .options import RangeError, check_ranges
+from .ranges import RangeError, check_ranges
 from .ranged import listing_and_tails
 from .sparse import read_sparse
 from .tiles import Tiles

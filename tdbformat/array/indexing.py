@@ -18,7 +18,7 @@ from ..errors import FormatError
 from .cells import empty_column, filled, like, range_bound, result_bytes
 from .condition import parse_condition
 from .labels import label_index
-from .options import check_range, domain_bounds
+from .ranges import check_range, domain_bounds
 from .query import evaluate
 from .sparse import FRAGMENT_COLUMN
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..enums import ArrayType, DataOrder
 from ..errors import FormatError
-from .options import RangeError
+from .ranges import RangeError
 
 __all__ = ["label_index", "open_label"]
 

@@ -161,7 +161,7 @@ def test_exit_codes(places, tmp_path, capsys, monkeypatch):
     rc, _, err = _cli(capsys, "cat", arr)
     assert rc == 70 and "KeyError" in err and "a bug in tdbformat" in err
     monkeypatch.undo()
-    import tdbformat.array.options as options
-    monkeypatch.setattr(options, "range_bound", int)  # a TypeError from Python, raised on a line of ours
+    import tdbformat.array.ranges as ranges
+    monkeypatch.setattr(ranges, "range_bound", int)  # a TypeError from Python, raised on a line of ours
     rc, _, err = _cli(capsys, "cat", arr, "--range", "d=1:2")
     assert rc == 70 and "TypeError" in err and "a bug in tdbformat" in err
