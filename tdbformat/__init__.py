@@ -11,7 +11,8 @@ import warnings
 from . import schema, spec
 from .array import Array, Fragment, Query
 from .array import open_array as _open_for_reading
-from .array.group import GroupReader, open_group
+from .array.group import open_group
+from .array.ranges import RangeError
 from .array.dask import to_dask
 from .check.salvage import SalvageReport, salvage
 from .check.validate import Finding, validate
@@ -34,7 +35,6 @@ from .write.writer import ArrayWriter, create, open_writer, write
 __all__ = [
     # open and read
     "open_array", "Array", "Query", "Fragment", "to_dask", "parse_file", "ParsedFile", "Group", "open_group",
-    "GroupReader",
     # write and maintain
     "create", "write", "open_writer", "ArrayWriter", "convert", "put_metadata", "delete_metadata", "delete_cells",
     "create_group", "consolidate", "vacuum", "delete_fragments", "ArraySchemaEvolution", "repair",
@@ -45,7 +45,7 @@ __all__ = [
     # errors
     "FormatError", "ChecksumError", "EncryptionError", "UnsupportedError", "VersionError", "FormatWarning",
     "StorageError",
-    "ConditionError", "MemoryBudgetError",
+    "ConditionError", "RangeError", "MemoryBudgetError",
 ]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from construct import ConstructError
 
 __all__ = ["FormatError", "ChecksumError", "EncryptionError", "VersionError", "UnsupportedError", "FormatWarning",
-           "located", "StorageError"]
+           "UsageError", "located", "StorageError"]
 
 
 class FormatError(ValueError):
@@ -118,3 +118,7 @@ def as_format_error(err: Exception, **known) -> FormatError:
 class FormatWarning(UserWarning):
     """A file that is wrong but redundant, read around: e.g. a consolidated ``.meta`` whose footers each
     fragment's own metadata file also holds."""
+
+
+class UsageError(ValueError):
+    """A command-line argument that cannot be acted on (the command line exits 2 with its message)."""

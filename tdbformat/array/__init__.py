@@ -34,14 +34,15 @@ from .fragment import Fragment, in_tiledb_order, load_fragments
 from .dask import to_dask
 from .indexing import Query, TileDBPyReads
 from . import options
-from .options import ORDERS, check_ranges, read_window, wanted_attributes
+from .options import ORDERS, read_window, wanted_attributes
 from .prev1 import LegacyArray
+from .ranges import RangeError, check_ranges
 from .ranged import listing_and_tails
 from .sparse import read_sparse
 from .tiles import Tiles
 
 __all__ = ["open_array", "Array", "Fragment", "read_window", "check_ranges", "MEMORY_BUDGET", "MemoryBudgetError",
-           "Query", "ConditionError"]
+           "Query", "ConditionError", "RangeError"]
 
 class Array(TileDBPyReads):
     """An opened array: its schemas, committed fragments, delete commits, metadata and enumerations."""
@@ -127,7 +128,7 @@ class Array(TileDBPyReads):
         schema = self.schema_at(window[1])
         wanted, layout = wanted_attributes(schema, attrs), _layout(self.schema, order)
         sparse = self.schema.array_type != ArrayType.DENSE
-        ranges = check_ranges(self.dims, ranges)
+        ranges = check_ranges(self.dims, ranges, schema)
         frags = self.live_fragments(window)
         pool = _pool(threads)
         if not sparse:

@@ -18,23 +18,13 @@ from ..errors import FormatError
 from .cells import empty_column, filled, like, range_bound, result_bytes
 from .condition import parse_condition
 from .evaluate import evaluate
+from .labels import label_index
+from .selection import expand, multi_index_ranges
 from .options import budget_or_default
+from .ranges import check_range, domain_bounds
 from .sparse import FRAGMENT_COLUMN
 
 __all__ = ["Query", "TileDBPyReads", "getitem_ranges", "multi_index_ranges"]
-
-
-def _expand(sel, ndim: int) -> tuple:
-    """``sel`` as one entry per dimension (an Ellipsis or missing trailing entries are whole dimensions)."""
-    sel = sel if isinstance(sel, tuple) else (sel,)
-    if sum(s is Ellipsis for s in sel) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    if Ellipsis in sel:
-        i = sel.index(Ellipsis)
-        sel = sel[:i] + (slice(None),) * max(ndim - len(sel) + 1, 0) + sel[i + 1:]
-    if len(sel) > ndim:
-        raise IndexError(f"too many indices for a {ndim}-dimensional array")
-    return sel + (slice(None),) * (ndim - len(sel))
 
 
 def _bounds(arr, j: int):
@@ -54,18 +44,19 @@ def _bounds(arr, j: int):
 def getitem_ranges(arr, sel) -> tuple[list, tuple]:
     """``A[sel]`` as (one inclusive (lo, hi) or None for all of it per dimension, the axes integers drop):
     slices are half-open on the domain's coordinates, negative numbers count back from its end, floats and
-    datetimes inclusive."""
-    sel = _expand(sel, len(arr.dims))
+    datetimes inclusive; open ends stand for the current domain where the schema sets one (TileDB-Py)."""
+    sel = expand(sel, len(arr.dims))
     ranges, drop = [], []
     for j, (d, s) in enumerate(zip(arr.dims, sel)):
         lo, hi = _bounds(arr, j)
+        dlo, dhi = (domain_bounds(arr.schema, j) or ((lo, hi),))[0]  # stops are clamped to the whole domain
         kind = d.datatype.numpy_dtype.kind
         if not isinstance(s, slice):
             if not np.isscalar(s) and not isinstance(s, (np.datetime64, np.generic)):
                 raise IndexError(f"invalid index type {type(s).__name__!r} for dimension {d.name}")
             drop.append(j)
             if isinstance(s, (int, np.integer)) and not isinstance(s, bool):
-                start = int(s) + int(hi) + 1 if s < 0 and kind in "iu" else int(s)
+                start = int(s) + dhi + 1 if s < 0 and kind in "iu" else int(s)
                 s = slice(start, start + 1)
             else:
                 s = slice(s, s)
@@ -78,18 +69,20 @@ def getitem_ranges(arr, sel) -> tuple[list, tuple]:
         start, stop = s.start, s.stop
         if start is not None and kind in "iu":
             _integral(start, d)
-            start = int(start) + int(hi) + 1 if start < 0 else int(start)
-            if start < lo:
-                raise IndexError(f"index {s.start} out of bounds of dimension {d.name} [{lo}, {hi}]")
+            start = int(start) + dhi + 1 if start < 0 else int(start)
+        elif start is not None:
+            start = range_bound(d, start, d.name)
+        if start is not None and start < dlo:
+            raise IndexError(f"index {s.start} out of bounds of dimension {d.name} [{dlo}, {dhi}]")
         if stop is None:
             ranges.append((lo if start is None else start, hi))
             continue
         if kind in "iu":
             _integral(stop, d)
-            stop = int(stop) + int(hi) if stop < 0 else min(int(stop), int(hi) + 1)
+            stop = int(stop) + dhi if stop < 0 else min(int(stop), dhi + 1)
             ranges.append((lo if start is None else start, stop - 1))
-        else:  # floats and datetimes: inclusive
-            ranges.append((lo if start is None else start, stop))
+        else:  # floats and datetimes: inclusive, the stop clamped to the domain
+            ranges.append((lo if start is None else start, min(range_bound(d, stop, d.name), dhi)))
         if ranges[-1][0] > ranges[-1][1]:  # TileDB-Py refuses an empty range too
             raise IndexError(f"dimension {d.name}: the slice {s.start}:{s.stop} runs from {ranges[-1][0]} to "
                              f"{ranges[-1][1]}, which is empty")
@@ -99,49 +92,6 @@ def getitem_ranges(arr, sel) -> tuple[list, tuple]:
 def _integral(v, d):
     if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
         raise IndexError(f"cannot index the integral dimension {d.name} with {v!r}")
-
-
-def multi_index_ranges(arr, sel) -> list:
-    """``A.multi_index[sel]`` as a list of inclusive ranges per dimension (None: the whole dimension):
-    scalars are points, slices and (lo, hi) tuples inclusive ranges, lists any number of these."""
-    sel = _expand(sel, len(arr.dims))
-    sparse = arr.schema.array_type != ArrayType.DENSE
-    out = []
-    for j, (d, s) in enumerate(zip(arr.dims, sel)):
-        items = s if isinstance(s, (list, np.ndarray)) else [s]
-        ranges = []
-        for item in items:
-            if isinstance(item, slice):
-                if item.step is not None:
-                    raise ValueError(f"multi_index: stepped slices are not supported (dimension {d.name})")
-                if sparse and item.start is None and item.stop is None:
-                    continue  # the whole dimension: no range
-                lo, hi = _open_ends(arr, j)
-                lo, hi = lo if item.start is None else item.start, hi if item.stop is None else item.stop
-                if lo is not None and hi is not None:
-                    ranges.append((lo, hi))
-            elif isinstance(item, tuple):
-                if len(item) != 2:
-                    raise ValueError(f"multi_index: a range is a (lo, hi) pair, not {item!r}")
-                ranges.append(item)
-            else:
-                ranges.append((item, item))
-        out.append(ranges or None)
-    return out
-
-
-def _open_ends(arr, j: int) -> tuple:
-    """What an open end of a multi_index slice of dimension ``j`` stands for: the non-empty domain, inside
-    the current domain if the schema sets one (TileDB-Py's iter_ranges); None where neither exists."""
-    ned = arr.nonempty_domain()
-    ned = ned[j] if ned else None
-    current = arr.schema.get("current_domain")
-    cur = None
-    if current is not None and not current.empty:
-        cur = (current.ndrectangle[j].start, current.ndrectangle[j].end)
-    if cur is not None and ned is not None:
-        return max(cur[0], ned[0]), min(cur[1], ned[1])
-    return cur or ned or (None, None)
 
 
 class Query:
@@ -191,6 +141,10 @@ class Query:
     def multi_index(self):
         return _Indexer(lambda sel: self._results(multi_index_ranges(self.arr, sel), (), multi=True))
 
+    def label_index(self, labels):
+        """``.label_index(labels)[sel]``: the cells whose dimension labels lie in ``sel`` (:mod:`.labels`)."""
+        return _Indexer(lambda sel: label_index(self, labels, sel))
+
     @property
     def df(self):
         def frame(sel):
@@ -209,6 +163,9 @@ class Query:
         # bounds as the read compares them: str or bytes for strings, ints of the unit for datetimes
         ranges = [None if rs is None else [tuple(range_bound(d, v, d.name) for v in r) for r in rs]
                   for d, rs in zip(self.arr.dims, ranges)]
+        for j, (d, rs) in enumerate(zip(self.arr.dims, ranges)):
+            for r in rs or ():
+                check_range(d, *r, domain_bounds(self.arr.schema, j))
         if self.return_incomplete:
             return self._batches(ranges, drop, multi, frame)
         return self.read(ranges, drop, multi, frame)
@@ -285,6 +242,10 @@ class TileDBPyReads:
     def multi_index(self):
         """``A.multi_index[sel]``: inclusive ranges, lists of ranges and points per dimension."""
         return Query(self).multi_index
+
+    def label_index(self, labels):
+        """``A.label_index(labels)[sel]``: a dense read selecting by dimension labels (format v18+), as TileDB-Py."""
+        return Query(self).label_index(labels)
 
     @property
     def df(self):

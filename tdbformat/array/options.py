@@ -11,9 +11,8 @@ import numpy as np
 
 from ..enums import Layout
 from ..structs import array_schema as schema_mod
-from .cells import range_bound
 
-__all__ = ["MEMORY_BUDGET", "budget_or_default", "read_window", "wanted_attributes", "check_ranges", "ORDERS"]
+__all__ = ["MEMORY_BUDGET", "budget_or_default", "read_window", "wanted_attributes", "ORDERS"]
 
 #: the cell orders ``read(order=)`` names
 ORDERS = {"C": Layout.ROW_MAJOR, "F": Layout.COL_MAJOR, "G": Layout.GLOBAL_ORDER, "U": Layout.UNORDERED}
@@ -68,20 +67,3 @@ def wanted_attributes(schema, attrs) -> list:
         raise ValueError(f"attrs: no attribute(s) {sorted(set(attrs) - {a.name for a in wanted})} "
                          f"(attributes: {', '.join(a.name for a in schema_mod.attributes(schema))})")
     return wanted
-
-
-def check_ranges(dims, ranges) -> dict:
-    """``ranges=`` of an array with dimensions ``dims`` checked and normalised: ``{dimension: (lo, hi)}`` with bounds as the read compares them."""
-    if ranges is None:
-        return {}
-    if not isinstance(ranges, dict):
-        raise TypeError(f"ranges: expected a dict {{dimension: (lo, hi)}}, not {type(ranges).__name__}")
-    dims = {d.name: d for d in dims}
-    out = {}
-    for name, r in ranges.items():
-        if name not in dims:
-            raise ValueError(f"ranges: {name!r} is not a dimension ({', '.join(dims)})")
-        if not isinstance(r, (tuple, list)) or len(r) != 2:
-            raise TypeError(f"ranges[{name!r}]: expected a (lo, hi) pair, not {r!r}")
-        out[name] = tuple(range_bound(dims[name], v, name) for v in r)
-    return out

@@ -32,7 +32,8 @@ from ..versions import dialect_label
 from . import order
 from .cells import U64, cell_dtype, filled, split_var
 from .dense import MemoryBudgetError, check_budget
-from .options import budget_or_default, check_ranges, wanted_attributes
+from .options import budget_or_default, wanted_attributes
+from .ranges import check_ranges
 
 __all__ = ["LegacyArray", "LegacyFragment"]
 
@@ -190,7 +191,7 @@ class LegacyArray:
         wanted = wanted_attributes(self.schema, attrs)
         if order not in (None, *_ORDERS):
             raise ValueError(f"order: expected one of {', '.join(map(repr, _ORDERS))}, not {order!r}")
-        ranges = check_ranges(self.dims, ranges)
+        ranges = check_ranges(self.dims, ranges, self.schema)
         if self.schema.array_type == ArrayType.DENSE:
             check_budget(self, self.schema, wanted, ranges, memory_budget)
             return _read_dense(self, wanted, ranges, _ORDERS[order or "C"])  # G, U: N-D row-major, as v1+

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import layout
 from ..array.fragment import load_fragments
+from ..errors import UnsupportedError
 from ..show import filters_json
 from ..storage import storage_for
 from ..structs.array_schema import schema_version
@@ -116,6 +117,11 @@ def stats(path, key=None) -> dict:
 def versions(path, key=None) -> dict:
     """The format version of every schema and committed fragment, the newest of them, and the oldest TileDB
     release that reads the array (the first release of that newest version)."""
+    storage, root = storage_for(path)
+    if found := layout.dialect(storage, root):
+        raise UnsupportedError(f"{root}: an array of the {found} dialect, from before format version 1, has no format "
+                               "version: tdbformat reads it (`tdbformat cat`, `open_array`; `tdbformat convert` "
+                               "rewrites it at a format version), and so does TileDB up to 1.3; no later TileDB does")
     _, schemas, frags, _ = _open(path, key)
     found = ([{"kind": "schema", "name": name, "format_version": int(schema_version(s))} for name, s in schemas]
              + [{"kind": "fragment", "name": f.name, "format_version": int(f.version)} for f in frags])

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from ..errors import FormatError
+from ..errors import FormatError, UsageError
+from .output import cli_words
 from .commands import (
     cmd_cat, cmd_clean, cmd_consolidate, cmd_convert, cmd_create, cmd_diff, cmd_diff_versions, cmd_du, cmd_explain,
     cmd_export_ksy, cmd_fragments, cmd_history, cmd_html, cmd_inspect, cmd_ls, cmd_mbrs, cmd_meta, cmd_repair,
@@ -178,6 +180,7 @@ def _maintenance_parsers(sub, key_help: str) -> None:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tdbformat", description="Inspect TileDB arrays without TileDB.")
+    p.add_argument("--version", action="version", version=f"tdbformat {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("inspect", help="print the parsed structure of a file or of every file of an array")
@@ -211,7 +214,7 @@ def parser() -> argparse.ArgumentParser:
         if name == "meta":
             s.add_argument("--raw", action="store_true", help="the stored keys and values (__np_flat_... too)")
     s.add_argument("--csv", action="store_true", help="print CSV")
-    s.add_argument("--attrs", nargs="+", help="attributes to print (default: all)")
+    s.add_argument("--attrs", action="append", metavar="A[,B...]", help="attributes to print (default: all)")
     s.add_argument("--limit", type=int, help="print at most this many cells (dense arrays read only what they need)")
     s.add_argument("--order", choices=["C", "F", "G", "U"], help="C row-major, F column-major, G global, "
                    "U unordered (default: C for dense arrays, TileDB-Py's A[:] order for sparse ones)")
@@ -310,10 +313,17 @@ def _storage_options(text: str) -> dict:
 
 
 def main(argv=None) -> int:
-    """Exit codes: 0 success, 1 findings (validation), 2 usage or format error (argparse exits 2 too)."""
+    """Exit codes: 0 success; 1 findings (validate, salvage) or input that breaks the format (FormatError) or
+    cannot be read (OSError); 2 a bad argument (argparse's, a UsageError, or a ValueError/TypeError that
+    tdbformat raised to refuse an argument); 70 anything else, a bug in tdbformat (its traceback is printed)."""
     from ..storage import default_storage_options
 
-    args = parser().parse_args(argv)
+    p = parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:  # a bare `tdbformat`: what it can do
+        p.print_help()
+        return 0
+    args = p.parse_args(argv)
     # a cell that is not valid UTF-8, or a terminal that is not UTF-8, must never end the output
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
@@ -324,9 +334,51 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # `tdbformat inspect ... | head`
         return 0
     except FormatError as e:
-        # the API's "pass key=" is the CLI's --key
-        print(f"tdbformat: {str(e).replace('pass key=', 'pass --key KEY')}", file=sys.stderr)
-        return 2
-    except (OSError, ValueError, TypeError) as e:  # an unwritable output, or arguments the API refused
+        print(f"tdbformat: {cli_words(str(e))}", file=sys.stderr)
+        return 1
+    except OSError as e:  # an unreadable input, an unwritable output, a full disk
         print(f"tdbformat: {e}", file=sys.stderr)
-        return 2
+        return 1
+    except (ValueError, TypeError) as e:
+        if isinstance(e, UsageError) or _raised_by_tdbformat(e):  # an argument the API refused, by name
+            print(f"tdbformat: {cli_words(str(e))}", file=sys.stderr)
+            return 2
+        return _bug(e)
+    except Exception as e:  # noqa: BLE001 (anything else is ours to fix: say so, with the traceback)
+        return _bug(e)
+
+
+def _raised_by_tdbformat(e: BaseException) -> bool:
+    """Whether a ``raise`` statement of tdbformat raised ``e`` (a deliberate refusal), not numpy or Python
+    inside it (a bug: numpy's C functions raise from the line of ours that called them)."""
+    import linecache
+
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or not Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(_PACKAGE):
+        return False
+    return linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno).lstrip().startswith("raise ")
+
+
+_PACKAGE = Path(__file__).resolve().parent.parent  # tdbformat/
+
+
+def _bug(e: BaseException) -> int:
+    import traceback
+
+    traceback.print_exception(e, file=sys.stderr)
+    print(f"tdbformat: this is a bug in tdbformat {_version()} ({type(e).__name__}: {e}); please report it with "
+          "the traceback above", file=sys.stderr)
+    return 70
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tdbformat")
+    except PackageNotFoundError:  # run from a source tree
+        return "(source tree)"
+
+

@@ -215,7 +215,7 @@ def write_cells(arr, out, fmt="tsv", attrs=None, order=None, ranges=(), limit=No
     "csv", or "json" (JSON Lines, one object per cell). ``ranges``: ``--range`` strings."""
     if limit is not None and limit < 0:
         raise ValueError(f"--limit: expected a number of cells >= 0, not {limit}")
-    ranges = check_ranges(arr.dims, dict(parse_range(arr, r) for r in ranges or ()))
+    ranges = check_ranges(arr.dims, dict(parse_range(arr, r) for r in ranges or ()), arr.schema)
     order = order or ("C" if arr.schema.array_type == ArrayType.DENSE else None)
     header = None
     writer = csv.writer(out) if fmt == "csv" else None

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import sys
 
+from ..errors import UsageError
 from .output import (
-    envelope, meta_table, new_console, new_table, print_json, print_schema, progress, progress_wanted, walking,
+    cli_words, envelope, meta_table, new_console, new_table, print_json, print_schema, progress, progress_wanted,
+    walking,
 )
 
 __all__ = ["cmd_inspect", "cmd_schema", "cmd_fragments", "cmd_meta", "cmd_ls", "cmd_cat", "cmd_diff_versions", "cmd_spec", "cmd_export_ksy", "cmd_diff", "cmd_create", "cmd_write", "cmd_convert", "cmd_validate", "cmd_stats", "cmd_versions", "cmd_inspect_bytes", "cmd_salvage",
@@ -183,6 +185,10 @@ def cmd_cat(args) -> int:
 
     found = _group_or_array(args)
     if found[0] == "group":
+        if args.csv and not args.json:  # a table is no CSV: `cat --csv GROUP > x.csv` must not write one
+            members = sorted(m["name"] for m in _group_doc(*found[1:], args.key, "cat", args.path)["members"])
+            raise UsageError(f"{args.path} is a TileDB group, not an array: --csv prints an array's cells; its "
+                             f"members: {', '.join(members) or 'none'} (`tdbformat ls {args.path}` lists them)")
         return _show_group(args, *found[1:], "cat")
     fmt = "json" if args.json else "csv" if args.csv else "tsv"
     if args.fragment:  # what one fragment wrote: the array opened at that fragment's timestamps alone
@@ -191,7 +197,8 @@ def cmd_cat(args) -> int:
 
         found = ("array", open_array(args.path, key=args.key, timestamp=fragment_window(args.path, args.fragment,
                                                                                          args.key)))
-    write_cells(found[1], sys.stdout, fmt=fmt, attrs=args.attrs, order=args.order, ranges=args.range,
+    attrs = None if not args.attrs else [a.strip() for x in args.attrs for a in x.split(",") if a.strip()]
+    write_cells(found[1], sys.stdout, fmt=fmt, attrs=attrs, order=args.order, ranges=args.range,
                 limit=args.limit, labels=not args.codes, progress=progress_wanted())
     return 0
 
@@ -361,12 +368,13 @@ def _validate_report(args, path, rules, findings) -> int:
     errors = sum(f.severity == "error" for f in findings)
     if args.json:
         print_json(envelope("validate", path, rules=rules or list(RULES), errors=errors,
-                         warnings=len(findings) - errors, findings=[f.to_json() for f in findings]))
+                            warnings=len(findings) - errors,
+                            findings=[{**f.to_json(), "message": cli_words(f.message)} for f in findings]))
     elif not findings:
         new_console().print(f"{path}: no findings ({len(rules or RULES)} rules)")
     else:
         for f in findings:
-            print(f)
+            print(cli_words(str(f)))
         print(f"{errors} errors, {len(findings) - errors} warnings")
     return 1 if errors else 0
 

@@ -102,3 +102,8 @@ def progress(label: str = "validating tiles"):
         if done:
             bar.update(task, advance=done)
     return bar, advance
+
+
+def cli_words(text: str) -> str:
+    """The API's words as the command line says them: ``pass key=`` is ``--key``."""
+    return text.replace("pass key=", "pass --key KEY")

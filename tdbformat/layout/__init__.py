@@ -122,8 +122,7 @@ def load_schemas(storage: Storage, root, key=None) -> list[tuple]:
     """``[(file name, parsed schema)]`` of the array at ``root``, in :func:`schema_files` order."""
     found = schema_files(storage, root)
     if not found:
-        raise FormatError("not a TileDB array: no array schema (no __array_schema.tdb, and __schema/ holds no "
-                          "schema file)", file=str(root))
+        raise FormatError(f"not a TileDB array: {not_an_array(storage, root, key)}", file=str(root))
     return [(storage.name(p), _parse_schema(storage.read(p, what="array schema"), key, str(p))) for p in found]
 
 
@@ -142,6 +141,26 @@ def enumeration_path(storage: Storage, root, filename: str):
 
 def is_group(storage: Storage, root) -> bool:
     return storage.is_file(storage.join(root, GROUP_MARKER)) or storage.is_dir(storage.join(root, GROUP_DIR))
+
+
+def not_an_array(storage: Storage, root, key=None) -> str:
+    """What ``root``, which holds no array schema, is instead, in words a user can act on."""
+    if storage.is_file(root):
+        return f"a file, not an array folder (`tdbformat inspect {root}` parses one file)"
+    if not storage.is_dir(root):
+        return "no such file or folder"
+    if is_group(storage, root):
+        try:
+            names = sorted(m.name if m.name_set else m.uri for m in group_members(root, key, storage))
+        except FormatError as e:
+            names = [f"(its members cannot be listed: {e})"]
+        return (f"a TileDB group (members: {', '.join(names) or 'none'}); `tdbformat ls {root}` lists them, "
+                "open one of them")
+    arrays = [n for n in sorted(storage.list(root)) if storage.is_dir(storage.join(root, n, SCHEMA_DIR))
+              or storage.is_file(storage.join(root, n, LEGACY_SCHEMA))]
+    if arrays:
+        return f"a folder holding arrays: {', '.join(arrays)}; open one of them"
+    return "no array schema (no __array_schema.tdb, and __schema/ holds no schema file)"
 
 
 def overlaps(t1: int, t2: int, window, partial: bool) -> bool:

@@ -279,6 +279,8 @@ def create(path, schema, version: int = DEFAULT_WRITE_VERSION, key=None, timesta
         storage.write(storage.join(root, LOCK), b"")
     for name, enumeration in files.items():  # before the schema that names them
         storage.commit(enumeration_path(storage, root, name), enumeration)
+    for uri, label_schema in getattr(schema, "label_schemas", dict)().items():  # dimension labels' arrays (v18+)
+        create(storage.join(root, *uri.split("/")), label_schema, version, key, t)
     # the schema file makes the folder an array: it comes last, whole (renamed into place)
     if FEATURES["schema_folder"](version):
         storage.makedirs(storage.join(root, SCHEMA_DIR))

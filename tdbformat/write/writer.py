@@ -22,6 +22,7 @@ from ..structs.array_schema import attributes, dimensions, value_dtype
 from ..array.cells import cell_dtype, range_bound
 from .create import create, default_fill, new_uuid, now_ms
 from .fragment_writer import FragmentWrite, write_fragment
+from .labels import prepare_labels, sparse_label_ranges, split_labels
 from .metadata import delete_metadata, put_metadata
 from .tiling import dense_box, dense_tiles, sparse_order, tile_bounds
 from .values import check_codes, check_coordinates, check_current_domain, column, validity as _validity
@@ -288,6 +289,7 @@ class ArrayWriter:
         a coarser one) is refused, unless ``lossy=True`` (default: the writer's ``lossy``) casts it as numpy's
         ``astype`` does."""
         lossy = self.lossy if lossy is None else _flag(lossy, "lossy")
+        data, labels = split_labels(self.schema, data)  # dimension labels' values go to their own arrays
         data = _by_attribute(self.schema, data)
         if validity is not None and not isinstance(validity, dict):
             raise TypeError(f"validity: expected a dict of validity arrays by attribute, not {type(validity).__name__}")
@@ -301,6 +303,7 @@ class ArrayWriter:
                         else _check_subarray(self.schema, subarray))
             check_current_domain(self.schema, subarray)
             fw = _dense_fragment(self.schema, self.schema_name, subarray, data, validity, lossy, self._enumerations())
+            write_labels = prepare_labels(self, subarray, labels, _dense_fragment)
         else:
             if subarray is not None:
                 raise ValueError("subarray: a sparse array is written by the coordinates of its cells (coords=)")
@@ -311,7 +314,9 @@ class ArrayWriter:
                                 f"{type(coords).__name__}")
             fw = _sparse_fragment(self.schema, self.schema_name, list(coords), data, validity, meta, lossy,
                                   self._enumerations())
+            write_labels = prepare_labels(self, sparse_label_ranges(list(coords), labels), labels, _dense_fragment)
         t = now_ms() if self.timestamp is None else self.timestamp
+        write_labels(t)
         name = write_fragment(self.storage, self.root, fw, timestamp=t, uuid=uuid, key=self.key,
                               max_chunk=self.max_chunk_size, threads=self.threads)
         self.fragments.append(name)

@@ -344,10 +344,10 @@ def test_command_exit_codes_and_json(tmp_path):
     assert (doc["errors"], doc["warnings"]) == (2, 1)
     text = _cli("validate", str(root), "--rules", "stray-files")
     assert text.returncode == 0 and "[stray-files]" in text.stdout and "notes.txt" in text.stdout
-    for argv in (["validate", str(root), "--rules", "nope"], ["validate", str(tmp_path / "none")],
-                 ["validate", str(tmp_path)]):
+    for argv, code in ((["validate", str(root), "--rules", "nope"], 2), (["validate", str(tmp_path / "none")], 1),
+                       (["validate", str(tmp_path)], 1)):  # 2: a bad argument; 1: a path that holds no array
         bad = _cli(*argv)
-        assert bad.returncode == 2 and bad.stderr.startswith("tdbformat: ") and "Traceback" not in bad.stderr
+        assert bad.returncode == code and bad.stderr.startswith("tdbformat: ") and "Traceback" not in bad.stderr
 
 
 def test_dense_offsets_fewer_than_the_domain_implies(tmp_path):

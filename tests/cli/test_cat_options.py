@@ -69,7 +69,7 @@ def test_labels_by_default_codes_with_codes(capsys, sparse):
 def test_attrs(capsys, sparse):
     with tiledb.open(sparse) as A:
         want = A[:]
-    got = _cat(capsys, sparse, "--attrs", "s", "color")
+    got = _cat(capsys, sparse, "--attrs", "s,color")
     assert all(list(r) == ["d", "s", "color"] for r in got)
     assert [(r["d"], r["s"], r["color"]) for r in got] == list(zip(want["d"].tolist(), want["s"], want["color"]))
 

@@ -21,10 +21,13 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 import tdbformat
 import tdbformat.cli
 from tdbformat import FormatError, open_array, parse_file
-from tdbformat.array import MemoryBudgetError
+from tdbformat.array import MemoryBudgetError, RangeError
+from tdbformat.enums import Datatype
 from tdbformat.layout.files import inspect_path
 from tdbformat.show.html import page
 
@@ -81,12 +84,13 @@ def _ops(case: dict):
     yield "metadata", lambda: opened["a"].metadata
     yield "enumerations", lambda: opened["a"].enumerations
     yield "fragments", lambda: list(opened["a"].fragments)
+    yield "label_index", lambda: _read_by_label(opened["a"])
     for name, argv in _MAINTENANCE:
         yield name, lambda argv=argv: _on_a_copy(root, argv, key)
 
 
 #: maintenance writes, each run by the command line in a forked child on a copy of the case (its threads and
-#: memory end with it): a refusal (exit 2) must leave the copy as it was; a traceback is an escape
+#: memory end with it): a refusal (exit 1 or 2) must leave the copy as it was; a traceback is an escape
 _MAINTENANCE = [("consolidate", ["consolidate"]), ("vacuum", ["vacuum"])]
 
 
@@ -109,9 +113,9 @@ def _on_a_copy(root: Path, argv: list, key):
         if got is None:
             raise MaintenanceEscape(f"{argv[0]} overran 30 s")
         code, err = got
-        if code == 2 and _tree_hash(copy) != before:
+        if code in (1, 2) and _tree_hash(copy) != before:
             raise MaintenanceEscape(f"{argv[0]} refused the array after changing it: {err.strip()[-300:]}")
-        if code not in (0, 2):
+        if code not in (0, 1, 2):  # 1: a FormatError, 2: a usage error; 70 and the rest: a bug
             raise MaintenanceEscape(f"{argv[0]} exited {code}: {err.strip()[-600:]}")
     finally:
         shutil.rmtree(copy, ignore_errors=True)
@@ -136,6 +140,27 @@ def _dataset_ops(root, key, group: bool):
     for name, fn in (("versions", gate.versions), ("du", du.du), ("history", history.history),
                      ("explain", explain.explain), ("mbrs", mbrs.mbrs)):
         yield name, lambda fn=fn: fn(root, key=key)
+
+
+def _read_by_label(arr):
+    """A read by each dimension label of a dense array, over every value of the label's type (v18+): a mutated
+    label array raises FormatError; no label in the range (RangeError) is an answer too."""
+    if arr.schema.array_type != 0:
+        return
+    for label in arr.schema.get("labels") or []:
+        dtype = Datatype(label.label_datatype).numpy_dtype
+        if label.label_cell_val_num == 2**32 - 1:
+            lo, hi = b"", b"\xff" * 64
+        elif dtype.kind == "f":
+            lo, hi = -np.inf, np.inf
+        elif dtype.kind in "iu":
+            lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
+        else:
+            continue
+        try:
+            arr.label_index([label.name])[lo:hi]
+        except RangeError:
+            pass
 
 
 def _run_ops(case: dict, out: dict, verbose: bool):
