@@ -16,7 +16,7 @@ import pytest
 import tdbformat
 from tdbformat import FormatError, StorageError
 from tdbformat import schema as S
-from tdbformat import storage as storage_module
+from tdbformat.storage import local as storage_module  # where local files are opened
 
 tiledb = pytest.importorskip("tiledb")
 
