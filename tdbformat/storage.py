@@ -445,7 +445,9 @@ class FsspecStorage(Storage):
     def _read_blocks(self, blocks, what: str) -> list[bytes]:  # one concurrent cat_ranges call
         if not blocks:
             return []
-        got = _call(lambda: self.fs.cat_ranges(*map(list, zip(*blocks)), on_error="return"), blocks[0][0])
+        # at most IN_FLIGHT requests at once (an async filesystem's default is 1,280): I/O, not the cores
+        at_most = {"batch_size": IN_FLIGHT} if getattr(self.fs, "async_impl", False) else {}
+        got = _call(lambda: self.fs.cat_ranges(*map(list, zip(*blocks)), on_error="return", **at_most), blocks[0][0])
         return [_check_fetched(data, path, start, end) for (path, start, end), data in zip(blocks, got)]
 
     def write(self, path, data: bytes) -> None:
@@ -612,6 +614,10 @@ def _call(call, path, missing=None):
         return missing()
     except Exception as e:  # noqa: BLE001 - fsspec, botocore, aiohttp and the OS raise their own kinds
         raise _error(e, path) from None
+
+
+#: requests an object store's batch keeps in flight (:meth:`Storage.read_many`)
+IN_FLIGHT = 64
 
 
 def coalesce(ranges, max_gap: int) -> tuple[list, list]:
