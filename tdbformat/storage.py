@@ -445,8 +445,7 @@ class FsspecStorage(Storage):
     def _read_blocks(self, blocks, what: str) -> list[bytes]:  # one concurrent cat_ranges call
         if not blocks:
             return []
-        # at most IN_FLIGHT requests at once (an async filesystem's default is 1,280): I/O, not the cores
-        at_most = {"batch_size": IN_FLIGHT} if getattr(self.fs, "async_impl", False) else {}
+        at_most = {"batch_size": IN_FLIGHT} if getattr(self.fs, "async_impl", False) else {}  # (else 1,280)
         got = _call(lambda: self.fs.cat_ranges(*map(list, zip(*blocks)), on_error="return", **at_most), blocks[0][0])
         return [_check_fetched(data, path, start, end) for (path, start, end), data in zip(blocks, got)]
 
@@ -616,7 +615,7 @@ def _call(call, path, missing=None):
         raise _error(e, path) from None
 
 
-#: requests an object store's batch keeps in flight (:meth:`Storage.read_many`)
+#: requests an object store's batch keeps in flight (:meth:`Storage.read_many`): I/O, not the cores
 IN_FLIGHT = 64
 
 

@@ -13,6 +13,7 @@ from ..errors import FormatError
 from . import order
 from .cells import filled, masked, result_bytes
 from .dense_tiles import grid, place_batched
+from .fetch_ahead import fetched_ahead
 from .fragment import field_index
 from .sparse import sparse_tiles
 from .tiles import chunk_threads
@@ -132,6 +133,14 @@ def _tile_jobs(arr, frag, lo, hi):
 
 
 def read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
+    lo, hi = read_box(arr, schema, ranges)
+    dense = [f for f in frags if f.dense]
+    tiles_of = (lambda f: [k for k, _, _ in _tile_jobs(arr, f, lo, hi) if k < f.tile_num()])
+    with fetched_ahead(arr, dense, wanted, tiles_of):
+        return _read_dense(arr, schema, frags, wanted, ranges, layout, pool)
+
+
+def _read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
     _, extents = order.tile_grid(arr.schema.domain.dimensions)
     cell_num, cell_order = int(np.prod(extents)), arr.schema.cell_order
     lo, hi = read_box(arr, schema, ranges)

@@ -43,8 +43,10 @@ def _blocks(arr, frag, fields, tiles) -> list:
     its blocks lies in one of these)."""
     if not tiles:
         return []
-    idxs = {frag.index(f.name) for f in fields} if FEATURES["coordinates_per_dimension"](frag.version) \
-        else {frag.index("__coords")} | {frag.index(f.name) for f in fields if f not in arr.dims}
+    idxs = {frag.index(f.name) for f in fields if f not in arr.dims}  # (a dense fragment stores no coordinates)
+    if not frag.dense:
+        idxs |= {frag.index(d.name) for d in arr.dims} if FEATURES["coordinates_per_dimension"](frag.version) \
+            else {frag.index("__coords")}
     idxs |= {frag.index(n) for n in ("__timestamps", "__delete_timestamps")}
     spans = []
     for idx in idxs - {None}:

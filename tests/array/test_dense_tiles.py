@@ -32,7 +32,8 @@ def _same(got, want):
 
 
 def _array(uri, shape, tiles, tile_order="row-major", cell_order="row-major", attrs=None):
-    dims = [tiledb.Dim(f"d{j}", domain=(3, 3 + n - 1), tile=t, dtype=np.int64) for j, (n, t) in enumerate(zip(shape, tiles))]
+    dims = [tiledb.Dim(f"d{j}", domain=(3, 3 + n - 1), tile=t, dtype=np.int64)
+            for j, (n, t) in enumerate(zip(shape, tiles))]
     attrs = attrs or [tiledb.Attr("a", dtype=np.int32, filters=[tiledb.ZstdFilter()])]
     tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(*dims), attrs=attrs, tile_order=tile_order,
                                                 cell_order=cell_order))
@@ -49,7 +50,8 @@ def _reads(uri, box):
     return open_array(uri)[tuple(slice(a, b + 1) for a, b in box)], want
 
 
-ORDERS = [("row-major", "row-major"), ("col-major", "row-major"), ("row-major", "col-major"), ("col-major", "col-major")]
+ORDERS = [("row-major", "row-major"), ("col-major", "row-major"), ("row-major", "col-major"),
+          ("col-major", "col-major")]
 
 
 @pytest.mark.parametrize("tile_order,cell_order", ORDERS)
@@ -123,7 +125,8 @@ def test_small_tiles_decode_in_batches_not_tile_by_tile(tmp_path, monkeypatch):
     _write(uri, [(3, 202), (3, 202)], np.arange(40_000, dtype=np.int32).reshape(200, 200), 1)
     calls = {"cells": 0, "run": 0}
     cells, run = Tiles.cells, dense_tiles.run_tiles
-    monkeypatch.setattr(Tiles, "cells", lambda *a, **k: (calls.__setitem__("cells", calls["cells"] + 1), cells(*a, **k))[1])
+    monkeypatch.setattr(Tiles, "cells",
+                        lambda *a, **k: (calls.__setitem__("cells", calls["cells"] + 1), cells(*a, **k))[1])
     monkeypatch.setattr(dense_tiles, "run_tiles",
                         lambda *a, **k: (calls.__setitem__("run", calls["run"] + 1), run(*a, **k))[1])
     got, want = _reads(uri, [(3, 202), (3, 202)])

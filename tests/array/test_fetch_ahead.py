@@ -81,11 +81,11 @@ def _data_file(path: str) -> bool:
     return "/__fragments/" in path and name.endswith(".tdb") and name != "__fragment_metadata.tdb"
 
 
-def _read(url, options, monkeypatch, ahead: bool, **ranges):
+def _read(url, options, monkeypatch, ahead: bool, order="G", **ranges):
     monkeypatch.setattr(fetch_ahead, "AHEAD_BYTES", fetch_ahead.AHEAD_BYTES if ahead else 0)
     arr = tdbformat.open_array(url, storage_options=options)
     rounds = Rounds(monkeypatch)
-    got = arr.read(ranges=ranges, order="G")
+    got = arr.read(ranges=ranges, order=order)
     monkeypatch.undo()
     return got, rounds
 
@@ -125,3 +125,31 @@ def test_fragments_past_the_bound_are_read_as_before(server, fragments, monkeypa
     with tiledb.open(local) as A:
         _same(got, A.query(order="G")[:])
     assert 1 + 6 * (FRAGMENTS - 3) <= len(rounds.rounds) < 6 * FRAGMENTS
+
+
+def test_a_dense_read_of_many_fragments_is_one_round(server, tmp_path, monkeypatch):
+    """Eight dense fragments (of 4 x 4 tiles, one of them on top of the others, a nullable attribute and a
+    var one): one round, the same GETs at most, TileDB-Py's values."""
+    moto, fs = server
+    path = tmp_path / "dense"
+    dims = [tiledb.Dim(n, domain=(0, 99), tile=4, dtype=np.int64) for n in "xy"]
+    tiledb.Array.create(str(path), tiledb.ArraySchema(domain=tiledb.Domain(*dims), attrs=[
+        tiledb.Attr("a", dtype=np.int32, nullable=True), tiledb.Attr("s", dtype=str, var=True)]))
+    rng = np.random.default_rng(5)
+    for f in range(8):
+        x, y = rng.integers(0, 60, 2)
+        with tiledb.open(str(path), "w", timestamp=f + 1) as A:
+            A[x:x + 40, y:y + 40] = {"a": np.ma.masked_array(rng.integers(0, 99, (40, 40), dtype=np.int32),
+                                                             rng.random((40, 40)) < 0.2),
+                                     "s": np.array([f"v{i}" for i in range(1600)], object).reshape(40, 40)}
+    url = f"s3://{BUCKET}/{uuid.uuid4().hex}"
+    fs.put(str(path), url.removeprefix("s3://"), recursive=True)
+    with tiledb.open(str(path)) as A:
+        want = A[10:90, 5:95]
+    box = {"x": (10, 89), "y": (5, 94)}
+    before, one_at_a_time = _read(url, moto.options, monkeypatch, ahead=False, order=None, **box)
+    got, ahead = _read(url, moto.options, monkeypatch, ahead=True, order=None, **box)
+    for name in want:
+        _same({name: got[name].ravel()}, {name: np.ma.ravel(want[name])})
+        _same({name: before[name].ravel()}, {name: np.ma.ravel(want[name])})
+    assert len(one_at_a_time.rounds) >= 8 and len(ahead.rounds) == 1 and ahead.gets() <= one_at_a_time.gets()
