@@ -17,8 +17,10 @@ from .tiles import run_tiles
 
 __all__ = ["Grid", "grid", "place_batched"]
 
-#: cells per batch: a slab of tile rows this large is decoded, then copied into the result, then let go
-BATCH_CELLS = 1 << 20
+#: cells per batch: a slab of tile rows this large is decoded, copied into the result, then let go. Larger
+#: batches were faster (1000 x 1000 int32 in 100 x 100 tiles: 3.0 ms in one batch, 4.1 in five) but held
+#: more beside the result (one 4 MiB batch peaked above TileDB-Py's 7.7 MiB)
+BATCH_CELLS = 1 << 19
 
 
 class Grid:
