@@ -111,6 +111,14 @@ def main() -> None:
 
     server = MotoProcess()
     proxy = LatencyProxy(server.endpoint, args.latency / 1000)
+    try:
+        _bench(args, server, proxy, fsspec, tiledb, tdbformat)
+    finally:  # (a failed write left both servers running)
+        server.stop()
+        proxy.stop()
+
+
+def _bench(args, server, proxy, fsspec, tiledb, tdbformat):
     options = {**server.options, "client_kwargs": {"endpoint_url": f"http://{proxy.endpoint}"}}
     fsspec.config.conf["s3"] = options
     fsspec.filesystem("s3", **server.options).mkdir("bench")
@@ -142,25 +150,21 @@ def main() -> None:
     print(f"moto S3 behind a {args.latency:g} ms proxy, TileDB-Py at {args.threads} threads, median of "
           f"{args.repeat}, alternating")
     print(f"{'read':<44} {'tdbformat s':>11} {'TileDB-Py s':>11} {'ratio':>6} {'requests':>9} {'TileDB-Py':>9}")
-    try:
-        for name, ours, theirs in rows:
-            a, b, counts = [], [], {}
-            for r in range(args.repeat):
-                for who, run, into in (("ours", ours, a), ("theirs", theirs, b))[::1 if r % 2 else -1]:
-                    start, t = proxy.count(), time.perf_counter()
-                    got = run()
-                    into.append(time.perf_counter() - t)
-                    counts[who] = proxy.count() - start
-                    if got is not None:
-                        counts[who + " cells"] = len(got)
-            if counts.get("ours cells") != counts.get("theirs cells"):
-                raise SystemExit(f"{name}: {counts}")
-            ta, tb = statistics.median(a), statistics.median(b)
-            print(f"{name:<44} {ta:>11.3f} {tb:>11.3f} {ta / tb:>6.2f} {counts['ours']:>9} {counts['theirs']:>9}",
-                  flush=True)
-    finally:
-        server.stop()
-        proxy.stop()
+    for name, ours, theirs in rows:
+        a, b, counts = [], [], {}
+        for r in range(args.repeat):
+            for who, run, into in (("ours", ours, a), ("theirs", theirs, b))[::1 if r % 2 else -1]:
+                start, t = proxy.count(), time.perf_counter()
+                got = run()
+                into.append(time.perf_counter() - t)
+                counts[who] = proxy.count() - start
+                if got is not None:
+                    counts[who + " cells"] = len(got)
+        if counts.get("ours cells") != counts.get("theirs cells"):
+            raise SystemExit(f"{name}: {counts}")
+        ta, tb = statistics.median(a), statistics.median(b)
+        print(f"{name:<44} {ta:>11.3f} {tb:>11.3f} {ta / tb:>6.2f} {counts['ours']:>9} {counts['theirs']:>9}",
+              flush=True)
 
 
 if __name__ == "__main__":
