@@ -1,4 +1,4 @@
-"""Reads with tdbformat against TileDB-Py, in the shapes issue #15 names.
+"""Reads with tdbformat against TileDB-Py, in the shapes issues #15 and #46 name.
 
 Every read runs once untimed (first-use costs), then ``ROUNDS`` times with each reader, alternating in one
 process; the table shows median times, their ratio tdbformat / TileDB-Py (goal: <= 1.0) and the peak memory
@@ -72,6 +72,16 @@ def write_dense(uri: str, side: int = 1000):
     tiledb.Array.create(uri, schema)
     with tiledb.open(uri, "w") as A:
         A[:] = np.arange(side * side, dtype=np.int32).reshape(side, side)
+
+
+def write_small_tiles(uri: str):
+    """A dense 2,000 x 2,000 int32 array (zstd) in 20 x 20 tiles: 10,000 of them."""
+    dims = [tiledb.Dim(n, domain=(0, 1999), tile=20, dtype=np.int64) for n in "rc"]
+    schema = tiledb.ArraySchema(domain=tiledb.Domain(*dims),
+                                attrs=[tiledb.Attr("a", dtype=np.int32, filters=[tiledb.ZstdFilter()])])
+    tiledb.Array.create(uri, schema)
+    with tiledb.open(uri, "w") as A:
+        A[:] = np.arange(2000 * 2000, dtype=np.int32).reshape(2000, 2000)
 
 
 def _rss_reset():
@@ -158,6 +168,11 @@ def cases(tmp: Path):
            lambda: with_open(dense, lambda A: A[500:510, 500:510]))
     yield ("dense 1000x1000 int32, all", dense, None, lambda: open_array(dense)[:],
            lambda: with_open(dense, lambda A: A[:]))
+    small = str(tmp / "small_tiles")
+    yield ("dense 2000x2000 int32 in 20x20 tiles (10,000), all", small, write_small_tiles,
+           lambda: open_array(small)[:], lambda: with_open(small, lambda A: A[:]))
+    yield ("dense 2000x2000 int32 in 20x20 tiles, a 500x500 box off the tiles", small, None,
+           lambda: open_array(small)[255:755, 1010:1510], lambda: with_open(small, lambda A: A[255:755, 1010:1510]))
 
 
 def _release_freed_memory():

@@ -1,4 +1,5 @@
-"""Writing with tdbformat next to TileDB-Py: a 128 MiB dense float64 array (zstd) and 1M sparse cells.
+"""Writing with tdbformat next to TileDB-Py: a 128 MiB dense float64 array (zstd), 1M sparse cells, and the
+shapes of issue #46 (64 MiB int64 zstd, 1M strings, 16M int32 RLE + zstd).
 
 Run: python benchmarks/write.py [dense MiB] [sparse cells]. Each run is one write of one fragment into a
 fresh array (created by TileDB-Py, so both write the same schema at v22), in its own process so that its
@@ -27,10 +28,13 @@ CELLS = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[1] != "--run" else 1_
 def _schema(case: str, n: int):
     import numpy as np
     import tiledb
-    if case == "dense":
+    if case in ("dense", "int64", "rle", "strings"):  # one dimension, 1M-cell tiles
         dim = tiledb.Dim("d", domain=(0, n - 1), tile=max(1, min(n, 1 << 20)), dtype=np.uint64)
-        return tiledb.ArraySchema(domain=tiledb.Domain(dim), attrs=[
-            tiledb.Attr("a", dtype=np.float64, filters=[tiledb.ZstdFilter(level=3)])])
+        attr = {"dense": tiledb.Attr("a", dtype=np.float64, filters=[tiledb.ZstdFilter(level=3)]),
+                "int64": tiledb.Attr("a", dtype=np.int64, filters=[tiledb.ZstdFilter(level=3)]),
+                "rle": tiledb.Attr("a", dtype=np.int32, filters=[tiledb.RleFilter(), tiledb.ZstdFilter()]),
+                "strings": tiledb.Attr("a", dtype=str, var=True, filters=[tiledb.ZstdFilter()])}[case]
+        return tiledb.ArraySchema(domain=tiledb.Domain(dim), attrs=[attr])
     dims = [tiledb.Dim("x", domain=(0, 9999), tile=1000, dtype=np.int64),
             tiledb.Dim("y", domain=(0, 9999), tile=1000, dtype=np.int64)]
     return tiledb.ArraySchema(domain=tiledb.Domain(*dims), sparse=True, capacity=10000, attrs=[
@@ -48,7 +52,13 @@ def _run(lib: str, case: str, n: int) -> dict:
     # made in place, so that the baseline peak is the data itself and not the temporaries that made it
     data = np.empty(n)
     coords = None
-    if case == "dense":
+    if case == "int64":
+        data = np.cumsum(rng.integers(-100, 100, n))
+    elif case == "rle":  # runs of 16 equal values
+        data = np.repeat(rng.integers(0, 1000, n // 16, dtype=np.int32), 16)
+    elif case == "strings":
+        data = np.array([f"w{k}-é" * (k % 4) for k in range(1000)], object)[rng.integers(0, 1000, n)]
+    elif case == "dense":
         rng.standard_normal(out=data)
         np.cumsum(data, out=data)
     else:
@@ -80,7 +90,10 @@ def _child(lib, case, n) -> dict:
 
 def main():
     cases = [("dense", f"dense {MIB} MiB float64, zstd", MIB * 2**20 // 8),
-             ("sparse", f"sparse {CELLS:,} cells 2-D, zstd", CELLS)]
+             ("sparse", f"sparse {CELLS:,} cells 2-D, zstd", CELLS),
+             ("int64", "dense 64 MiB int64, zstd", 64 * 2**20 // 8),
+             ("strings", "dense 1M var UTF-8 strings, zstd", 1_000_000),
+             ("rle", "dense 16M int32, RLE + zstd", 16 * 2**20)]
     print("| case | tdbformat s | no fsync s | TileDB-Py s | ratio | tdbformat peak MiB | TileDB-Py peak MiB |")
     print("|---|---|---|---|---|---|---|")
     for case, label, n in cases:

@@ -4,12 +4,16 @@ arrays go on top, as TileDB's legacy reader merges them (DISCREPANCIES.md)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..enums import Layout
 from ..errors import FormatError
 from . import order
 from .cells import filled, masked, result_bytes
+from .dense_tiles import grid, place_batched
+from .fetch_ahead import fetched_ahead
 from .fragment import field_index
 from .options import budget_or_default
 from .sparse import sparse_tiles
@@ -113,24 +117,12 @@ _PARALLEL_TILE = 128 << 10
 
 def _tile_jobs(arr, frag, lo, hi):
     """(tile position in the fragment, source slice in the tile, destination slice in the result) of each
-    tile of a dense fragment that meets the box ``lo..hi``. Only the tiles inside the box are enumerated:
-    the fragment's tile count comes from its whole non-empty domain, which must lie in the array's domain."""
-    dom = arr.schema.domain.dimensions
-    dom_lo, extents = order.tile_grid(dom)
-    ned = frag.non_empty_domain
-    for d, (a, b) in zip(dom, ned):
-        if not int(d.domain[0]) <= int(a) <= int(b) <= int(d.domain[1]):
-            raise FormatError(f"fragment {frag.name}: non-empty domain [{a}, {b}] of dimension {d.name} is not "
-                              f"inside its domain [{d.domain[0]}, {d.domain[1]}]", file=str(frag.path))
-    first, last = order.tile_range(dom_lo, extents, [r[0] for r in ned], [r[1] for r in ned])
-    b_lo = [max(int(n[0]), int(q)) for n, q in zip(ned, lo)]
-    b_hi = [min(int(n[1]), int(q)) for n, q in zip(ned, hi)]
-    if any(a > b for a, b in zip(b_lo, b_hi)):
+    tile of a dense fragment that meets the box ``lo..hi``. Only the tiles inside the box are enumerated."""
+    if (g := grid(arr, frag, lo, hi)) is None:
         return
-    t_first, t_last = order.tile_range(dom_lo, extents, b_lo, b_hi)
-    counts = [b - a + 1 for a, b in zip(first, last)]
+    dom_lo, extents, first, counts, b_lo, b_hi = g.dom_lo, g.extents, g.first, g.counts, g.b_lo, g.b_hi
     lo = [int(q) for q in lo]
-    for tile in order.tiles_in_order(t_first, t_last, arr.schema.tile_order).tolist():
+    for tile in order.tiles_in_order(g.t_first, g.t_last, arr.schema.tile_order).tolist():
         k = order.tile_position(tile, first, counts, arr.schema.tile_order)
         t_lo, t_hi = order.tile_box(dom_lo, extents, tile)
         c_lo = [max(a, b) for a, b in zip(t_lo, b_lo)]
@@ -141,6 +133,14 @@ def _tile_jobs(arr, frag, lo, hi):
 
 
 def read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
+    lo, hi = read_box(arr, schema, ranges)
+    dense = [f for f in frags if f.dense]
+    tiles_of = (lambda f: [k for k, _, _ in _tile_jobs(arr, f, lo, hi) if k < f.tile_num()])
+    with fetched_ahead(arr, dense, wanted, tiles_of):
+        return _read_dense(arr, schema, frags, wanted, ranges, layout, pool)
+
+
+def _read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
     _, extents = order.tile_grid(arr.schema.domain.dimensions)
     cell_num, cell_order = int(np.prod(extents)), arr.schema.cell_order
     lo, hi = read_box(arr, schema, ranges)
@@ -168,10 +168,17 @@ def read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
             all(s.start == 0 and s.stop == e for s, e in zip(src, extents))
 
     for frag in frags:  # in timestamp order: later fragments overwrite earlier ones
-        if frag.dense:
+        if frag.dense and (g := grid(arr, frag, lo, hi)) is not None:
+            small = cell_num * sum(result_bytes(a) for a in wanted) < _PARALLEL_TILE * max(1, len(wanted))
+            # small tiles: a batch of them at a time (a Python step per tile cost more than decoding it)
+            few = math.prod(b - a + 1 for a, b in zip(g.t_first, g.t_last)) < 2
+            rest = wanted if few or not small else place_batched(arr, frag, g, wanted, [int(q) for q in lo], result,
+                                                                         pool)
+            if not rest:
+                continue
             tiles = list(_tile_jobs(arr, frag, lo, hi))
             ks = [k for k, _, _ in tiles if k < frag.tile_num()]
-            fields = [(a, field_index(frag, a)) for a in wanted]
+            fields = [(a, field_index(frag, a)) for a in rest]
             spans = {a.name: arr.tiles.spans(frag, idx, ks) if idx is not None else None for a, idx in fields}
             # fewer tiles than threads: each tile's chunks share the rest
             threads = chunk_threads(pool, len(tiles) * len(fields))
@@ -179,7 +186,6 @@ def read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
             # tiles are decoded and placed in workers (tiles of one fragment never overlap), a few runs of
             # neighbouring tiles per thread: a task per small tile costs more than decoding it; small tiles in
             # this thread, since placing one is mostly Python, which threads only take turns at (GIL)
-            small = cell_num * sum(result_bytes(a) for a in wanted) < _PARALLEL_TILE * max(1, len(wanted))
             runs = 1 if small else min(len(jobs), 2 * getattr(pool, "_max_workers", 1))
             bounds = [len(jobs) * r // runs for r in range(runs + 1)] if runs > 1 else []
             todo = [jobs[bounds[r]:bounds[r + 1]] for r in range(len(bounds) - 1)]

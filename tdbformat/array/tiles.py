@@ -20,7 +20,7 @@ from ..structs.tile import read_tile
 from ..versions import FEATURES
 from .cells import U64, cell_dtype, entry_values, ordinal, result_dtype, split_var
 
-__all__ = ["Tiles"]
+__all__ = ["Tiles", "run_tiles"]
 
 
 class Tiles:
@@ -143,6 +143,12 @@ class Tiles:
         info = frag.metadata.index_fields[idx]
         return FormatError(f"fragment {frag.name}, field {info.name}, tile {k}: {reason}",
                            file=str(frag.path), version=frag.version)
+
+
+def run_tiles(reader: Tiles, frag, idx: int, kind: str, tiles, threads: int, cell: int):
+    """(the unfiltered bytes of ``tiles`` of ``kind``'s file back to back, the cells of each tile), the
+    chunks of every tile through the filter plan at once (:func:`_run`); a FormatError names no tile."""
+    return _run(reader, frag, idx, kind, tiles, _Spans(reader.storage, frag, idx, sorted(tiles)), threads, cell)
 
 
 def _shared_coords(reader: Tiles, frag, dims, tiles, pool) -> list[np.ndarray]:

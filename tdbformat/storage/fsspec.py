@@ -47,6 +47,10 @@ class _FsspecMoves(_Moves):
         self._sizes.clear()
 
 
+#: requests an object store's batch keeps in flight (:meth:`Storage.read_many`): I/O, not the cores
+IN_FLIGHT = 64
+
+
 class FsspecStorage(_FsspecMoves, Storage):
     """Files behind an fsspec filesystem; paths are URLs (``s3://bucket/array/__schema``).
 
@@ -135,7 +139,8 @@ class FsspecStorage(_FsspecMoves, Storage):
     def _read_blocks(self, blocks, what: str) -> list[bytes]:  # one concurrent cat_ranges call
         if not blocks:
             return []
-        got = _call(lambda: self.fs.cat_ranges(*map(list, zip(*blocks)), on_error="return"), blocks[0][0])
+        at_most = {"batch_size": IN_FLIGHT} if getattr(self.fs, "async_impl", False) else {}  # (else 1,280)
+        got = _call(lambda: self.fs.cat_ranges(*map(list, zip(*blocks)), on_error="return", **at_most), blocks[0][0])
         return [_check_fetched(data, path, start, end) for (path, start, end), data in zip(blocks, got)]
 
     def write(self, path, data: bytes) -> None:
