@@ -330,7 +330,7 @@ def test_the_command_line(tmp_path, capsys):
     assert main(["html", str(root), "-o", str(out)]) == 0
     assert capsys.readouterr().out == f"{out}: {out.stat().st_size} bytes\n"
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # written atomically: no temporary left
-    assert main(["html", str(tmp_path / "nothing"), "-o", str(tmp_path / "x.html")]) == 2
+    assert main(["html", str(tmp_path / "nothing"), "-o", str(tmp_path / "x.html")]) == 1  # no array there: a FormatError (exit 1; 2 is for bad arguments)
     assert "no file or folder here" in capsys.readouterr().err and not (tmp_path / "x.html").exists()
 
 
