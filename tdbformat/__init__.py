@@ -6,6 +6,8 @@ from .array import ConditionError, MemoryBudgetError, Query
 from .array.metadata import delete_metadata, put_metadata
 from .array.deletes import delete_cells
 from .array.convert import convert
+# the write/ package first: importing it later would rebind tdbformat.write from the function to it
+from .write import convert_group as _convert_group  # noqa: F401
 from .array.writer import ArrayWriter, create, open_writer, write
 from .groups import Group, create_group
 from .array.group import GroupReader, open_group

@@ -187,3 +187,10 @@ def test_group_as_it_was(tmp_path):
     assert sorted(convert_group(g, tmp_path / "now", 22)["arrays"]) == ["b"]
     done = convert_group(g, tmp_path / "at2", 22, timestamp=2)  # before any member: an empty group
     assert done["arrays"] == [] and pygroups.py_members(tiledb, tmp_path / "at2") == set()
+
+
+def test_the_write_package_leaves_tdbformat_write_the_function():
+    """Importing tdbformat/write/ (this file does) must not rebind ``tdbformat.write`` to the package."""
+    import tdbformat
+    import tdbformat.write.convert_group  # noqa: F401
+    assert callable(tdbformat.write) and tdbformat.write.__name__ == "write"
