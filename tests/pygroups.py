@@ -64,3 +64,14 @@ def py_members(tiledb, path) -> set:
     """{(name, uri, "array" | "group")} of one group, as TileDB-Py lists them."""
     with tiledb.Group(str(path)) as G:
         return {(m.name, m.uri, "array" if m.type is tiledb.Array else "group") for m in G}
+
+
+def timed_members(tiledb, group, steps) -> None:
+    """Apply ``[(t, names to add, names to remove), ...]`` to ``group``, each at its time (ms) through
+    TileDB-Py's ``sm.group.timestamp_end``; members are relative and named as their folder."""
+    for t, add, remove in steps:
+        with tiledb.Group(str(group), "w", config=tiledb.Config({"sm.group.timestamp_end": str(t)})) as G:
+            for n in add:
+                G.add(n, name=n, relative=True)
+            for n in remove:
+                G.remove(n)

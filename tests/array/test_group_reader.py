@@ -118,12 +118,7 @@ def test_open_group_at_a_timestamp(tmp_path):
     tiledb.Group.create(str(g))
     for n in "abc":
         pygroups.dense(tiledb, g / n)
-    for t, add, remove in ((10, "ab", ""), (20, "c", ""), (30, "", "a")):
-        with tiledb.Group(str(g), "w", config=tiledb.Config({"sm.group.timestamp_end": str(t)})) as G:
-            for n in add:
-                G.add(n, name=n, relative=True)
-            for n in remove:
-                G.remove(n)
+    pygroups.timed_members(tiledb, g, ((10, "ab", ""), (20, "c", ""), (30, "", "a")))
     with tiledb.Group(str(g), "w", config=tiledb.Config({"sm.group.timestamp_end": "15"})) as G:
         G.meta["at15"] = 1
     for t in (10, 15, 20, 25, 30):

@@ -174,12 +174,7 @@ def test_group_as_it_was(tmp_path):
     tiledb.Group.create(str(g))
     for n in "ab":
         pygroups.dense(tiledb, g / n, writes=3)  # writes at 1, 2, 3
-    for t, add, remove in ((10, "a", ""), (20, "b", ""), (30, "", "a")):
-        with tiledb.Group(str(g), "w", config=tiledb.Config({"sm.group.timestamp_end": str(t)})) as G:
-            for n in add:
-                G.add(n, name=n, relative=True)
-            for n in remove:
-                G.remove(n)
+    pygroups.timed_members(tiledb, g, ((10, "a", ""), (20, "b", ""), (30, "", "a")))
     done = convert_group(g, tmp_path / "at25", 22, timestamp=25)
     assert sorted(done["arrays"]) == ["a", "b"]
     with tiledb.Group(str(tmp_path / "at25")) as G:
@@ -187,3 +182,10 @@ def test_group_as_it_was(tmp_path):
     assert sorted(convert_group(g, tmp_path / "now", 22)["arrays"]) == ["b"]
     done = convert_group(g, tmp_path / "at2", 22, timestamp=2)  # before any member: an empty group
     assert done["arrays"] == [] and pygroups.py_members(tiledb, tmp_path / "at2") == set()
+
+
+def test_the_write_package_leaves_tdbformat_write_the_function():
+    """Importing tdbformat/write/ (this file does) must not rebind ``tdbformat.write`` to the package."""
+    import tdbformat
+    import tdbformat.write.convert_group  # noqa: F401
+    assert callable(tdbformat.write) and tdbformat.write.__name__ == "write"
