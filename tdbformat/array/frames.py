@@ -38,6 +38,9 @@ def to_arrow_table(arr, result: dict):
 
 
 def _column(pa, info, data, mask, labels):
+    if data.dtype.kind == "c":  # (pyarrow's own error names no field)
+        raise TypeError(f"attrs: {info.name!r} holds complex numbers, which Arrow and pandas' Arrow-backed frames "
+                        "have no type for; read it with A[...], multi_index or read(), or leave it out with attrs=")
     if labels is not None:
         dictionary = pa.array(list(labels[0]))
         return pa.DictionaryArray.from_arrays(pa.array(data, mask=mask), dictionary)

@@ -44,6 +44,19 @@ def test_complex_cells_read_as_tiledb_py_reads_them(written):
         np.testing.assert_array_equal(got[0]["z"], values)
 
 
+def test_frames_refuse_complex_attributes_by_name(written):
+    """Arrow has no complex type: .df and to_arrow refuse the attribute by name (pyarrow's own error named
+    nothing), and take the others."""
+    pytest.importorskip("pyarrow")
+    _, arrays = written
+    for uri in arrays:
+        arr = tdbformat.open_array(uri)
+        for frame in (lambda: arr.df[:], lambda: arr.to_arrow()):
+            with pytest.raises(TypeError, match="'z' holds complex numbers"):
+                frame()
+        assert list(arr.query(attrs=["n"]).df[:]["n"]) == [0, 1, 2, 3]
+
+
 def test_what_a_read_gives_writes_back(written, tmp_path):
     dtype, arrays = written
     for uri, values in arrays.items():
