@@ -222,6 +222,10 @@ def _fragment_size(arr, frag) -> int:
     meta = frag.metadata
     total = sum(int(x) for k in ("file_sizes", "file_var_sizes", "file_validity_sizes")
                 for x in (getattr(meta, k, None) if getattr(meta, k, None) is not None else []))
+    if total >= 2**63:  # more than any storage holds: the footer lies (and TileDB's uint64 sum would wrap)
+        raise FormatError(f"fragment {frag.name}: the data file sizes its metadata records add up to {total} bytes",
+                          file=str(arr.storage.join(frag.path, directory.FRAGMENT_METADATA)),
+                          structure="Fragment metadata footer", path="file_sizes")
     return total + arr.storage.size(arr.storage.join(frag.path, directory.FRAGMENT_METADATA))
 
 

@@ -305,3 +305,29 @@ def test_an_encrypted_array_consolidates_as_tiledb(tmp_path):
         with tiledb.open(str(ours), timestamp=t, ctx=ctx) as A, tiledb.open(str(theirs), timestamp=t, ctx=ctx) as B:
             assert repr(A[:]) == repr(B[:]), t
     assert len(os.listdir(ours / "__fragments")) == len(os.listdir(theirs / "__fragments")) == 1
+
+
+def test_file_sizes_that_add_up_past_any_storage_are_a_format_error(tmp_path):
+    """A footer recording a data file of 2**64 - 1 bytes (fuzz case 7442 of seed 20261148): the step algorithm's
+    sizes overflowed numpy (OverflowError, exit 70); now a FormatError naming the fragment, and nothing
+    written."""
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "data" / "corpus" / "v22_tiledb-py-0.36.1_core-2.30.0" / \
+        "sparse_delete" / "array"
+    root = tmp_path / "array"
+    shutil.copytree(src, root)
+    meta_file = sorted(root.glob("__fragments/*/__fragment_metadata.tdb"))[1]
+    fm = tdbformat.parse_file(meta_file).value
+    for name in ("rtree", "tile_offsets", "tile_var_offsets", "tile_var_sizes", "tile_validity_offsets",
+                 "tile_mins", "tile_maxes", "tile_sums", "tile_null_counts", "fragment_min_max_sum_null_count",
+                 "processed_conditions"):
+        getattr(fm, name, None)
+    sizes = np.array(fm.footer.file_sizes, np.uint64)
+    sizes[0] = np.uint64(2**64 - 1)
+    fm.footer.file_sizes = sizes
+    meta_file.write_bytes(fm.build())
+    before = sorted(p.name for p in root.rglob("*"))
+    with pytest.raises(FormatError, match="add up to"):
+        consolidate(root, config={"sm.consolidation.step_min_frags": "2", "sm.consolidation.step_max_frags": "3"})
+    assert sorted(p.name for p in root.rglob("*")) == before
