@@ -176,7 +176,8 @@ _local = threading.local()  # one zstd context per thread: creating one per chun
 class Zstd(CompressionCodec):
     def compress(self, ctx, raw):
         level = ctx.options["level"]
-        level = 3 if level < -7 else level
+        # (libzstd takes levels past its maximum as the maximum, which TileDB passes on; python-zstandard refuses)
+        level = 3 if level < -7 else min(level, zstandard.MAX_COMPRESSION_LEVEL)
         # one context per thread and level, as for decompression: making one costs more than a 64 KiB chunk
         compressors = vars(_local).setdefault("zstd_compressors", {})
         if level not in compressors:

@@ -511,3 +511,25 @@ def test_a_fresh_process_reads_large_filtered_tiles_without_faulting_its_work_me
                                           text=True, check=True, env=env).stdout.split()
     assert equal == "True" and int(pages) == len(values) * 8 // 4096
     assert int(faults) < 1.25 * int(pages) + 500, (faults, pages)
+
+
+def test_a_zstd_level_past_the_maximum_compresses_at_the_maximum():
+    """libzstd takes a level past ZSTD_maxCLevel() as the maximum (TileDB passes the schema's level through), so a
+    schema's level 2**31 - 1 writes as level 22 does; python-zstandard raised a bare ValueError (fuzz seed
+    20261149 case 465, a consolidation of such a schema)."""
+    import zstandard
+
+    from tdbformat.enums import Datatype
+    from tdbformat.filters import filter_tile, unfilter
+    from tdbformat.structs.filter_pipeline import FilterPipeline
+
+    def pipeline(level):
+        return FilterPipeline.parse(FilterPipeline.build(
+            {"max_chunk_size": 65536, "filters": [{"type": 2, "options": {"compressor": 2, "level": level}}]},
+            version=22), version=22)
+    data = np.arange(4096, dtype=np.int64).tobytes()
+    kw = dict(datatype=Datatype.INT64, version=22, cell_size=8)
+    huge = filter_tile(data, pipeline(2**31 - 1), **kw)
+    assert bytes(unfilter(huge, pipeline(2**31 - 1), **kw)) == data
+    chunk = huge.chunks[0]
+    assert zstandard.ZstdCompressor(level=22).compress(data) in bytes(chunk.data)
