@@ -107,6 +107,9 @@ def main(argv=None) -> int:
                    help="share of cases also run through validate, which parses every byte (default 0.25)")
     p.add_argument("--writer-fraction", type=float, default=0.25,
                    help="share of cases that also call the writer with arguments of the wrong kind (default 0.25)")
+    p.add_argument("--maintenance-fraction", type=float, default=0.25,
+                   help="share of cases that also consolidate and vacuum a copy through the CLI (default 0.25; "
+                        "campaigns before 20261150 ran them on every case: pass 1 to rerun those by number)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--out", type=Path, help="also write the report, with the commit, as JSON to this file")
     p.add_argument("--merge", type=Path, nargs="+", metavar="REPORT",
@@ -127,7 +130,8 @@ def main(argv=None) -> int:
         return 1 if any(rep["outcomes"].get(k) for k in BAD) else 0
     opts = Options(seed=args.seed, cases=args.cases, seconds=args.seconds, workers=args.workers,
                    timeout=args.timeout, memory_mib=args.memory, cli_fraction=args.cli_fraction,
-                   validate_fraction=args.validate_fraction, writer_fraction=args.writer_fraction, start=args.start)
+                   validate_fraction=args.validate_fraction, writer_fraction=args.writer_fraction,
+                   maintenance_fraction=args.maintenance_fraction, start=args.start)
     if args.case is not None:
         out = run_one(opts, args.case)
         print(json.dumps(out, indent=1, default=str))

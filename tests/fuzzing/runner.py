@@ -45,6 +45,7 @@ class Options:
     cli_fraction: float = 0.03
     validate_fraction: float = 0.25
     writer_fraction: float = 0.25  # share of cases that also run the writer-argument target
+    maintenance_fraction: float = 0.25  # share that also consolidate and vacuum a copy (60% of a case's time)
     start: int = 0   # the first case number: a long campaign runs as shards of consecutive numbers
     tmp: Path = field(default_factory=lambda: Path("/dev/shm") if os.access("/dev/shm", os.W_OK)
                       else Path(tempfile.gettempdir()))
@@ -110,7 +111,7 @@ def _case_in(workdir: Path, opts: Options, number: int, verbose: bool = False, n
     where.mkdir()
     try:
         return run_case(opts.seed, number, where, opts.cli_fraction, opts.timeout, verbose, notify,
-                        opts.validate_fraction, opts.writer_fraction)
+                        opts.validate_fraction, opts.writer_fraction, opts.maintenance_fraction)
     except MemoryError:
         return dict(case=number, outcome="memory", op="harness")
     except Exception as e:  # a bug of the harness itself, reported apart from escapes
@@ -272,7 +273,7 @@ def report(opts: Options, tally: Tally, elapsed: float, end: int) -> dict:
     return dict(seed=opts.seed, first_case=opts.start, end_case=end, cases=cases, seconds=round(elapsed, 1),
                 cases_per_second=round(cases / elapsed, 2) if elapsed else None,
                 validate_fraction=opts.validate_fraction, cli_fraction=opts.cli_fraction,
-                writer_fraction=opts.writer_fraction,
+                writer_fraction=opts.writer_fraction, maintenance_fraction=opts.maintenance_fraction,
                 outcomes=dict(tally.outcomes),
                 escapes=sorted(tally.places.values(), key=lambda p: -p["count"]),
                 other_bad=tally.other_bad)

@@ -85,8 +85,9 @@ def _ops(case: dict):
     yield "enumerations", lambda: opened["a"].enumerations
     yield "fragments", lambda: list(opened["a"].fragments)
     yield "label_index", lambda: _read_by_label(opened["a"])
-    for name, argv in _MAINTENANCE:
-        yield name, lambda argv=argv: _on_a_copy(root, argv, key)
+    if case["maintenance"]:
+        for name, argv in _MAINTENANCE:
+            yield name, lambda argv=argv: _on_a_copy(root, argv, key)
 
 
 #: maintenance writes, each run by the command line in a forked child on a copy of the case (its threads and
@@ -302,13 +303,15 @@ def _run_writer(seed: int, number: int, workdir: Path, out: dict, verbose: bool)
 
 
 def run_case(seed: int, number: int, workdir: Path, cli_fraction: float, cli_timeout: float,
-             verbose: bool = False, notify=None, validate_fraction: float = 1.0, writer_fraction: float = 0.0) -> dict:
+             verbose: bool = False, notify=None, validate_fraction: float = 1.0, writer_fraction: float = 0.0,
+             maintenance_fraction: float = 1.0) -> dict:
     """Run case ``number`` of campaign ``seed`` in ``workdir`` (emptied by the caller); ``notify()`` is
     called before the command line runs, so that a watchdog can allow for it. A share ``writer_fraction``
-    of the cases also runs the writer-argument target."""
+    of the cases also runs the writer-argument target, a share ``maintenance_fraction`` consolidate and vacuum."""
     case = mutate(seed, number, workdir)
     # a draw of its own, so that the mutation of a case number stays what it was before this option
     case["validate"] = random.Random(f"{seed}:{number}:validate").random() < validate_fraction
+    case["maintenance"] = random.Random(f"{seed}:{number}:maintenance").random() < maintenance_fraction
     out = dict(case=number, input=case["input"], what=case["what"], outcome="ok")
     if verbose:
         print(f"case {number}: {case['input']}: {case['what']}")
