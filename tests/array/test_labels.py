@@ -308,3 +308,76 @@ def test_encrypted_labels_both_ways(tmp_path):
         assert_same(got, want)
     with pytest.raises(tdbformat.EncryptionError):
         open_array(f"{ours}/__labels/l0")
+
+
+def _many_tiles(ours: bool, uri):
+    """1,000 labels in tiles of 10 (100 tiles per label array), then 300 of them overwritten (two fragments)."""
+    lib = S if ours else tiledb
+    dims = [lib.Dim(name="x", domain=(0, 999), tile=500, dtype=np.int32)]
+    schema = lib.ArraySchema(domain=lib.Domain(*dims), attrs=[lib.Attr(name="a", dtype=np.int64)], dim_labels={
+        0: {"lf": lib.DimLabelSchema("increasing", np.float64, np.int32, dim_tile=10),
+            "ls": lib.DimLabelSchema("decreasing", "ascii", np.int32, dim_tile=10)}})
+    tdbformat.create(uri, schema, version=22) if ours else tiledb.Array.create(uri, schema)
+    writes = [(slice(0, 1000), np.arange(1000) * 2.0, [f"s{9999 - 2 * i:05d}" for i in range(1000)]),
+              (slice(405, 705), np.arange(810, 1410, 2) + 0.5, [f"s{9188 - 2 * i:05d}" for i in range(300)])]
+    for t, (sel, lf, ls) in enumerate(writes, 1):
+        with open_array(uri, "w", timestamp=t) if ours else tiledb.open(uri, "w", timestamp=t) as A:
+            A[sel] = {"a": np.arange(sel.stop - sel.start), "lf": lf, "ls": np.array(ls)}
+
+
+@pytest.fixture(scope="module")
+def many_tiles(tmp_path_factory):
+    root = tmp_path_factory.mktemp("many_tiles")
+    for ours in (False, True):
+        _many_tiles(ours, str(root / ("ours" if ours else "theirs")))
+    return root
+
+
+def _label_tiles_read(uri, label: str, run) -> tuple[int, int, object]:
+    """(tiles of the label array ``label`` that ``run(array)`` reads, its tiles, its result): the storage's
+    reads of its data files, mapped to the tiles they touch."""
+    spans = []
+    for f in open_array(f"{uri}/__labels/{label}").fragments:
+        for kind in ("", "_var"):
+            if kind == "" or f.metadata.index_fields[0].var:
+                spans += [((f.name, k), f"{label}/__fragments/{f.name}/{name}", a, b)
+                          for k, (name, a, b) in enumerate(f.tile_span(kind, 0, k) for k in range(f.tile_num()))]
+    A, reads = open_array(uri), []
+    real = A.storage.read
+
+    def recording(path, start=0, end=None, what="file"):
+        reads.append((str(path), start, A.storage.checked(path, start, end, what)))
+        return real(path, start, end, what)
+    A.storage.read = recording
+    got = run(A)
+    touched = {tile for tile, name, a, b in spans for p, start, end in reads
+               if p.endswith(name) and start < b and a < end}
+    return len(touched), len({tile for tile, *_ in spans}), got
+
+
+@pytest.mark.parametrize("label,sel", [("lf", slice(100.0, 103.0)), ("lf", slice(1000.5, 1004.0)),
+                                       ("lf", [6.0, (1990.0, 5000.0)]), ("ls", slice("s09000", "s09010")),
+                                       ("ls", "s09178"), ("lf", slice(810.0, 812.0)), ("ls", slice("a", "b"))])
+@pytest.mark.parametrize("who", ["theirs", "ours"])
+def test_a_label_read_reads_only_the_tiles_its_bounds_lie_in(many_tiles, who, label, sel):
+    """TileDB's OrderedDimLabelReader reads the tiles whose bounds may hold a range's ends, not the whole label
+    array: so does tdbformat, for label arrays of TileDB-Py and its own (a fragment over another included)."""
+    uri = str(many_tiles / who)
+    with tiledb.open(uri) as T:
+        want = _answer(lambda: T.label_index([label])[sel])
+
+    def ours(A):
+        try:
+            return "read", A.label_index([label])[sel]
+        except RangeError as e:
+            return "refused", e
+    touched, total, got = _label_tiles_read(uri, "l0" if label == "lf" else "l1", ours)
+    assert total == 131  # 100 + 31
+    assert got[0] == want[0] == ("refused" if sel == slice("a", "b") else "read")
+    if want[0] == "read":
+        assert list(got[1]) == list(want[1])
+        assert_same(got[1], want[1])
+    # per range end: the tile it lies in and the one beside it, in each fragment the range read meets; where
+    # the fragments meet (two places), the two tiles of each side; the labels returned: their own tiles
+    returned = -(-len(got[1][label]) // 10) + 1 if got[0] == "read" else 0
+    assert touched <= 8 * len(sel if isinstance(sel, list) else [sel]) + 8 + 2 * returned, touched
