@@ -661,7 +661,8 @@ class ArraySchema:
 
 def from_json(doc: dict):
     """A schema from JSON: the document ``tdbformat schema --json`` prints (or one of its ``schemas``) gives an
-    :class:`ArraySchema` (dimensions, attributes, filters, orders, duplicates, enumerations, current domain, dimension labels);
+    :class:`ArraySchema` (dimensions, attributes, filters, orders, duplicates, enumerations, current domain,
+    dimension labels);
     the dict form of the declaration (``domain`` and ``attributes`` at the top, enum fields by value or by
     name: "SPARSE", "INT64", "ROW_MAJOR", "ZSTD") gives the dict ``structs.ArraySchema.build`` takes."""
     if not isinstance(doc, dict):

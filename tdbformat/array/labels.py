@@ -2,9 +2,11 @@
 
 A dimension label is a dense array inside the array (``__labels/l<n>``: dimension "index", attribute "label")
 whose labels are ordered along the labelled dimension's indices, increasing or decreasing. A label range
-selects the indices whose labels lie in it (found by binary search on the label array's cells over its
-non-empty domain, as TileDB's ``OrderedDimLabelReader``); the read is then ``multi_index`` over those index
-ranges, and the result holds each label's values over them, before the attributes.
+selects the indices whose labels lie in it, found as TileDB's ``OrderedDimLabelReader`` finds them: the label
+fragments' tile minimums and maximums point to the tiles that may hold each end, and only those are read
+(:class:`_Ordered`); the read is then ``multi_index`` over those index ranges, and the result holds each
+label's values over them, before the attributes. Datetime and time labels compare as their int64, bounds of
+any unit brought to the label's exactly (:func:`datetime_key`).
 """
 
 from __future__ import annotations
@@ -48,9 +50,11 @@ def open_label(storage, root, label, array_class, key=None, timestamp=None):
     labels = array_class((storage, storage.join(root, *label.uri.split("/"))), key=key, timestamp=timestamp)
     attr = next((a for a in labels.attrs if a.name == label.label_attr_name), None)
     if labels.schema.array_type != ArrayType.DENSE or len(labels.dims) != 1 or attr is None \
+            or labels.dims[0].datatype.numpy_dtype.kind not in "iu" or labels.dims[0].var \
             or attr.datatype != label.label_datatype or attr.cell_val_num != label.label_cell_val_num:
         raise FormatError(f"dimension label {label.name!r}: its array is not a dense array of one dimension with the "
-                          f"attribute {label.label_attr_name!r} of the label's type", file=str(labels.path))
+                          f"attribute {label.label_attr_name!r} of the label's type (and integer indices)",
+                          file=str(labels.path))
     return labels
 
 
@@ -168,10 +172,13 @@ class _Ordered:
 
     def __init__(self, labels, label):
         self.labels, self.label, self.attr = labels, label, label.label_attr_name
+        self.info = next(a for a in labels.attrs if a.name == self.attr)  # (open_label checked it is there)
         self.decreasing = label.label_order == DataOrder.DECREASING_DATA
-        dim = labels.schema.domain.dimensions[0]
-        (self.d0,), (self.extent,) = tile_grid([dim])
-        self.d0, self.extent = int(self.d0), int(self.extent)
+        (d0,), (extent,) = tile_grid(labels.schema.domain.dimensions)
+        if d0 is None or extent is None:
+            raise FormatError(f"dimension label {label.name!r}: its array's dimension has no domain or tile extent",
+                              file=str(labels.path))
+        self.d0, self.extent = int(d0), int(extent)
         frags = labels.fragments
         if not frags:
             raise RangeError(f"dimension label {label.name!r}: no label was written")
@@ -193,8 +200,7 @@ class _Ordered:
         tiles = (int(hi) - self.d0) // self.extent - (int(lo) - self.d0) // self.extent + 1
         if idx is None or meta.footer is None or meta.footer.get("tile_min_offsets") is None:
             return None
-        got = [_stat_keys(read_section(meta, name, idx), self.labels.attrs[0]) for name in ("tile_mins", "tile_maxes")]
-        mins, maxes = got
+        mins, maxes = (_stat_keys(read_section(meta, name, idx), self.info) for name in ("tile_mins", "tile_maxes"))
         if len(mins) != tiles or len(maxes) != tiles or frag.tile_num() != tiles \
                 or mins.dtype.kind == "f" and (np.isnan(mins).any() or np.isnan(maxes).any()):
             return None
@@ -305,7 +311,7 @@ def _pieces(labels, frags, name: str) -> list:
 def _indices(arr, label, ranges) -> list:
     """The index ranges the label ranges select."""
     ordered = _Ordered(open_label(arr.storage, arr.path, label, type(arr), arr.key, arr.window), label)
-    dtype = ordered.labels.attrs[0].datatype.numpy_dtype if not ordered.labels.attrs[0].var else np.dtype(object)
+    dtype = np.dtype(object) if ordered.info.var else ordered.info.datatype.numpy_dtype
     out = []
     for lo, hi in ranges:
         lo, hi = _bound(dtype, lo, 0), _bound(dtype, hi, 1)
