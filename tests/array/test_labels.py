@@ -423,3 +423,33 @@ def test_labels_at_version_23(tmp_path):
         if mine[0] == "read":
             assert list(mine[1]) == list(want[1])
             assert_same(mine[1], want[1])
+
+
+def test_indices_without_a_label_and_tile_bounds_out_of_order_are_refused(tmp_path):
+    """Labels written over x 0-2 and 6-9 leave 3-5 without one: TileDB-Py refuses every read by that label
+    ("Discontinuity found in array domain"), and so does tdbformat. Tile bounds that break the label's order
+    (a hostile fragment metadata) are a FormatError, before any tile is trusted."""
+    dims = [tiledb.Dim(name="x", domain=(0, 9), tile=5, dtype=np.int32)]
+    schema = tiledb.ArraySchema(domain=tiledb.Domain(*dims), attrs=[tiledb.Attr(name="a", dtype=np.int64)],
+                                dim_labels={0: {"l": tiledb.DimLabelSchema("increasing", np.int64, np.int32,
+                                                                           dim_tile=2)}})
+    gap, whole = str(tmp_path / "gap"), str(tmp_path / "whole")
+    for uri, writes in ((gap, [(slice(0, 3), [1, 2, 3]), (slice(6, 10), [10, 20, 30, 40])]),
+                        (whole, [(slice(0, 10), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])])):
+        tiledb.Array.create(uri, schema)
+        for t, (sel, labels) in enumerate(writes, 1):
+            with tiledb.open(uri, "w", timestamp=t) as A:
+                A[sel] = {"a": np.arange(len(labels)), "l": np.array(labels)}
+    for sel in (slice(2, 3), 30):
+        with tiledb.open(gap) as T, pytest.raises(tiledb.TileDBError, match="Discontinuity found"):
+            T.label_index(["l"])[sel]
+        with pytest.raises(tdbformat.FormatError, match="indices 3 to 5 have no label"):
+            open_array(gap).label_index(["l"])[sel]
+    from tdbformat.structs.fragment import FragmentMetadata
+    [meta] = (tmp_path / "whole" / "__labels" / "l0" / "__fragments").glob("*/__fragment_metadata.tdb")
+    parsed = FragmentMetadata.parse(meta.read_bytes(), schema=open_array(f"{whole}/__labels/l0").schema)
+    assert parsed.tile_maxes[0].fixed.tolist() == [2, 4, 6, 8, 10]
+    parsed.tile_maxes[0].fixed = np.array([100, 4, 6, 8, 10])  # tile 0's maximum now above tile 1's minimum
+    meta.write_bytes(parsed.build())
+    with pytest.raises(tdbformat.FormatError, match="tile minimums and maximums"):
+        open_array(whole).label_index(["l"])[1:2]

@@ -154,3 +154,37 @@ def test_datetime_label_values_keep_their_order_as_int64(arrays, tmp_path):
         A[3:6] = {"a": np.zeros(3, np.int64), "t": np.array(["NaT", "1969-01-01", "1969-01-02"], "M8[D]")}
     with pytest.raises(ValueError, match="exactly"), open_array(ours, "w") as A:  # a finer unit, inexact
         A[3:6] = {"a": np.zeros(3, np.int64), "t": np.array([-5, -2, -1], "M8[D]").astype("M8[h]") + 1}
+
+
+ALL_UNITS = [f"datetime64[{u}]" for u in ("Y", "M", "W", "D", "h", "m", "s", "ms", "us", "ns", "ps", "fs", "as")] + \
+    [f"timedelta64[{u}]" for u in ("h", "m", "s", "ms", "us", "ns", "ps", "fs", "as")]
+
+
+def test_every_unit_tiledb_py_allows(tmp_path):
+    """A label of each datetime and time unit TileDB-Py takes (timedelta64 from hours: TileDB's TIME_*), all on
+    one dimension, both ways; what it refuses (timedelta64 in days), refused."""
+    def build(lib):
+        dims = [lib.Dim(name="x", domain=(0, 9), tile=4, dtype=np.int32)]
+        return lib.ArraySchema(domain=lib.Domain(*dims), attrs=[lib.Attr(name="a", dtype=np.int64)], dim_labels={
+            0: {f"t{i}": lib.DimLabelSchema("decreasing" if i % 2 else "increasing", dtype, np.int32)
+                for i, dtype in enumerate(ALL_UNITS)}})
+    data = {"a": np.arange(10)}
+    data.update((f"t{i}", (TICKS[::-1] if i % 2 else TICKS).view(dtype)) for i, dtype in enumerate(ALL_UNITS))
+    theirs, ours = str(tmp_path / "theirs"), str(tmp_path / "ours")
+    tiledb.Array.create(theirs, build(tiledb))
+    tdbformat.create(ours, build(S), version=22)
+    with tiledb.open(theirs, "w") as T, open_array(ours, "w") as A:
+        T[:], A[:] = data, data
+    for i, dtype in enumerate(ALL_UNITS):
+        v = (lambda k: np.array(k, np.int64).view(dtype)[()])
+        for sel in (slice(v(-3), v(2 ** 40)), [v(I64.max), (v(I64.min), v(-1))]):
+            with tiledb.open(theirs) as T, tiledb.open(ours) as M:
+                want = T.label_index([f"t{i}"])[sel]
+                assert_same(M.label_index([f"t{i}"])[sel], want)
+            for uri in (theirs, ours):
+                got = open_array(uri).label_index([f"t{i}"])[sel]
+                assert list(got) == list(want)
+                assert_same(got, want)
+    for lib in (tiledb, S):
+        with pytest.raises(TypeError, match="cannot be mapped"):
+            lib.DimLabelSchema("increasing", "timedelta64[D]", np.int32)
