@@ -661,7 +661,8 @@ class ArraySchema:
 
 def from_json(doc: dict):
     """A schema from JSON: the document ``tdbformat schema --json`` prints (or one of its ``schemas``) gives an
-    :class:`ArraySchema` (dimensions, attributes, filters, orders, duplicates, enumerations, current domain);
+    :class:`ArraySchema` (dimensions, attributes, filters, orders, duplicates, enumerations, current domain,
+    dimension labels);
     the dict form of the declaration (``domain`` and ``attributes`` at the top, enum fields by value or by
     name: "SPARSE", "INT64", "ROW_MAJOR", "ZSTD") gives the dict ``structs.ArraySchema.build`` takes."""
     if not isinstance(doc, dict):
@@ -704,9 +705,6 @@ def _dtype_of(type_name: str, var: bool):
 
 def _from_schema_json(doc: dict) -> ArraySchema:
     d = doc["schemas"][-1] if "schemas" in doc else doc
-    if d.get("dimension_labels"):
-        raise ValueError("schema JSON: dimension labels cannot be created from JSON (their label arrays are not "
-                         "in it)")
     fl = lambda fs: [_filter_from_json(f) for f in fs or []]  # noqa: E731
     # the JSON shows a dimension without filters of its own with the coordinate filters (schema_json)
     dims = [Dim(x["name"], domain=None if x["var"] else x["domain"], tile=x["tile"],
@@ -721,12 +719,39 @@ def _from_schema_json(doc: dict) -> ArraySchema:
             a.cell_val_num = int(x["cell_val_num"])
         attrs.append(a)
     enums = [Enumeration(e["name"], False, e["values"]) for e in d.get("enumerations") or []]
+    labels = _labels_from_json(d.get("dimension_labels") or [], dims)
     return ArraySchema(
         Domain(*dims), attrs, cell_order=d["cell_order"], tile_order=d["tile_order"], capacity=d["capacity"],
         coords_filters=fl(d.get("coords_filters")), offsets_filters=fl(d.get("offsets_filters")),
         validity_filters=fl(d.get("validity_filters")), allows_duplicates=d["allows_duplicates"],
-        sparse=d["array_type"] == "sparse", enums=enums or None,
+        sparse=d["array_type"] == "sparse", enums=enums or None, dim_labels=labels,
         current_domain=CurrentDomain(d["current_domain"]) if d.get("current_domain") else None)
+
+
+def _labels_from_json(labels: list, dims: list) -> dict:
+    """``ArraySchema``'s ``dim_labels`` from the ``dimension_labels`` of ``schema --json`` (name, dimension,
+    type, order, and the uri TileDB gives the n-th label, ``__labels/l<n>``). Each label array is made as
+    ``DimLabelSchema`` makes it: the dimension's tile extent, no filters (the JSON holds no more of it)."""
+    out, n = {}, 0
+    for x in labels:
+        if not isinstance(x, dict) or not isinstance(x.get("name"), str) or isinstance(x.get("dimension"), bool) \
+                or not isinstance(x.get("dimension"), int) or not 0 <= x["dimension"] < len(dims):
+            raise ValueError(f"schema JSON: a dimension label is {{\"name\": str, \"dimension\": an index of the "
+                             f"{len(dims)} dimensions, \"type\", \"order\"}}, not {x!r}")
+        if x.get("type") not in Datatype.__members__:
+            raise ValueError(f"schema JSON: dimension label {x['name']!r}: unknown type {x.get('type')!r}")
+        dim = dims[x["dimension"]]
+        label = DimLabelSchema(x.get("order"), _dtype_of(x["type"], x["type"] == "STRING_ASCII"),
+                               dim.datatype.numpy_dtype)
+        out.setdefault(x["dimension"], {})[x["name"]] = label
+    for dim_index, named in out.items():  # ArraySchema numbers them in this order: it must be the JSON's
+        for name in named:
+            given = next(x for x in labels if x["name"] == name and x["dimension"] == dim_index).get("uri")
+            if given not in (None, f"__labels/l{n}"):
+                raise ValueError(f"schema JSON: dimension label {name!r} is the label array {given!r}; created, it "
+                                 f"is __labels/l{n} (labels are numbered dimension by dimension, in the order listed)")
+            n += 1
+    return out
 
 
 def _dict_form(value, key=None):

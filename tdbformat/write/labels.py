@@ -43,27 +43,22 @@ def sparse_label_ranges(coords: list, labels: list) -> dict:
     return out
 
 
-def _comparable(values: np.ndarray) -> np.ndarray:
-    """Label values that numpy compares in bulk: bytes (``S``) for string labels."""
-    if values.dtype == object or values.dtype.kind == "U":
-        return np.array([v.encode() if isinstance(v, str) else bytes(v) for v in values.tolist()], "S")
-    return values
-
-
 def _check_order(label, values: np.ndarray, before, after) -> None:
     """``values`` strictly in the label's order, and after ``before`` / before ``after`` (its neighbours
     already written, None if none)."""
+    from ..array.labels import keys
     decreasing = label.label_order == DataOrder.DECREASING_DATA
     word = "decreasing" if decreasing else "increasing"
-    v = _comparable(values)
-    run = np.concatenate([_comparable(np.asarray(x)) for x in (before, values, after) if x is not None]) \
+    v = keys(values)
+    run = np.concatenate([keys(np.asarray(x)) for x in (before, values, after) if x is not None]) \
         if before is not None or after is not None else v
     steps = run[:-1] > run[1:] if decreasing else run[:-1] < run[1:]
     if not steps.all():
         i = int(np.argmin(steps))
         which = "the written values" if run is v else "the written values and the labels beside them"
+        shown = np.concatenate([np.asarray(x) for x in (before, values, after) if x is not None])
         raise ValueError(f"data[{label.name!r}]: dimension label values must be strictly {word}; {which} are not "
-                         f"({run[i]!r} then {run[i + 1]!r}); TileDB cannot read by a label out of order")
+                         f"({shown[i]!r} then {shown[i + 1]!r}); TileDB cannot read by a label out of order")
 
 
 def _neighbours(labels, attr: str, lo: int, hi: int):
@@ -83,11 +78,14 @@ def prepare_labels(writer, subarray, labels: list, dense_fragment):
     function of the timestamp that writes them."""
     from ..array import Array
     from ..array.labels import open_label
+    from .values import cast
 
     pending = []
     for label, values in labels:
         lo, hi = subarray[label.dim_index]
         values = np.asarray(values)
+        if label.label_datatype.numpy_dtype.kind in "mM":  # compared as the int64 TileDB stores (NaT: its least)
+            values = cast(values, label.label_datatype.numpy_dtype, f"data[{label.name!r}]")
         if values.shape != (hi - lo + 1,):
             raise ValueError(f"data[{label.name!r}]: a dimension label takes one value per index of dimension "
                              f"{label.dim_index} written ({hi - lo + 1}), not shape {values.shape}")

@@ -1,6 +1,7 @@
 """Dimension labels both ways, against TileDB-Py (format v18+): arrays TileDB-Py writes (here and in the corpus,
 v18-v22) read by label as TileDB-Py reads them; arrays tdbformat creates and writes (v18, v20, v21, v22) read by
-label in TileDB-Py as the same writes made by TileDB-Py; what TileDB-Py refuses, refused."""
+label in TileDB-Py as the same writes made by TileDB-Py; v23 (which TileDB-Py cannot open) through convert;
+what TileDB-Py refuses, refused; a label read reads only the label tiles it needs."""
 
 from __future__ import annotations
 
@@ -308,3 +309,147 @@ def test_encrypted_labels_both_ways(tmp_path):
         assert_same(got, want)
     with pytest.raises(tdbformat.EncryptionError):
         open_array(f"{ours}/__labels/l0")
+
+
+def _many_tiles(ours: bool, uri):
+    """1,000 labels in tiles of 10 (100 tiles per label array), then 300 of them overwritten (two fragments)."""
+    lib = S if ours else tiledb
+    dims = [lib.Dim(name="x", domain=(0, 999), tile=500, dtype=np.int32)]
+    schema = lib.ArraySchema(domain=lib.Domain(*dims), attrs=[lib.Attr(name="a", dtype=np.int64)], dim_labels={
+        0: {"lf": lib.DimLabelSchema("increasing", np.float64, np.int32, dim_tile=10),
+            "ls": lib.DimLabelSchema("decreasing", "ascii", np.int32, dim_tile=10)}})
+    tdbformat.create(uri, schema, version=22) if ours else tiledb.Array.create(uri, schema)
+    writes = [(slice(0, 1000), np.arange(1000) * 2.0, [f"s{9999 - 2 * i:05d}" for i in range(1000)]),
+              (slice(405, 705), np.arange(810, 1410, 2) + 0.5, [f"s{9188 - 2 * i:05d}" for i in range(300)])]
+    for t, (sel, lf, ls) in enumerate(writes, 1):
+        with open_array(uri, "w", timestamp=t) if ours else tiledb.open(uri, "w", timestamp=t) as A:
+            A[sel] = {"a": np.arange(sel.stop - sel.start), "lf": lf, "ls": np.array(ls)}
+
+
+@pytest.fixture(scope="module")
+def many_tiles(tmp_path_factory):
+    root = tmp_path_factory.mktemp("many_tiles")
+    for ours in (False, True):
+        _many_tiles(ours, str(root / ("ours" if ours else "theirs")))
+    return root
+
+
+def _label_tiles_read(uri, label: str, run) -> tuple[int, int, object]:
+    """(tiles of the label array ``label`` that ``run(array)`` reads, its tiles, its result): the storage's
+    reads of its data files, mapped to the tiles they touch."""
+    spans = []
+    for f in open_array(f"{uri}/__labels/{label}").fragments:
+        for kind in ("", "_var"):
+            if kind == "" or f.metadata.index_fields[0].var:
+                spans += [((f.name, k), f"{label}/__fragments/{f.name}/{name}", a, b)
+                          for k, (name, a, b) in enumerate(f.tile_span(kind, 0, k) for k in range(f.tile_num()))]
+    A, reads = open_array(uri), []
+    real = A.storage.read
+
+    def recording(path, start=0, end=None, what="file"):
+        reads.append((str(path), start, A.storage.checked(path, start, end, what)))
+        return real(path, start, end, what)
+    A.storage.read = recording
+    got = run(A)
+    touched = {tile for tile, name, a, b in spans for p, start, end in reads
+               if p.endswith(name) and start < b and a < end}
+    return len(touched), len({tile for tile, *_ in spans}), got
+
+
+@pytest.mark.parametrize("label,sel", [("lf", slice(100.0, 103.0)), ("lf", slice(1000.5, 1004.0)),
+                                       ("lf", [6.0, (1990.0, 5000.0)]), ("ls", slice("s09000", "s09010")),
+                                       ("ls", "s09178"), ("lf", slice(810.0, 812.0)), ("ls", slice("a", "b"))])
+@pytest.mark.parametrize("who", ["theirs", "ours"])
+def test_a_label_read_reads_only_the_tiles_its_bounds_lie_in(many_tiles, who, label, sel):
+    """TileDB's OrderedDimLabelReader reads the tiles whose bounds may hold a range's ends, not the whole label
+    array: so does tdbformat, for label arrays of TileDB-Py and its own (a fragment over another included)."""
+    uri = str(many_tiles / who)
+    with tiledb.open(uri) as T:
+        want = _answer(lambda: T.label_index([label])[sel])
+
+    def ours(A):
+        try:
+            return "read", A.label_index([label])[sel]
+        except RangeError as e:
+            return "refused", e
+    touched, total, got = _label_tiles_read(uri, "l0" if label == "lf" else "l1", ours)
+    assert total == 131  # 100 + 31
+    assert got[0] == want[0] == ("refused" if sel == slice("a", "b") else "read")
+    if want[0] == "read":
+        assert list(got[1]) == list(want[1])
+        assert_same(got[1], want[1])
+    # per range end: the tile it lies in and the one beside it, in each fragment the range read meets; where
+    # the fragments meet (two places), the two tiles of each side; the labels returned: their own tiles
+    returned = -(-len(got[1][label]) // 10) + 1 if got[0] == "read" else 0
+    assert touched <= 8 * len(sel if isinstance(sel, list) else [sel]) + 8 + 2 * returned, touched
+
+
+def _label_refs(schema) -> list:
+    return [{k: v for k, v in dict(lab).items() if not k.startswith("_")} for lab in schema.labels]
+
+
+def test_labels_at_version_23(tmp_path):
+    """TileDB-Py (core 2.30) cannot open v23. TileDB's code at v23 writes a label reference as at v22
+    (``DimensionLabel::serialize`` takes no version) and a label array's fragments as dense ones, whose footer
+    then ends in an empty list of optional sections (``write_optional_sections``: only sparse fragments have
+    one). tdbformat creates, writes and reads labels at v23 so, and converts them to v23 and back."""
+    theirs = str(tmp_path / "theirs")  # (the module's is written to by the tests above)
+    tiledb.Array.create(theirs, _schema(tiledb))
+    _write(tiledb, theirs)
+    ours = str(tmp_path / "v23")
+    tdbformat.create(ours, _schema(S), version=23)
+    _write(tdbformat, ours)
+    tdbformat.convert(theirs, str(tmp_path / "to23"), version=23)
+    tdbformat.convert(str(tmp_path / "to23"), str(tmp_path / "back22"), version=22)
+    v22 = open_array(theirs).schema
+    for uri in (ours, str(tmp_path / "to23")):
+        A = open_array(uri)
+        assert A.schema.version == 23 and _label_refs(A.schema) == _label_refs(v22)
+        for i in range(3):
+            L = open_array(f"{uri}/__labels/l{i}")
+            assert L.schema.version == 23 and L.fragments
+            for f in L.fragments:
+                assert f.version == 23 and f.dense
+                assert f.metadata.footer.optional_section_count == 0 and not f.metadata.footer.optional_sections
+            with tiledb.open(f"{theirs}/__labels/l{i}") as M:
+                assert_same(L.read(), M[:])
+        for names, sel in SELECTIONS[::2]:
+            _same_as_tiledb_py(theirs, names, sel, ours_uri=uri)
+    assert open_array(str(tmp_path / "back22")).schema.version == 22
+    for names, sel in SELECTIONS:  # back at v22, TileDB-Py reads it by label as it reads its own
+        with tiledb.open(str(tmp_path / "back22")) as T, tiledb.open(theirs) as W:
+            mine, want = _answer(lambda: T.label_index(names)[sel]), _answer(lambda: W.label_index(names)[sel])
+        assert mine[0] == want[0], (names, sel)
+        if mine[0] == "read":
+            assert list(mine[1]) == list(want[1])
+            assert_same(mine[1], want[1])
+
+
+def test_indices_without_a_label_and_tile_bounds_out_of_order_are_refused(tmp_path):
+    """Labels written over x 0-2 and 6-9 leave 3-5 without one: TileDB-Py refuses every read by that label
+    ("Discontinuity found in array domain"), and so does tdbformat. Tile bounds that break the label's order
+    (a hostile fragment metadata) are a FormatError, before any tile is trusted."""
+    dims = [tiledb.Dim(name="x", domain=(0, 9), tile=5, dtype=np.int32)]
+    schema = tiledb.ArraySchema(domain=tiledb.Domain(*dims), attrs=[tiledb.Attr(name="a", dtype=np.int64)],
+                                dim_labels={0: {"l": tiledb.DimLabelSchema("increasing", np.int64, np.int32,
+                                                                           dim_tile=2)}})
+    gap, whole = str(tmp_path / "gap"), str(tmp_path / "whole")
+    for uri, writes in ((gap, [(slice(0, 3), [1, 2, 3]), (slice(6, 10), [10, 20, 30, 40])]),
+                        (whole, [(slice(0, 10), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])])):
+        tiledb.Array.create(uri, schema)
+        for t, (sel, labels) in enumerate(writes, 1):
+            with tiledb.open(uri, "w", timestamp=t) as A:
+                A[sel] = {"a": np.arange(len(labels)), "l": np.array(labels)}
+    for sel in (slice(2, 3), 30):
+        with tiledb.open(gap) as T, pytest.raises(tiledb.TileDBError, match="Discontinuity found"):
+            T.label_index(["l"])[sel]
+        with pytest.raises(tdbformat.FormatError, match="indices 3 to 5 have no label"):
+            open_array(gap).label_index(["l"])[sel]
+    from tdbformat.structs.fragment import FragmentMetadata
+    [meta] = (tmp_path / "whole" / "__labels" / "l0" / "__fragments").glob("*/__fragment_metadata.tdb")
+    parsed = FragmentMetadata.parse(meta.read_bytes(), schema=open_array(f"{whole}/__labels/l0").schema)
+    assert parsed.tile_maxes[0].fixed.tolist() == [2, 4, 6, 8, 10]
+    parsed.tile_maxes[0].fixed = np.array([100, 4, 6, 8, 10])  # tile 0's maximum now above tile 1's minimum
+    meta.write_bytes(parsed.build())
+    with pytest.raises(tdbformat.FormatError, match="tile minimums and maximums"):
+        open_array(whole).label_index(["l"])[1:2]

@@ -164,3 +164,70 @@ def test_writing_commands_take_json(tmp_path, capsys):
     assert (tmp_path / "a" / "__fragments" / name).is_dir()
     out = doc("convert", tmp_path / "a", tmp_path / "b", "--version", 20)
     assert out["source"] == str(tmp_path / "a") and out["format_version"] == 20 and len(out["fragments"]) == 1
+
+
+def _labels_of(uri, names) -> list:
+    """TileDB-Py's view of the dimension labels ``names`` of an array and of their arrays' schemas."""
+    out = []
+    with tiledb.open(str(uri)) as A:
+        for lab in map(A.schema.dim_label, names):
+            with tiledb.open(lab.uri) as L:
+                d, a = L.schema.domain.dim(0), L.schema.attr(0)
+                out.append((lab.name, lab.dim_index, lab.dtype, lab.order, lab.label_attr_name, lab.isvar,
+                            lab.uri.rsplit("/", 2)[-2:], d.name, d.domain, d.tile, d.dtype, a.name, a.dtype))
+    return out
+
+
+def _labelled(uri):
+    dims = [tiledb.Dim(name="x", domain=(0, 9), tile=5, dtype=np.int32),
+            tiledb.Dim(name="y", domain=(-4, 4), tile=3, dtype=np.int32)]
+    labels = {1: {"ly": tiledb.DimLabelSchema("decreasing", np.int16, np.int32)},  # (dimension 1 first: l0)
+              0: {"lt": tiledb.DimLabelSchema("increasing", "datetime64[D]", np.int32),
+                  "ls": tiledb.DimLabelSchema("decreasing", "ascii", np.int32)}}
+    tiledb.Array.create(str(uri), tiledb.ArraySchema(domain=tiledb.Domain(*dims), dim_labels=labels,
+                                                     attrs=[tiledb.Attr(name="a", dtype=np.int64)]))
+
+
+@pytest.mark.parametrize("src", ["here"] + [p.parent.parent.name for p in sorted(CORPUS.glob("v*/dimension_labels"
+                                                                                                  "/array"))])
+def test_create_from_schema_json_makes_the_dimension_labels(tmp_path, capsys, src):
+    """``schema --json`` of a labelled array TileDB-Py made -> ``create --schema``: TileDB-Py opens the new array
+    with the same dimension labels (and label arrays), and reads it by label once written."""
+    if src == "here":
+        path = tmp_path / "theirs"
+        _labelled(path)
+    else:
+        path = CORPUS / src / "dimension_labels" / "array"
+    doc = json.loads(_run(capsys, "schema", "--json", path))
+    assert doc["schemas"][-1]["dimension_labels"]
+    (tmp_path / "s.json").write_text(json.dumps(doc))
+    version = doc["schemas"][-1]["format_version"]
+    _run(capsys, "create", tmp_path / "ours", "--schema", tmp_path / "s.json", "--version", version)
+    names = [lab["name"] for lab in doc["schemas"][-1]["dimension_labels"]]
+    assert _labels_of(tmp_path / "ours", names) == _labels_of(path, names)
+    assert _schema_doc(capsys, tmp_path / "ours") == _schema_doc(capsys, path)
+    if src == "here":
+        for uri in (path, tmp_path / "ours"):
+            with tiledb.open(str(uri), "w") as A:
+                A[:] = {"a": np.arange(90).reshape(10, 9), "lt": np.arange(-5, 5).astype("M8[D]"),
+                        "ls": np.array([f"s{9 - i}" for i in range(10)]), "ly": np.arange(40, -5, -5, np.int16)}
+        with tiledb.open(str(path)) as T, tiledb.open(str(tmp_path / "ours")) as M:
+            sel = (slice(np.datetime64("1969-12-30"), np.datetime64("1970-01-02")), slice(10, 30))
+            assert_same(M.label_index(["lt", "ly"])[sel], T.label_index(["lt", "ly"])[sel])
+
+
+def test_labels_in_schema_json_are_checked(tmp_path, capsys):
+    _labelled(tmp_path / "theirs")
+    doc = json.loads(_run(capsys, "schema", "--json", tmp_path / "theirs"))["schemas"][-1]
+    for i, (change, words) in enumerate([({"uri": "__labels/l7"}, "created, it is __labels/l0"),
+                                         ({"dimension": 2}, "an index of the 2 dimensions"),
+                                         ({"type": "FLOAT128"}, "unknown type 'FLOAT128'"),
+                                         ({"order": "sideways"}, "order: 'increasing' or 'decreasing'")]):
+        bad = json.loads(json.dumps(doc))
+        bad["dimension_labels"][0].update(change)
+        (tmp_path / f"{i}.json").write_text(json.dumps(bad))
+        assert words in _fails(capsys, "create", tmp_path / f"b{i}", "--schema", tmp_path / f"{i}.json")
+        assert not (tmp_path / f"b{i}").exists()
+    (tmp_path / "s.json").write_text(json.dumps(doc))
+    assert "dimension labels: needs format version 18 or later, not v17" in \
+        _fails(capsys, "create", tmp_path / "v17", "--schema", tmp_path / "s.json", "--version", 17)

@@ -144,24 +144,30 @@ def _dataset_ops(root, key, group: bool):
 
 
 def _read_by_label(arr):
-    """A read by each dimension label of a dense array, over every value of the label's type (v18+): a mutated
-    label array raises FormatError; no label in the range (RangeError) is an answer too."""
+    """Reads by each dimension label of a dense array, over every value of the label's type and over a narrow
+    range (the tiles its bounds point to, v18+): a mutated label array raises FormatError; no label in the
+    range (RangeError) is an answer too."""
     if arr.schema.array_type != 0:
         return
     for label in arr.schema.get("labels") or []:
         dtype = Datatype(label.label_datatype).numpy_dtype
         if label.label_cell_val_num == 2**32 - 1:
-            lo, hi = b"", b"\xff" * 64
+            ranges = [(b"", b"\xff" * 64), (b"m", b"n")]
         elif dtype.kind == "f":
-            lo, hi = -np.inf, np.inf
-        elif dtype.kind in "iu":
-            lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
+            ranges = [(-np.inf, np.inf), (0.0, 0.5)]
+        elif dtype.kind in "iumM":
+            info = np.iinfo(dtype if dtype.kind in "iu" else np.int64)
+            ranges = [(info.min, info.max), (0, 1)]
+            if dtype.kind in "mM":  # datetime64 bounds of another unit too
+                ranges.append((np.datetime64(-1, "s"), np.datetime64(1, "s")) if dtype.kind == "M"
+                              else (np.timedelta64(-1, "s"), np.timedelta64(1, "s")))
         else:
             continue
-        try:
-            arr.label_index([label.name])[lo:hi]
-        except RangeError:
-            pass
+        for lo, hi in ranges:
+            try:
+                arr.label_index([label.name])[lo:hi]
+            except RangeError:
+                pass
 
 
 def _run_ops(case: dict, out: dict, verbose: bool):
