@@ -174,9 +174,9 @@ def explain(path, key=None, ranges: dict | None = None, progress=None) -> dict:
     the array at ``path`` or each array of the group there; for an array also ``findings`` and, with
     ``ranges``, ``read_estimate`` at the top (docs/json-schema/explain.v1.json)."""
     def one(obj):
-        row = {"findings": explain_array(obj.path, key)}
+        row = {"findings": explain_array((obj.storage, obj.path), key)}
         if ranges is not None:
-            row["read_estimate"] = read_estimate(obj.path, ranges, key)
+            row["read_estimate"] = read_estimate((obj.storage, obj.path), ranges, key)
         return row
     rows = per_array(path, one, key, progress)
     doc = {"objects": rows}

@@ -126,6 +126,8 @@ class FsspecStorage(_FsspecMoves, Storage):
         return [self._list(f, found) for f, found in zip(folders, _ls_many(self.fs, folders))]
 
     def walk(self, folder) -> list:
+        if self._in_tree(folder) or (self._tree is not None and str(folder).rstrip("/") == self._tree):
+            return super().walk(folder)  # from the snapshot's recursive listing: no request
         base = self.fs._strip_protocol(folder).rstrip("/")
         found = _call(lambda: self.fs.find(folder, detail=True), folder)
         for name, info in found.items():
