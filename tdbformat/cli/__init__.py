@@ -111,7 +111,8 @@ def _dataset_parsers(sub, key_help: str, json_help: str) -> None:
     sub.choices["convert"].add_argument("--timestamp", type=int, metavar="T", help="copy the array (or group) as it "
                                         "was at T (ms): a rollback without libtiledb")
     sub.choices["convert"].add_argument("--attrs", type=lambda text: [a for a in text.split(",") if a],
-                                        metavar="A,B", help="copy only these attributes (an array)")
+                                        metavar="A,B", help="copy only these attributes (a group: each array keeps those it has; "
+                                        "one that has none is copied whole, and the report says so)")
     s = sub.add_parser("explain", help="why reads are slow: findings with their numbers and the actions that fix "
                        "them, of an array or each array of a group; --range adds a read estimate")
     s.add_argument("path")
