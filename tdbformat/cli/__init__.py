@@ -118,6 +118,9 @@ def _dataset_parsers(sub, key_help: str, json_help: str) -> None:
     s.add_argument("path")
     s.add_argument("--range", action="append", metavar="DIM=LO:HI", help="estimate the fragments, tiles and bytes a "
                    "read of this box touches (inclusive; repeatable; an array only)")
+    s.add_argument("--read-budget", type=int, metavar="BYTES", help="bytes of coordinate tiles "
+                   "explain may read, over the whole dataset, to count cells sharing coordinates (duplicates, "
+                   "overwritten cells); an array past it says 'not counted' (default 64 MiB; 0: read none)")
     s.add_argument("--key", help=key_help)
     s.add_argument("--json", action="store_true", help=json_help % "explain")
     s.set_defaults(func=cmd_explain)

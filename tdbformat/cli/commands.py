@@ -593,7 +593,9 @@ def cmd_explain(args) -> int:
 
         arr = open_array(args.path, key=args.key)
         ranges = dict(parse_range(arr, r) for r in args.range)
-    doc = walking("explain", lambda progress: explain(args.path, key=args.key, ranges=ranges, progress=progress))
+    budget = {} if args.read_budget is None else {"read_budget": args.read_budget}
+    doc = walking("explain", lambda progress: explain(args.path, key=args.key, ranges=ranges, progress=progress,
+                                                      **budget))
     if args.json:
         print_json(envelope("explain", args.path, **doc))
         return 0
