@@ -241,6 +241,9 @@ def test_overwritten_cells_counted_from_overlapping_tiles_only(tmp_path, monkeyp
     assert len(tiledb.array_fragments(str(a))) == 1 and _py_shared(a)[0] == rows
     f = _by_id(explain_array(a))["overwritten"]
     assert f["value"] == f["counted"]["within_fragments"] == cells - rows
+    s = _points(tmp_path / "strings", False, 3, dtype=str)  # MBRs of string dimensions
+    assert _by_id(explain_array(s))["overwritten"]["value"] == \
+        sum(tiledb.array_fragments(str(s)).cell_num) - _py_shared(s)[0] > 0
 
 
 def test_shared_coordinates_stay_in_the_read_budget(tmp_path, monkeypatch):
