@@ -96,9 +96,16 @@ def tile_bytes(frag, idx: int, tiles, kinds=("", "_var", "_validity")) -> int:
 
 
 def coordinate_bytes(arr, frags, tiles: dict) -> int:
-    """Bytes of the coordinate tiles ``tiles`` (:func:`coordinate_tiles`) name."""
-    return sum(tile_bytes(frags[i], idx, ks, ("", "_var")) for i, ks in tiles.items()
+    """Bytes of the coordinate tiles ``tiles`` (:func:`coordinate_tiles`) name, on disk or decoded (fixed-size
+    coordinates, a var-sized one's offsets), whichever is more: what reading them costs, in I/O or memory."""
+    disk = sum(tile_bytes(frags[i], idx, ks, ("", "_var")) for i, ks in tiles.items()
                for idx in _dimension_fields(arr, frags[i]))
+    width = sum(8 if d.var else d.datatype.numpy_dtype.itemsize for d in arr.dims)
+    cells = 0
+    for i, ks in tiles.items():  # a sparse fragment's tiles are full but its last
+        cap = max(1, int(frags[i].schema.capacity))
+        cells += int(np.clip(frags[i].cell_num - np.asarray(ks, np.int64) * cap, 0, cap).sum())
+    return max(disk, cells * width)
 
 
 def _distinct(cols: list) -> int:

@@ -10,7 +10,7 @@ an ``id``, its ``value``, what it means and the ``action`` that fixes it:
   their coordinates with another, within a fragment and across live fragments (reads return every one /
   merge and drop them), counted exactly from the coordinate tiles (:mod:`.duplicates`). The only finding
   that reads tiles, so it stays bounded: the coordinate tiles of a whole dataset read at most ``read_budget``
-  bytes (:data:`READ_BUDGET`); an array past what is left says "not counted" and how many bytes it needs;
+  bytes, on disk or decoded, whichever is more (:data:`READ_BUDGET`); an array past what is left says "not counted" and how many bytes it needs;
 - ``tile_size``: median tile bytes far from 64 KiB-64 MiB;
 - ``capacity``: sparse fragments whose cells fill few tiles of ``capacity``;
 - ``dense_padding``: dense cells the tile extents add around the written ones;

@@ -268,3 +268,12 @@ def test_shared_coordinates_stay_in_the_read_budget(tmp_path, monkeypatch):
     assert len(rows) == 2 and rows[0]["value"] is not None and rows[1]["value"] is None  # the same arrays
     with pytest.raises(ValueError, match="read_budget"):
         explain(g, read_budget=-1)
+    z = tmp_path / "z"  # coordinates that compress 100-fold: the budget counts them decoded
+    dims = [tiledb.Dim(n, (0, 99), tile=10, dtype=np.int64, filters=[tiledb.ZstdFilter()]) for n in "xy"]
+    tiledb.Array.create(str(z), tiledb.ArraySchema(domain=tiledb.Domain(*dims), sparse=True, capacity=1000,
+                                                   allows_duplicates=True, attrs=[tiledb.Attr("v", np.int8)]))
+    with tiledb.open(str(z), "w") as A:
+        A[np.zeros(1000, np.int64), np.zeros(1000, np.int64)] = {"v": np.zeros(1000, np.int8)}
+    f = _by_id(explain_array(z))["duplicates"]
+    assert f["value"] == 999 and f["counted"]["coordinate_bytes"] == 1000 * 16
+    assert _by_id(explain_array(z, read_budget=1000 * 16 - 1))["duplicates"]["value"] is None
