@@ -604,3 +604,59 @@ def test_corpus_reads_equal_over_http(case, http_corpus):
     rel = schema[-1].relative_to(corpus.CORPUS).as_posix()
     remote, here = (tdbformat.parse_file(p, key=corpus.key(case)) for p in (f"{http_corpus}/{rel}", schema[-1]))
     assert (remote.kind, remote.build()) == (here.kind, schema[-1].read_bytes())
+
+
+@pytest.fixture(scope="module")
+def s3_group(server, tmp_path_factory):
+    """(url, local path, arrays) of a TileDB-Py group of ``arrays`` members (half in a nested group), each a
+    dense array of two fragments, uploaded to the S3 server."""
+    tiledb = pytest.importorskip("tiledb")
+    import pygroups
+
+    root, arrays = tmp_path_factory.mktemp("s3group") / "g", 6
+    tiledb.Group.create(str(root))
+    tiledb.Group.create(str(root / "sub"))
+    with tiledb.Group(str(root), "w") as top, tiledb.Group(str(root / "sub"), "w") as sub:
+        for i in range(arrays):
+            where = (root / "sub") if i % 2 else root
+            pygroups.dense(tiledb, where / f"a{i}", writes=2)
+            (sub if i % 2 else top).add(f"a{i}", name=f"a{i}", relative=True)
+        top.add("sub", name="sub", relative=True)
+    url = f"s3://{BUCKET}/group-{uuid.uuid4().hex}"
+    server.fs.put(str(root), url.removeprefix("s3://"), recursive=True)
+    return url, root, arrays
+
+
+@pytest.mark.parametrize("command", ["versions", "du", "explain", "history"])
+def test_a_group_is_listed_once_and_each_member_read_in_one_round(command, s3, s3_group, monkeypatch):
+    """A group's members are read through the group's one recursive listing: no listing per array (nor a
+    HEAD per file); each array costs its schema and its two footers, fetched in one concurrent round. The
+    answers equal the local folder's."""
+    from tdbformat.check.du import du
+    from tdbformat.check.explain import explain
+    from tdbformat.check.gate import versions
+    from tdbformat.check.history import history
+    from tdbformat.storage import FsspecStorage
+
+    fn = {"versions": versions, "du": du, "explain": explain, "history": history}[command]
+    url, local, arrays = s3_group
+    gets, rounds = Gets(monkeypatch), []
+    batch = FsspecStorage._read_blocks
+    monkeypatch.setattr(FsspecStorage, "_read_blocks", lambda st, blocks, what: rounds.append(len(blocks)) or
+                        batch(st, blocks, what))
+    s3fs.S3FileSystem.clear_instance_cache()
+    with tdbformat.storage.default_storage_options(s3):
+        got = fn(url)
+    array_gets = [key for key, _ in gets.gets if "/__group/" not in key and "/__meta/" not in key]
+    assert len(array_gets) == 3 * arrays, array_gets  # (TileDB's open reads as many)
+    assert rounds.count(3) == arrays, rounds
+    assert len(gets.lists) <= 6, gets.lists  # the tree, twice, and the two groups' details folders
+    want = fn(local)
+    if command == "du":
+        assert (got["bytes"], got["files"], got["by_state"]) == (want["bytes"], want["files"], want["by_state"])
+    elif command == "history":
+        assert [(e["timestamp"], e["kind"], e["object"]) for e in got["events"]] == \
+            [(e["timestamp"], e["kind"], e["object"]) for e in want["events"]]
+    else:
+        assert [r.get("findings", r.get("format_version")) for r in got["objects"]] == \
+            [r.get("findings", r.get("format_version")) for r in want["objects"]]

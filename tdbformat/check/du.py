@@ -29,7 +29,7 @@ from ..storage import LocalStorage
 from ..structs.commits import ConsolidatedCommits
 from ..structs.fragment import data_files
 from .validate.tiles import data_fields
-from .dataset import counted, dataset_object, objects
+from .dataset import dataset_object, objects, walked
 
 __all__ = ["du", "files", "FileUse", "STATES"]
 
@@ -143,7 +143,7 @@ def _consolidated_commits(arr) -> set:
 
 def _array_files(obj, owned, key) -> list[FileUse]:
     storage = obj.storage
-    arr = open_array(obj.path, key=key)
+    arr = open_array((obj.storage, obj.path), key=key)
     if not isinstance(arr, Array):  # before format version 1: every file that has a kind is read
         return [_legacy_file(obj, p) for p in owned]
     states = {r["name"]: _FRAGMENT_STATE.get(r["state"], "reclaimable") for r in fragment_rows(arr)}
@@ -197,19 +197,21 @@ def _legacy_file(obj, p) -> FileUse:
 
 def files(path, key=None, progress=None) -> list[FileUse]:
     """Every file of the dataset at ``path`` once, classed (see the module doc)."""
-    objs, seen = [], set()
-    for o in _with_labels(objects(path, key)):
-        place = _place(o.storage, o.path)
-        if o.missing is None and place not in seen:
-            seen.add(place)
-            objs.append(o)
-    roots = {_place(o.storage, o.path) for o in objs}
-    out = []
-    for o in counted(objs, progress):
-        owned = _owned(o, roots)
-        found = _group_files(o, owned) if o.type == "group" else _array_files(o, owned, key)
-        out += [replace(f, path=_place(o.storage, f.path)) for f in found]  # "g/../sib/x" as "sib/x"
-    return out
+    found = objects(path, key)
+    with found[0].storage.snapshot(prefetch=[found[0].path]):  # the labels' folders too, from one listing
+        objs, seen = [], set()
+        for o in _with_labels(found):
+            place = _place(o.storage, o.path)
+            if o.missing is None and place not in seen:
+                seen.add(place)
+                objs.append(o)
+        roots = {_place(o.storage, o.path) for o in objs}
+        out = []
+        for o in walked(objs, progress):
+            owned = _owned(o, roots)
+            found = _group_files(o, owned) if o.type == "group" else _array_files(o, owned, key)
+            out += [replace(f, path=_place(o.storage, f.path)) for f in found]  # "g/../sib/x" as "sib/x"
+        return out
 
 
 def du(path, key=None, progress=None) -> dict:

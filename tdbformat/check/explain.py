@@ -6,7 +6,11 @@ an ``id``, its ``value``, what it means and the ``action`` that fixes it:
   on an object store;
 - ``deletes``: delete conditions every read applies again;
 - ``schemas``: schema files an open lists and reads;
-- ``duplicates``: a sparse array that allows them (reads return every version);
+- ``duplicates`` (a sparse array that allows them) / ``overwritten`` (one that does not): cells that share
+  their coordinates with another, within a fragment and across live fragments (reads return every one /
+  merge and drop them), counted exactly from the coordinate tiles (:mod:`.duplicates`). The only finding
+  that reads tiles, so it stays bounded: the coordinate tiles of a whole dataset read at most ``read_budget``
+  bytes, on disk or decoded, whichever is more (:data:`READ_BUDGET`); an array past what is left says "not counted" and how many bytes it needs;
 - ``tile_size``: median tile bytes far from 64 KiB-64 MiB;
 - ``capacity``: sparse fragments whose cells fill few tiles of ``capacity``;
 - ``dense_padding``: dense cells the tile extents add around the written ones;
@@ -28,29 +32,65 @@ from ..errors import FormatError
 from ..structs.consolidated import ConsolidatedFragmentMetadata
 from .validate.tiles import data_fields, field_offsets
 from .dataset import per_array
+from .duplicates import coordinate_bytes, coordinate_tiles, count_shared, overlapping, tile_bytes
 
-__all__ = ["explain", "explain_array", "read_estimate"]
+__all__ = ["explain", "explain_array", "read_estimate", "READ_BUDGET"]
 
 _SANE_TILE = (64 << 10, 64 << 20)
+#: bytes of coordinate tiles ``explain`` reads at most over a whole dataset, to count shared coordinates
+READ_BUDGET = 64 << 20
 
 
-def _finding(id_: str, value, message: str, action: str | None) -> dict:
-    return {"id": id_, "value": value, "message": message, "action": action}
+def _finding(id_: str, value, message: str, action: str | None, **more) -> dict:
+    return {"id": id_, "value": value, "message": message, "action": action, **more}
 
 
 def _overlapping(arr, frags) -> int:
     """How many of the fragments' non-empty domains meet another's (all dimensions); exact for every type."""
-    n = len(frags)
-    if n < 2:
-        return 0
-    meets = np.ones((n, n), bool)
-    for j, d in enumerate(arr.dims):
-        dtype = object if d.var else d.datatype.numpy_dtype
-        lo = np.array([f.non_empty_domain[j][0] for f in frags], dtype)
-        hi = np.array([f.non_empty_domain[j][1] for f in frags], dtype)
-        meets &= (lo[:, None] <= hi[None, :]) & (hi[:, None] >= lo[None, :])
-    np.fill_diagonal(meets, False)
-    return int(meets.any(axis=1).sum())
+    return int(overlapping(arr, frags).any(axis=1).sum()) if len(frags) > 1 else 0
+
+
+class _Budget:
+    """The bytes of coordinate tiles still to be read, shared by the arrays of one ``explain``."""
+
+    def __init__(self, limit: int):
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise TypeError(f"read_budget: expected an int (bytes), not {type(limit).__name__}")
+        if limit < 0:
+            raise ValueError(f"read_budget: expected 0 or more bytes, not {limit}")
+        self.left = limit
+
+    def take(self, n: int) -> bool:
+        if n > self.left:
+            return False
+        self.left -= n
+        return True
+
+
+def _shared_cells(arr, frags, budget: _Budget) -> dict:
+    """The ``duplicates`` or ``overwritten`` finding (the module doc)."""
+    dups = bool(arr.schema.get("allows_dups"))
+    tiles = coordinate_tiles(arr, frags)
+    need = coordinate_bytes(arr, frags, tiles)
+    counted = {"within_fragments": None, "across_fragments": None, "coordinate_tiles": sum(map(len, tiles.values())),
+               "coordinate_bytes": need}
+    id_ = "duplicates" if dups else "overwritten"
+    if not budget.take(need):
+        return _finding(id_, None, f"not counted: it needs {need} bytes of coordinate tiles, more than the "
+                        f"{budget.left} left of the read budget", "raise the read budget (--read-budget BYTES)",
+                        counted=counted)
+    within, across = count_shared(arr, frags, tiles)
+    counted.update(within_fragments=within, across_fragments=across)
+    n = within + across
+    if dups:
+        return _finding(id_, n, f"{n} cells share their coordinates with another ({within} within a fragment, "
+                        f"{across} across fragments): every read returns each of them",
+                        "rewrite the cells into an array that does not allow duplicates (or write them again with "
+                        "sm.dedup_coords=true): consolidation keeps every duplicate" if n else None, counted=counted)
+    return _finding(id_, n, f"{n} cells are overwritten by a newer one at the same coordinates ({within} within "
+                    f"fragments consolidated with timestamps, {across} across fragments): every read merges and "
+                    "drops them", "consolidate the fragments without sm.consolidation.with_timestamps (then "
+                    "vacuum): one cell per coordinate is kept" if n else None, counted=counted)
 
 
 def _unconsolidated_footers(arr, frags) -> int:
@@ -99,8 +139,10 @@ def _outside_current_domain(arr, frags) -> int | None:
     return sum(f.cell_num for f in frags if any(a < lo or b > hi for (a, b), (lo, hi) in zip(f.non_empty_domain, box)))
 
 
-def explain_array(path, key=None) -> list[dict]:
-    """The findings of the array at ``path`` (see the module doc)."""
+def explain_array(path, key=None, read_budget: int | _Budget = READ_BUDGET) -> list[dict]:
+    """The findings of the array at ``path`` (see the module doc); ``read_budget``: bytes of coordinate tiles
+    it may read to count shared coordinates."""
+    budget = read_budget if isinstance(read_budget, _Budget) else _Budget(read_budget)
     arr = open_array(path, key=key)
     if not isinstance(arr, Array):
         raise FormatError("explain reads arrays of format version 1 or later", file=str(path))
@@ -118,9 +160,8 @@ def explain_array(path, key=None) -> list[dict]:
                         "consolidate the fragments: their cells are then removed once" if deletes else None))
     out.append(_finding("schemas", len(arr.schemas), f"{len(arr.schemas)} schema files an open lists and reads",
                         None))
-    dups = bool(arr.schema.get("allows_dups")) and sparse
-    out.append(_finding("duplicates", dups, "duplicates allowed: reads return every version of a cell" if dups
-                        else "duplicates not allowed", None))
+    if sparse:
+        out.append(_shared_cells(arr, frags, budget))
     sizes = _tile_sizes(frags)
     median = float(np.median(sizes)) if len(sizes) else None
     far = median is not None and not _SANE_TILE[0] <= median <= _SANE_TILE[1]
@@ -158,25 +199,21 @@ def read_estimate(path, ranges: dict | None = None, key=None) -> dict:
         if not ks:
             continue
         frags_hit, tiles = frags_hit + 1, tiles + len(ks)
-        for idx in data_fields(f):
-            for kind in ("", "_var", "_validity"):
-                found = field_offsets(f, kind, idx)
-                if found is None or not len(found[0]):
-                    continue
-                offsets, size = found
-                ends = np.append(offsets[1:], np.uint64(size)).astype(np.int64)
-                nbytes += int((ends - offsets.astype(np.int64))[ks].sum())
+        nbytes += sum(tile_bytes(f, idx, ks) for idx in data_fields(f))
     return {"fragments": frags_hit, "tiles": tiles, "bytes": nbytes}
 
 
-def explain(path, key=None, ranges: dict | None = None, progress=None) -> dict:
+def explain(path, key=None, ranges: dict | None = None, progress=None, read_budget: int = READ_BUDGET) -> dict:
     """The ``explain`` document: ``{"objects": [{key, type, uri, missing, findings, read_estimate?}]}`` for
     the array at ``path`` or each array of the group there; for an array also ``findings`` and, with
-    ``ranges``, ``read_estimate`` at the top (docs/json-schema/explain.v1.json)."""
+    ``ranges``, ``read_estimate`` at the top (docs/json-schema/explain.v1.json). ``read_budget``: bytes of
+    coordinate tiles all of it may read (the module doc)."""
+    budget = _Budget(read_budget)
+
     def one(obj):
-        row = {"findings": explain_array(obj.path, key)}
+        row = {"findings": explain_array((obj.storage, obj.path), key, budget)}
         if ranges is not None:
-            row["read_estimate"] = read_estimate(obj.path, ranges, key)
+            row["read_estimate"] = read_estimate((obj.storage, obj.path), ranges, key)
         return row
     rows = per_array(path, one, key, progress)
     doc = {"objects": rows}

@@ -13,7 +13,7 @@ import shlex
 from construct import Container, ListContainer
 
 from .. import layout as directory
-from ..array import open_array
+from ..array import Array, open_array
 from ..write.convert import convertible
 from ..write.create import SCHEMA_FEATURES, _as_container
 from .stats import versions as array_versions
@@ -29,11 +29,11 @@ SOURCE = ("spec array_format_history.md (the TileDB release each format version 
 
 
 def lowest_convertible(path, key=None, newest: int | None = None) -> tuple[int, dict | None]:
-    """(the oldest format version ``convert`` can rewrite the array at ``path`` at, why not one lower:
+    """(the oldest format version ``convert`` can rewrite the array at ``path`` (or this open Array) at, why not one lower:
     ``{"version": lowest - 1, "reason"}``, the reason naming the feature and the first version with it;
     None at version 1). A version that lacks a feature the array uses leaves it out of every older one too,
     so the versions are bisected: five checks, not twenty."""
-    array = open_array(path, key=key)
+    array = path if isinstance(path, Array) else open_array(path, key=key)
     lo, hi = min(KNOWN_VERSIONS), newest or max(KNOWN_VERSIONS)  # hi converts (the array's own version)
     blocked = None
     while lo < hi:
@@ -65,9 +65,11 @@ def _places(array, reason: str) -> list[str]:
 
 
 def _array_row(obj, key) -> dict:
-    doc = array_versions(obj.path, key=key)
+    place = (obj.storage, obj.path)  # the group's storage and its listing
+    array = open_array(place, key=key)  # first: on an object store, its one round keeps what versions reads
+    doc = array_versions(place, key=key)
     newest = doc["newest_format_version"]
-    lowest, blocked = lowest_convertible(obj.path, key, newest)
+    lowest, blocked = lowest_convertible(array, key, newest)
     return {"format_version": newest, "oldest_tiledb_release": reads_since(newest),
             "oldest_tiledb_py_release": oldest_tiledb_py(newest), "lowest_convertible_version": lowest,
             "lower_blocked_by": blocked, "files": doc["files"]}

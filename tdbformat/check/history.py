@@ -24,7 +24,7 @@ from ..structs.commits import ConsolidatedCommits, IgnoreFile, condition_text, n
 from ..structs.group import GroupDetails
 from ..structs.metadata import ArrayMetadata
 from ..structs.names import parse_timestamped_name
-from .dataset import counted, objects
+from .dataset import objects, walked
 
 __all__ = ["history"]
 
@@ -142,7 +142,7 @@ def _group_events(storage, root, key) -> list[dict]:
 
 
 def _array_events(obj, key) -> list[dict]:
-    arr = open_array(obj.path, key=key)
+    arr = open_array((obj.storage, obj.path), key=key)
     if not isinstance(arr, Array):
         return [{"timestamp": 0, "kind": "write", "fragment": f.name, "format_version": 0}
                 for f in getattr(arr, "fragments", [])]
@@ -154,7 +154,7 @@ def history(path, key=None, progress=None) -> dict:
     """``{"events": [{"timestamp", "kind", "object", ...}]}`` of the array or group at ``path`` and every
     member below it, oldest first (docs/json-schema/history.v1.json); lost members are ``missing`` events."""
     events = []
-    for obj in counted(objects(path, key), progress):
+    for obj in walked(objects(path, key), progress):
         if obj.missing is not None:
             found = [{"timestamp": None, "kind": "missing", "reason": obj.missing}]
         elif obj.type == "group":

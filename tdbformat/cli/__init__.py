@@ -111,12 +111,16 @@ def _dataset_parsers(sub, key_help: str, json_help: str) -> None:
     sub.choices["convert"].add_argument("--timestamp", type=int, metavar="T", help="copy the array (or group) as it "
                                         "was at T (ms): a rollback without libtiledb")
     sub.choices["convert"].add_argument("--attrs", type=lambda text: [a for a in text.split(",") if a],
-                                        metavar="A,B", help="copy only these attributes (an array)")
+                                        metavar="A,B", help="copy only these attributes (a group: each array keeps those it has; "
+                                        "one that has none is copied whole, and the report says so)")
     s = sub.add_parser("explain", help="why reads are slow: findings with their numbers and the actions that fix "
                        "them, of an array or each array of a group; --range adds a read estimate")
     s.add_argument("path")
     s.add_argument("--range", action="append", metavar="DIM=LO:HI", help="estimate the fragments, tiles and bytes a "
                    "read of this box touches (inclusive; repeatable; an array only)")
+    s.add_argument("--read-budget", type=int, metavar="BYTES", help="bytes of coordinate tiles "
+                   "explain may read, over the whole dataset, to count cells sharing coordinates (duplicates, "
+                   "overwritten cells); an array past it says 'not counted' (default 64 MiB; 0: read none)")
     s.add_argument("--key", help=key_help)
     s.add_argument("--json", action="store_true", help=json_help % "explain")
     s.set_defaults(func=cmd_explain)

@@ -320,11 +320,8 @@ def cmd_convert(args) -> int:
     if is_group(args.src):  # the group and every member below it
         from ..write.convert_group import convert_group
 
-        if args.attrs is not None:
-            raise ValueError("--attrs: SRC is a group; give one of its arrays")
-
         done = convert_group(args.src, args.dst, args.version, key=args.key, max_chunk_size=args.max_chunk_size,
-                             timestamp=args.timestamp)
+                             timestamp=args.timestamp, attrs=args.attrs)
         if args.json:
             print_json(envelope("convert", args.dst, source=args.src, format_version=args.version, kind="group",
                              fragments=[], **done))
@@ -333,6 +330,8 @@ def cmd_convert(args) -> int:
                   f"array(s), {len(done['groups'])} group(s) below it)")
             for m in done["left_behind"]:
                 print(f"  not brought along: {m['key']} ({m['uri']}): {m['reason']}")
+            for k in done.get("copied_whole", []):
+                print(f"  copied whole: {k} has none of the attributes {', '.join(args.attrs)}")
         return 0
     written = convert(args.src, args.dst, args.version, merge=args.merge, key=args.key,
                       max_chunk_size=args.max_chunk_size, timestamp=args.timestamp, attrs=args.attrs)
@@ -594,7 +593,9 @@ def cmd_explain(args) -> int:
 
         arr = open_array(args.path, key=args.key)
         ranges = dict(parse_range(arr, r) for r in args.range)
-    doc = walking("explain", lambda progress: explain(args.path, key=args.key, ranges=ranges, progress=progress))
+    budget = {} if args.read_budget is None else {"read_budget": args.read_budget}
+    doc = walking("explain", lambda progress: explain(args.path, key=args.key, ranges=ranges, progress=progress,
+                                                      **budget))
     if args.json:
         print_json(envelope("explain", args.path, **doc))
         return 0

@@ -37,7 +37,11 @@ __all__ = ["Storage", "storage_for", "default_storage_options", "LocalStorage", 
 def storage_for(path, storage_options=None, fsync: bool | None = None) -> tuple[Storage, object]:
     """The storage that serves ``path``, and the path as that storage spells it: a URL of
     :data:`URL_SCHEMES` goes through fsspec (``storage_options`` passed to its filesystem, as pandas and
-    dask do), a local path to :class:`LocalStorage` (``fsync``: see there; an object store has no syncs)."""
+    dask do), a local path to :class:`LocalStorage` (``fsync``: see there; an object store has no syncs).
+    A ``(storage, path)`` pair comes back as it is: a group's members are read through the group's storage
+    and the listing it holds (:func:`tdbformat.check.dataset.per_array`)."""
+    if isinstance(path, tuple) and len(path) == 2 and isinstance(path[0], Storage):
+        return path
     if isinstance(path, Storage):
         raise TypeError("path: expected a path, not a Storage")
     if not isinstance(path, (str, os.PathLike)):

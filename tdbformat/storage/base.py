@@ -60,6 +60,12 @@ class _Listings:
             for (path, start, _), data in zip(ranges, self.read_many(ranges, what)):
                 self._kept.setdefault(path, []).append((start, bytes(data)))
 
+    def forget_kept(self) -> None:
+        """Inside a :meth:`snapshot`: drop the ranges :meth:`keep` fetched (a walk over many arrays, after each
+        one: the listing stays, the bytes do not pile up)."""
+        if self._kept is not None:
+            self._kept = {}
+
     def _held(self, path, start: int, end: int) -> bytes | None:
         for at, data in (self._kept or {}).get(path, ()):
             if at <= start and end <= at + len(data):

@@ -126,11 +126,9 @@ class FsspecStorage(_FsspecMoves, Storage):
         return [self._list(f, found) for f, found in zip(folders, _ls_many(self.fs, folders))]
 
     def walk(self, folder) -> list:
-        base = self.fs._strip_protocol(folder).rstrip("/")
-        found = _call(lambda: self.fs.find(folder, detail=True), folder)
-        for name, info in found.items():
-            _remember(self, str(folder).rstrip("/") + name[len(base):], info)
-        return sorted((str(folder).rstrip("/") + n[len(base):] for n in found), key=lambda p: p.split("/"))
+        if self._in_tree(folder) or (self._tree is not None and str(folder).rstrip("/") == self._tree):
+            return super().walk(folder)  # from the snapshot's recursive listing: no request
+        return _walk(self, folder)
 
     def _read(self, path, start: int, length: int) -> bytes:
         data = _call(lambda: self.fs.cat_file(path, start=start, end=start + length), path)
@@ -212,6 +210,15 @@ def _commit_by_rename(storage, path, data: bytes) -> None:
         with contextlib.suppress(Exception):
             storage.fs.rm_file(tmp) if storage.fs.exists(tmp) else None
     storage._sizes[path] = len(data)
+
+
+def _walk(storage, folder) -> list:
+    """Every file below ``folder`` from one recursive listing, sorted by path; their sizes remembered."""
+    base = storage.fs._strip_protocol(folder).rstrip("/")
+    found = _call(lambda: storage.fs.find(folder, detail=True), folder)
+    for name, info in found.items():
+        _remember(storage, str(folder).rstrip("/") + name[len(base):], info)
+    return sorted((str(folder).rstrip("/") + n[len(base):] for n in found), key=lambda p: p.split("/"))
 
 
 #: a listed file whose size the listing did not give (HTTP index pages): asked for when first needed

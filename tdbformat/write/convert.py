@@ -91,12 +91,18 @@ def _convert(src, dst, version, merge, key, max_chunk_size, timestamp, attrs) ->
     return written
 
 
+def attr_names(attrs) -> frozenset:
+    """``attrs`` (a list of attribute names) as a set; a TypeError unless it is one."""
+    if isinstance(attrs, str) or not all(isinstance(a, str) for a in attrs):
+        raise TypeError("attrs: expected a list of attribute names")
+    return frozenset(attrs)
+
+
 def _checked_attrs(array, attrs) -> frozenset | None:
     """``attrs`` as a set of names of the array's attributes (any schema's), None for all."""
     if attrs is None:
         return None
-    if isinstance(attrs, str) or not all(isinstance(a, str) for a in attrs):
-        raise TypeError("attrs: expected a list of attribute names")
+    attr_names(attrs)
     known = {a.name for _, s in array.schemas for a in s.attributes}
     unknown = [a for a in attrs if a not in known]
     if unknown or not attrs:

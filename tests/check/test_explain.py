@@ -144,3 +144,136 @@ def test_group_and_cli(tmp_path):
         doc = json.loads(r.stdout)
         jsonschema.validate(doc, schema)
     assert doc["read_estimate"] == read_estimate(g / "sub" / "b", {"x": (1, 10)})
+
+
+def _points(path, dups, writes, far=True, names=("x", "y"), dtype=np.int64):
+    """A sparse array (capacity 4) of ``writes`` random writes on a 12 x 12 corner (duplicates within a write
+    where ``dups``), then one far away that overlaps none of them."""
+    dims = [tiledb.Dim(n, dtype="ascii") if dtype is str else tiledb.Dim(n, (0, 99), tile=10, dtype=dtype)
+            for n in names]
+    tiledb.Array.create(str(path), tiledb.ArraySchema(domain=tiledb.Domain(*dims), sparse=True, capacity=4,
+                                                      allows_duplicates=dups,
+                                                      attrs=[tiledb.Attr("v", np.float64)]))
+    rng = np.random.default_rng(len(str(path)))
+    cast = (lambda a: np.array([f"k{i:02d}".encode() for i in a], dtype=object)) if dtype is str else (lambda a: a)
+    for t in range(1, writes + 1):
+        x, y = rng.integers(0, 12, 30), rng.integers(0, 12, 30)
+        if not dups:
+            k = np.unique(x * 100 + y)
+            x, y = k // 100, k % 100
+        with tiledb.open(str(path), "w", timestamp=t) as A:
+            A[cast(x), cast(y)] = {"v": np.arange(len(x), dtype=np.float64)}
+    if far:
+        with tiledb.open(str(path), "w", timestamp=writes + 1) as A:
+            A[cast(np.array([90, 91])), cast(np.array([90, 95]))] = {"v": np.array([1.0, 2.0])}
+    return path
+
+
+def _py_shared(path):
+    """(cells a read with TileDB-Py returns, distinct coordinates among them, cells per fragment alone as
+    TileDB-Py reads them at its timestamps, distinct coordinates of each)."""
+    def read(**kw):
+        with tiledb.open(str(path), **kw) as A:
+            r = A.query(dims=True, attrs=[])[:]
+        coords = list(zip(*(r[n].tolist() for n in r)))
+        return len(coords), len(set(coords))
+    each = [read(timestamp=tuple(ts)) for ts in tiledb.array_fragments(str(path)).timestamp_range]
+    return (*read(), each)
+
+
+def _coordinate_reads(monkeypatch):
+    """The (fragment, field) of every tile tdbformat decodes from here on (fields of v5+ fragments)."""
+    from tdbformat.array.tiles import Tiles
+    seen, field = [], Tiles.field
+
+    def record(self, frag, idx, tiles, pool):
+        seen.extend((frag.name, frag.metadata.index_fields[idx].name) for _ in tiles)
+        return field(self, frag, idx, tiles, pool)
+    monkeypatch.setattr(Tiles, "field", record)
+    return seen
+
+
+@pytest.mark.parametrize("dtype", [np.int64, str], ids=["int64", "string"])
+def test_duplicates_counted_as_tiledb_py_reads_them(tmp_path, dtype, monkeypatch):
+    """Duplicates allowed: TileDB-Py returns every cell; the cells past the distinct coordinates are the
+    finding's value, within each fragment (read alone at its timestamps) and across; only dimension tiles
+    are decoded; TileDB-Py's consolidation keeps them all (the action says what does not)."""
+    a = _points(tmp_path / "a", True, 3, dtype=dtype)
+    rows, distinct, each = _py_shared(a)
+    seen = _coordinate_reads(monkeypatch)
+    f = _by_id(explain_array(a))["duplicates"]
+    within = sum(n - d for n, d in each)
+    assert rows > distinct and within > 0
+    assert f["value"] == rows - distinct and f["counted"]["within_fragments"] == within
+    assert f["counted"]["across_fragments"] == rows - distinct - within
+    assert {field for _, field in seen} == {"x", "y"} and "sm.dedup_coords" in f["action"]
+    tiledb.consolidate(str(a))
+    tiledb.vacuum(str(a))
+    assert len(tiledb.array_fragments(str(a))) == 1 and _py_shared(a)[:2] == (rows, distinct)
+    after = _by_id(explain_array(a))["duplicates"]
+    assert after["value"] == rows - distinct and after["counted"]["within_fragments"] == rows - distinct
+
+
+def test_overwritten_cells_counted_from_overlapping_tiles_only(tmp_path, monkeypatch):
+    """No duplicates: the cells the fragments hold past what TileDB-Py's read returns are overwritten ones;
+    the far fragment (its domain meets no other) and tiles whose MBR meets no other fragment's are not read.
+    Consolidated with timestamps, the one fragment keeps every version: counted within it."""
+    a = _points(tmp_path / "a", False, 3)
+    cells = sum(tiledb.array_fragments(str(a)).cell_num)
+    rows, distinct, _ = _py_shared(a)
+    assert rows == distinct < cells
+    seen = _coordinate_reads(monkeypatch)
+    f = _by_id(explain_array(a))["overwritten"]
+    assert f["value"] == f["counted"]["across_fragments"] == cells - rows and f["counted"]["within_fragments"] == 0
+    info = tiledb.array_fragments(str(a), include_mbrs=True)
+    far = Path(info.uri[-1]).name
+    assert far not in {frag for frag, _ in seen} and {field for _, field in seen} == {"x", "y"}
+    assert len(seen) == 2 * f["counted"]["coordinate_tiles"]
+
+    def meets(p, q):
+        return all(lo1 <= hi2 and lo2 <= hi1 for (lo1, hi1), (lo2, hi2) in zip(p, q))
+    wanted = sum(any(meets(m, o) for j, other in enumerate(info.mbrs) if j != i for o in other)
+                 for i, frag in enumerate(info.mbrs) for m in frag)
+    assert f["counted"]["coordinate_tiles"] == wanted < sum(len(m) for m in info.mbrs)
+    assert "consolidate" in f["action"]
+    tiledb.consolidate(str(a), config=tiledb.Config({"sm.consolidation.with_timestamps": "true"}))
+    tiledb.vacuum(str(a))
+    assert len(tiledb.array_fragments(str(a))) == 1 and _py_shared(a)[0] == rows
+    f = _by_id(explain_array(a))["overwritten"]
+    assert f["value"] == f["counted"]["within_fragments"] == cells - rows
+    s = _points(tmp_path / "strings", False, 3, dtype=str)  # MBRs of string dimensions
+    assert _by_id(explain_array(s))["overwritten"]["value"] == \
+        sum(tiledb.array_fragments(str(s)).cell_num) - _py_shared(s)[0] > 0
+
+
+def test_shared_coordinates_stay_in_the_read_budget(tmp_path, monkeypatch):
+    """The coordinate tiles of a whole explain read at most read_budget bytes: past it an array says 'not
+    counted' with the bytes it needs and reads no tile; a group's arrays share the budget."""
+    a = _points(tmp_path / "a", True, 2)
+    need = _by_id(explain_array(a))["duplicates"]["counted"]["coordinate_bytes"]
+    seen = _coordinate_reads(monkeypatch)
+    f = _by_id(explain_array(a, read_budget=need - 1))["duplicates"]
+    assert f["value"] is None and f["message"].startswith(f"not counted: it needs {need} bytes") and seen == []
+    assert _by_id(explain_array(a, read_budget=need))["duplicates"]["value"] is not None
+    assert _by_id(explain_array(_points(tmp_path / "n", False, 1, far=False), read_budget=0))["overwritten"]["value"] == 0
+    g = tmp_path / "g"
+    tiledb.Group.create(str(g))
+    _points(g / "one", True, 2)
+    _points(g / "two", True, 2)
+    with tiledb.Group(str(g), "w") as G:
+        G.add("one", name="one", relative=True)
+        G.add("two", name="two", relative=True)
+    budget = _by_id(explain_array(g / "one"))["duplicates"]["counted"]["coordinate_bytes"]
+    rows = [_by_id(r["findings"])["duplicates"] for r in explain(g, read_budget=budget)["objects"][1:]]
+    assert len(rows) == 2 and rows[0]["value"] is not None and rows[1]["value"] is None  # the same arrays
+    with pytest.raises(ValueError, match="read_budget"):
+        explain(g, read_budget=-1)
+    z = tmp_path / "z"  # coordinates that compress 100-fold: the budget counts them decoded
+    dims = [tiledb.Dim(n, (0, 99), tile=10, dtype=np.int64, filters=[tiledb.ZstdFilter()]) for n in "xy"]
+    tiledb.Array.create(str(z), tiledb.ArraySchema(domain=tiledb.Domain(*dims), sparse=True, capacity=1000,
+                                                   allows_duplicates=True, attrs=[tiledb.Attr("v", np.int8)]))
+    with tiledb.open(str(z), "w") as A:
+        A[np.zeros(1000, np.int64), np.zeros(1000, np.int64)] = {"v": np.zeros(1000, np.int8)}
+    f = _by_id(explain_array(z))["duplicates"]
+    assert f["value"] == 999 and f["counted"]["coordinate_bytes"] == 1000 * 16
+    assert _by_id(explain_array(z, read_budget=1000 * 16 - 1))["duplicates"]["value"] is None

@@ -75,6 +75,8 @@ def _ops(case: dict):
     if case["validate"] and not case["group"]:
         yield "repair --out", lambda: _repair_out(root, key)
     yield from _dataset_ops(root, key, case["group"])
+    if case["group"]:  # (before open_array, which refuses a group and ends the case)
+        yield "convert GROUP --attrs", lambda: _convert_group_out(root, key)
     opened = {}
     yield "open_array", lambda: opened.setdefault("a", open_array(root, key=key))
     if case["group"]:
@@ -106,20 +108,46 @@ def _on_a_copy(root: Path, argv: list, key):
     shutil.copytree(root, copy, symlinks=True)
     before = _tree_hash(copy)
     try:
-        if isinstance(key, (bytes, bytearray)):
-            key = key.hex()  # (--key takes 64 hex digits for any 32 bytes)
-        if isinstance(key, str) and "\x00" in key:
-            return  # no command line names this key
-        got = _fork_cli(argv + [str(copy)] + (["--key", key] if key else []), timeout=30)
-        if got is None:
-            raise MaintenanceEscape(f"{argv[0]} overran 30 s")
-        code, err = got
+        code = _cli_answer(argv + [str(copy)], key)
         if code in (1, 2) and _tree_hash(copy) != before:
-            raise MaintenanceEscape(f"{argv[0]} refused the array after changing it: {err.strip()[-300:]}")
-        if code not in (0, 1, 2):  # 1: a FormatError, 2: a usage error; 70 and the rest: a bug
-            raise MaintenanceEscape(f"{argv[0]} exited {code}: {err.strip()[-600:]}")
+            raise MaintenanceEscape(f"{argv[0]} refused the array after changing it")
     finally:
         shutil.rmtree(copy, ignore_errors=True)
+
+
+def _cli_answer(argv: list, key) -> int | None:
+    """The exit code of the command line ``argv`` (with ``key``) in a forked child: 0, or 1 (a FormatError) or
+    2 (a usage error); anything else, or overrunning 30 s, is a MaintenanceEscape. None: no command line names
+    this key."""
+    if isinstance(key, (bytes, bytearray)):
+        key = key.hex()  # (--key takes 64 hex digits for any 32 bytes)
+    if isinstance(key, str) and "\x00" in key:
+        return None
+    got = _fork_cli(argv + (["--key", key] if key else []), timeout=30)
+    if got is None:
+        raise MaintenanceEscape(f"{argv[0]} overran 30 s")
+    code, err = got
+    if code not in (0, 1, 2):  # 70 and the rest: a bug
+        raise MaintenanceEscape(f"{argv[0]} exited {code}: {err.strip()[-600:]}")
+    return code
+
+
+def _convert_group_out(root: Path, key):
+    """``convert GROUP DST --attrs`` (the first attribute of the group's first array, or one no array has)
+    into a folder beside the input, removed after: written or refused, never a traceback."""
+    import shutil
+    from tdbformat.check.dataset import objects
+    names = ["nope"]
+    try:
+        first = next(o for o in objects(root, key) if o.type == "array" and o.missing is None)
+        names = [a.name for a in open_array((first.storage, first.path), key=key).schema.attributes][:1] or names
+    except (FormatError, StopIteration):
+        pass
+    out = root.parent / f"{root.name}.converted"
+    try:
+        _cli_answer(["convert", str(root), str(out), "--attrs", names[0]], key)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def _repair_out(root: Path, key):
