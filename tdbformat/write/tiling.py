@@ -9,7 +9,7 @@ import numpy as np
 
 from ..enums import Layout
 from ..structs.array_schema import VAR_NUM
-from ..array.order import hilbert_values, order_cells, tile_range
+from ..array.order import hilbert_values, order_cells, tile_grid, tile_range
 
 __all__ = ["dense_box", "dense_tiles", "sparse_order", "tile_bounds", "terminated_cells", "var_bytes", "var_cells"]
 
@@ -50,8 +50,8 @@ def sparse_order(coords, dims, tile_order: Layout, cell_order: Layout) -> np.nda
     """The permutation that puts sparse cells (one column per dimension, datetimes as int64) in global order
     (``dims``: the schema's dimension Containers)."""
     var = [d.get("cell_val_num") == VAR_NUM for d in dims]
-    extents = [None if v or d.tile_extent is None else d.tile_extent for v, d in zip(var, dims)]
-    dom_lo = [None if v else d.domain[0] for v, d in zip(var, dims)]
+    grid = zip(*tile_grid(dims))  # a schema's extent that is not positive (a hostile file) is a FormatError
+    dom_lo, extents = zip(*((None, None) if v else g for v, g in zip(var, grid)))
     hilbert = None
     if cell_order == Layout.HILBERT:
         hilbert = hilbert_values(coords, [None if v else d.domain for v, d in zip(var, dims)])
