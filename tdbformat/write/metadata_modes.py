@@ -33,7 +33,7 @@ from ..structs.names import parse_timestamped_name, timestamped_name
 from ..versions import FEATURES
 from .vacuum_lists import RELATIVE_VACUUM_URIS, VACUUM_FILES, array_uri
 
-__all__ = ["consolidate_mode", "vacuum_mode"]
+__all__ = ["consolidate_mode", "vacuum_mode", "commit_state"]
 
 #: a .meta names its fragments by name from v9, by absolute URI before (FragmentMetaConsolidator)
 _META_NAMES = 9
@@ -61,7 +61,7 @@ def consolidate_mode(uri, cfg, key=None, dry_run: bool = False, max_chunk_size: 
 
 # --- commits ---
 
-def _commit_state(storage, root, key):
+def commit_state(storage, root, key):
     """(the .con files with their parsed entries, the .ign lines, the commit files of the folders)."""
     cdir = storage.join(root, COMMITS_DIR)
     names = [n for n in storage.list(cdir) if storage.is_file(storage.join(cdir, n))]
@@ -87,7 +87,7 @@ def _line(entry_uri: str) -> str:
 def _commits(storage, root, version, key, dry_run) -> dict:
     if not FEATURES["fragments_folder"](version):
         raise ValueError(f"uri: format version {version} has no __commits folder: commits consolidate from v12")
-    cons, ignored, names = _commit_state(storage, root, key)
+    cons, ignored, names = commit_state(storage, root, key)
     held = {}  # line -> the embedded .del (None for other commits), of the .con files, minus ignored lines
     for _, entries in cons:
         for e in entries:
@@ -115,7 +115,7 @@ def _commits(storage, root, version, key, dry_run) -> dict:
 
 
 def _vacuum_commits(storage, root, key) -> dict:
-    cons, ignored, names = _commit_state(storage, root, key)
+    cons, ignored, names = commit_state(storage, root, key)
     held = {_line(e.uri) for _, entries in cons for e in entries if _line(e.uri) not in ignored}
     cdir = storage.join(root, COMMITS_DIR)
     present = {f"{COMMITS_DIR}/{n}": storage.join(cdir, n) for n in names}

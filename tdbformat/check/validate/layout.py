@@ -153,11 +153,30 @@ def _commits(storage, root, listing, report) -> None:
             if suffix in ("ok", "wrt") and stem not in folders:
                 report.add("commits", f"commit marker {name} names no fragment folder",
                            file=storage.join(folder, name))
-    gone = set(folders)
-    for ts, names in listing.vacuums:
-        for name in sorted(names - gone):
-            report.add("vacuum-targets", f"the vacuum list of {ts.t1}-{ts.t2} names fragment {name}, which is not "
-                       "on disk (a vacuum stopped halfway, or the list points nowhere)", file=root, found=name)
+    _lists(listing, folders, report)
+
+
+def _lists(listing, folders, report) -> None:
+    """Vacuum lists naming what is not on disk or holding a line TileDB refuses; consolidated commits naming a
+    fragment whose folder is gone (TileDB: "Cannot get file size" of its metadata)."""
+    for path, lines in listing.lists.items():
+        ts = parse_timestamped_name(path)
+        if path.endswith(".vac"):
+            for line in lines:
+                name = layout.name_from_uri(line)
+                if layout.unreadable_list_line(line):
+                    report.add("commits", f"the vacuum list of {ts.t1}-{ts.t2} holds a line TileDB refuses "
+                               "(Invalid URI)", file=path, expected="a URI", found=line)
+                elif name not in folders:
+                    report.add("vacuum-targets", f"the vacuum list of {ts.t1}-{ts.t2} names fragment {name}, which "
+                               "is not on disk (a vacuum stopped halfway, or the list points nowhere)", file=path,
+                               found=name)
+        elif path.endswith(".con"):
+            for line in lines:
+                name = layout.name_from_uri(line)
+                if name.endswith(".wrt") and name not in listing.ignored and name[:-4] not in folders:
+                    report.add("commits", f"consolidated commits name fragment {name[:-4]}, whose folder is gone",
+                               file=path, found=line)
 
 
 def _fragments(storage, listing, schemas, key, report) -> list:
