@@ -47,6 +47,8 @@ REPAIRS = {
     "stray-files": "a file that is no part of the format is set aside",
     "fragments": "a committed fragment whose metadata lies or whose tiles fail is rewritten from its cells at its "
                  "own timestamps; one that loses cells only with drop_damaged",
+    "folder-markers": "a folder marker object on an object store (a zero-byte key ending in /, or <name>_$folder$) "
+                      "is set aside",
     "commit-lists": "a vacuum list, consolidated commits or ignore file that names what is not there (or a vacuum "
                     "line TileDB refuses) is rewritten without it (set aside when nothing is left)",
 }
@@ -122,8 +124,10 @@ def _classify(storage, root, f: Finding, group: bool):
         return None
     if not parts or group and parts[0] != directory.META_DIR:
         return None
+    if f.rule == "stray-files" and f.file.endswith("/"):
+        return "folder-markers", parts[:-1] + (parts[-1] + "/",)
     if f.rule == "stray-files":
-        return "stray-files", parts
+        return ("folder-markers" if f.file.endswith("_$folder$") else "stray-files"), parts
     if f.rule in ("commits", "vacuum-targets") and parts[-1].endswith((".vac", ".con", ".ign")):
         return "commit-lists", parts
     if f.rule in ("uncommitted", "commits"):  # a folder no marker commits; a marker naming no folder
@@ -141,7 +145,7 @@ def _classify(storage, root, f: Finding, group: bool):
 
 
 _ACTION = {"stray-files": "set aside", "uncommitted": "set aside", "commit-markers": "set aside",
-           "consolidated-fragment-metadata": "set aside", "array-metadata": "set aside", "commit-lists": "set aside"}
+           "consolidated-fragment-metadata": "set aside", "array-metadata": "set aside", "commit-lists": "set aside", "folder-markers": "set aside"}
 
 
 def _set_asides(storage, root, findings, wanted) -> tuple[list, list, dict]:
@@ -319,8 +323,8 @@ def _in_place_moves(report, version) -> list:
     moves = [("put", p) for p in _markers_last([p for f in rewritten for p in _fragment_moves(f, version) if p])]
     moves += [("put", tuple(p.split("/"))) for f in report.fixes for p in f.files]
     moves += [("aside", p) for p in _markers_last(gone)[::-1]]  # the marker first
-    moves += [("aside", tuple(p.split("/"))) for f in report.fixes if _sets_aside(f) for p in f.paths
-              if not any(tuple(p.split("/"))[:len(g)] == g for g in gone)]
+    moves += [("marker" if p.endswith("/") else "aside", tuple(p.rstrip("/").split("/"))) for f in report.fixes
+              if _sets_aside(f) for p in f.paths if not any(tuple(p.split("/"))[:len(g)] == g for g in gone)]
     return moves
 
 
@@ -334,6 +338,9 @@ def _run_journal(storage, root, backup, moves) -> None:
     staging = storage.join(backup, "staging")
     for kind, parts in moves:
         parts = tuple(parts)
+        if kind == "marker":  # an object, not a file: it says itself whether it is still there
+            mover.set_aside_marker(parts)
+            continue
         src = mover.path(parts, staging) if kind == "put" else mover.path(parts)
         if storage.is_file(src) or storage.is_dir(src):
             mover.put(staging, parts) if kind == "put" else mover.set_aside(parts)

@@ -72,8 +72,8 @@ def _ops(case: dict):
     if case["validate"]:
         yield "validate", lambda: tdbformat.validate(root, key=key)
         yield "html page", lambda: page(root, key=key)  # validates too: on the same share of the cases
-    if case["validate"] and not case["group"]:
-        yield "repair --out", lambda: _repair_out(root, key)
+    if case["validate"]:
+        yield "repair --out", lambda: _repair_out(root, key, case["group"])
     yield from _dataset_ops(root, key, case["group"])
     opened = {}
     yield "open_array", lambda: opened.setdefault("a", open_array(root, key=key))
@@ -121,11 +121,13 @@ def _on_a_copy(root: Path, argv: list, key):
         shutil.rmtree(copy, ignore_errors=True)
 
 
-def _repair_out(root: Path, key):
+def _repair_out(root: Path, key, group: bool):
     """A repaired copy beside the input (never the input), then whatever it wrote opened and read."""
     out = root.parent / f"{root.name}.repaired"
-    tdbformat.repair(root, out=out, key=key, drop_damaged=True)
-    if out.exists():
+    tdbformat.repair(root, out=out, key=key, drop_damaged=True, commit_complete=True)
+    if out.exists() and group:
+        dict(tdbformat.open_group(out, key=key).meta)
+    elif out.exists():
         for order in ORDERS:
             open_array(out, key=key).read(order=order, threads=1)
 
