@@ -111,6 +111,8 @@ def test_lists_repaired_in_place(tmp_path, consolidated, damage):
     hurt(root)
     assert _tiledb_py_on(root) == ("TileDBError" if fails else "ok")
     damaged = _digest(root)
+    found = tdbformat.validate(root)
+    assert any(f.severity == "error" for f in found) == fails and all(f.file != str(root) for f in found)
     planned = repair(root)
     assert _digest(root) == damaged
     assert [(f.repair, f.action) for f in planned.fixes] == [("commit-lists", action)], str(planned)
@@ -193,6 +195,9 @@ def test_commit_complete(tmp_path):
     assert tdbformat.validate(root) == [] and repair(root, commit_complete=True).fixes == []
     _restore(root, report)
     assert _digest(root) == damaged
+    copy = repair(root, out=tmp_path / "copy", commit_complete=True)
+    assert [f.action for f in copy.fixes] == ["commit", "set aside"] and _digest(root) == damaged
+    assert _cells(tmp_path / "copy") == {k: v[:20] for k, v in original.items()}
 
 
 def test_the_command_line(tmp_path, consolidated):
@@ -207,3 +212,27 @@ def test_the_command_line(tmp_path, consolidated):
 
     _validator("repair").validate(doc)
     assert [(f["repair"], f["action"]) for f in doc["fixes"]] == [("commit-lists", "rewrite")]
+
+
+def test_a_dropped_fragment_leaves_the_consolidated_commits(tmp_path, consolidated):
+    """A fragment whose data file is cut, its commit held by the .con: dropped with drop_damaged, its readable
+    cells rewritten, and its entry leaves the .con (else TileDB-Py fails: "Cannot get file size")."""
+    src, original = consolidated
+    root = tmp_path / "array"
+    shutil.copytree(src, root)
+    data = Path(glob.glob(str(root / "__fragments" / "__3_3_*" / "a0.tdb"))[0])
+    data.write_bytes(data.read_bytes()[:-8])
+    assert _tiledb_py_on(root) == "TileDBError"
+    damaged = _digest(root)
+    report = repair(root, in_place=True, drop_damaged=True)
+    assert report.complete and {f.repair for f in report.fixes} == {"fragments", "commit-lists"}, str(report)
+    assert _tiledb_py_on(root) == "ok"
+    got = _cells(root)
+    assert set(zip(got["d"], got["a"])) < set(zip(original["d"], original["a"])) and len(got["d"]) >= 25
+    assert tdbformat.validate(root) == [] and repair(root).fixes == []
+    for fix in report.fixes:  # undo: the rewritten fragments out, the backup back
+        for name in fix.written:
+            shutil.rmtree(root / "__fragments" / name)
+            (root / "__commits" / f"{name}.wrt").unlink()
+    _restore(root, report)
+    assert _digest(root) == damaged
