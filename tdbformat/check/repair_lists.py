@@ -25,6 +25,7 @@ from ..errors import FormatError
 from ..storage import storage_for
 from ..structs.commits import ConsolidatedCommits, IgnoreFile, VacuumFile
 from ..structs.names import parse_timestamped_name, timestamped_name
+from .validate import validate
 from ..write.create import new_uuid
 from ..write.metadata_modes import commit_state
 from ..write.repair import fragment_parts, fragment_version, parts_below, stage
@@ -103,10 +104,7 @@ def uncommitted_complete(storage, root, key, name, version) -> tuple[tuple | Non
     """(the commit marker's path parts, the errors that keep it from being committed) of the uncommitted
     fragment ``name``: a copy of its folder, committed beside the array's schemas in a scratch folder, is
     validated; committable when every file is there and no rule finds an error."""
-    from .validate import validate
-
     folder = layout.fragment_folders(storage, root)[name]
-    parts = parts_below(storage, root, folder)
     marker = fragment_parts(name, fragment_version(name, version))[1]
     if marker is None:
         return None, [f"fragment {name}: before v5 its metadata file commits it, and it has none"]

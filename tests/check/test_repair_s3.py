@@ -19,20 +19,16 @@ from tdbformat.check.repair import repair
 from tdbformat.storage import storage_for
 
 tiledb = pytest.importorskip("tiledb")
-s3fs = pytest.importorskip("s3fs")
+pytest.importorskip("s3fs")
 pytest.importorskip("moto.server")
-from s3server import MotoProcess  # noqa: E402 (after the skips: it needs moto)
+from s3server import serving  # noqa: E402 (after the skips: it needs moto)
 
 BUCKET = "repair"
 
 
 @pytest.fixture(scope="module")
 def server():
-    s = MotoProcess()
-    fs = s3fs.S3FileSystem(**s.options, skip_instance_cache=True)
-    fs.mkdir(BUCKET)
-    yield s, fs
-    s.stop()
+    yield from serving(BUCKET)
 
 
 @pytest.fixture
