@@ -279,7 +279,7 @@ def _gone(report) -> set:
 def _plan_lists(storage, root, key, report, wanted, version, dest) -> None:
     """The lists fixes (:func:`.list_rewrites`), once the fixes that set fragments aside are known; each takes
     the findings about its file from the set-aside fix they were first given."""
-    if "commit-lists" not in wanted or version is None:
+    if "commit-lists" not in wanted or version is None and not directory.is_group(storage, root):
         return
     by_path = {tuple(f.paths): f for f in report.fixes if f.repair == "commit-lists"}
     for parts, into, why in list_rewrites(storage, root, key, version, _gone(report), dest):

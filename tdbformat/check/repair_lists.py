@@ -27,7 +27,7 @@ from ..structs.commits import ConsolidatedCommits, IgnoreFile, VacuumFile
 from ..structs.names import parse_timestamped_name, timestamped_name
 from .validate import validate
 from ..write.create import new_uuid
-from ..write.metadata_modes import commit_state
+from ..write.metadata_modes import commit_state, metadata_vacuum_lines
 from ..write.repair import fragment_parts, fragment_version, parts_below, stage
 from ..write.vacuum_lists import vacuum_lines
 
@@ -57,6 +57,10 @@ def list_rewrites(storage, root, key, version, gone=frozenset(), dest=None) -> l
     vacuum list, consolidated commits and ignore file of the array that is not consistent with its folders
     (``gone``: fragment names this repair sets aside; ``dest``: (storage, path) where the array will be, for
     absolute vacuum lines). Lists that do not parse are left to their findings."""
+    dest = dest or (storage, root)
+    out = _metadata_vacuums(storage, root, version, dest)
+    if version is None:  # a group: only its metadata has lists
+        return out
     try:
         listing = layout.Listing.of(storage, root, key)
         cons, ignored, names = commit_state(storage, root, key)
@@ -65,12 +69,11 @@ def list_rewrites(storage, root, key, version, gone=frozenset(), dest=None) -> l
     folders = {n: p for n, p in layout.fragment_folders(storage, root).items() if n not in gone}
     held = {layout.name_from_uri(e.uri) for _, entries in cons for e in entries} | set(names) | {
         n for n in storage.list(root) if n.endswith(".ok")}
-    out = []
     for path, lines in listing.lists.items():
         parts = parts_below(storage, root, path)
         if path.endswith(".vac"):
             own = parse_timestamped_name(path).version or version
-            kept = _vacuum(storage, root, dest or (storage, root), lines, folders, own)
+            kept = _vacuum(storage, root, dest, lines, folders, own)
             why = f"{len(lines) - len(kept)} of {len(lines)} line(s) name no fragment folder of this array (or are " \
                   f"lines TileDB refuses); the rest written as TileDB writes them at v{own}"
             data = VacuumFile.build({"uris": kept})
@@ -91,6 +94,32 @@ def list_rewrites(storage, root, key, version, gone=frozenset(), dest=None) -> l
             out.append((parts, (parts[:-1] + (_renamed(parts[-1]),), data) if kept else None,
                         f"{len(entries) - len(kept)} of {len(entries)} entries commit a fragment whose folder is "
                         "gone"))
+    return out
+
+
+def _metadata_vacuums(storage, root, version, dest) -> list[tuple]:
+    """:func:`list_rewrites` of the vacuum lists of ``__meta`` (of an array, or a group: ``version`` None):
+    their lines that name a metadata file there are kept, written as consolidation writes them."""
+    folder = storage.join(root, layout.META_DIR)
+    names = [n for n in storage.list(folder) if storage.is_file(storage.join(folder, n))]
+    files = {n for n in names if "." not in n}
+    out = []
+    for n in names:
+        if not n.endswith(".vac"):
+            continue
+        p = storage.join(folder, n)
+        try:
+            lines = VacuumFile.parse(storage.read(p, what="vacuum file"), filename=str(p)).uris
+        except FormatError:
+            continue  # its finding says why
+        named = [layout.name_from_uri(u) for u in lines if not layout.unreadable_list_line(u)]
+        kept = metadata_vacuum_lines(*dest, layout.META_DIR, [m for i, m in enumerate(named) if m in files
+                                                               and m not in named[:i]], version)
+        if kept != list(lines) or not kept:
+            parts = (layout.META_DIR, n)
+            out.append((parts, (parts[:-1] + (_renamed(n),), VacuumFile.build({"uris": kept})) if kept else None,
+                        f"{len(lines) - len(kept)} of {len(lines)} line(s) name no metadata file here (or are lines "
+                        "TileDB refuses); the rest written as consolidation writes them"))
     return out
 
 

@@ -16,7 +16,6 @@ version). Every file is written under a temporary name and renamed into place.
 
 from __future__ import annotations
 
-import os
 
 from construct import Container, ListContainer
 
@@ -33,7 +32,7 @@ from ..structs.names import parse_timestamped_name, timestamped_name
 from ..versions import FEATURES
 from .vacuum_lists import RELATIVE_VACUUM_URIS, VACUUM_FILES, array_uri
 
-__all__ = ["consolidate_mode", "vacuum_mode", "commit_state"]
+__all__ = ["consolidate_mode", "vacuum_mode", "commit_state", "metadata_vacuum_lines"]
 
 #: a .meta names its fragments by name from v9, by absolute URI before (FragmentMetaConsolidator)
 _META_NAMES = 9
@@ -191,14 +190,19 @@ def _metadata(storage, root, version, cfg, key, dry_run, folder, max_chunk_size)
     storage.commit(storage.join(where, name), staging=root, data=ArrayMetadata.build(
         Container(entries=ListContainer(entries[k] for k in sorted(entries, key=lambda k: k.encode()))),
         version=file_version, key=key, max_chunk=max_chunk_size))
-    # a group's vacuum file holds whole URIs (GroupMetaConsolidator), an array's relative ones from v19
-    base = f"/{folder}/" if version is not None and RELATIVE_VACUUM_URIS(version) else None
-    if base is None:
-        base = ("file://" + os.path.abspath(str(root)) if "://" not in str(root) else str(root)).rstrip("/") \
-            + f"/{folder}/"
-    lines = [base + storage.name(p) for p in files]
+    lines = metadata_vacuum_lines(storage, root, folder, [storage.name(p) for p in files], version)
     storage.commit(storage.join(where, name + ".vac"), VacuumFile.build({"uris": lines}), staging=root)
     return {"steps": [step]}
+
+
+def metadata_vacuum_lines(storage, root, folder: str, names, version) -> list[str]:
+    """The lines of a metadata vacuum file naming ``names`` of ``folder``: a group's (``version`` None) whole
+    URIs (GroupMetaConsolidator), an array's relative ones from v19 (``/__meta/<name>``)."""
+    if version is not None and RELATIVE_VACUUM_URIS(version):
+        base = f"/{folder}/"
+    else:
+        base = array_uri(storage=storage, path=root).rstrip("/") + f"/{folder}/"
+    return [base + n for n in names]
 
 
 def _vacuum_metadata(storage, root, folder) -> dict:

@@ -68,3 +68,38 @@ def test_members_are_reported_not_repaired(tmp_path, group):
     report = repair(root, in_place=True)
     assert report.fixes == [] and [f.rule for f in report.unrepaired] == ["stray-files"] and not report.complete
     assert (root / "arr" / "__fragments" / "notes.txt").exists()
+
+
+def test_a_moved_group_metadata_vacuum_list(tmp_path):
+    """A group's metadata vacuum list holds whole URIs, which TileDB matches as they are: once the group is
+    moved, they name nothing, and TileDB-Py's vacuum leaves the consolidated files behind (a consistency fix:
+    the keys still read). Repair writes them for where the group is; the vacuum then removes them."""
+    first, root = tmp_path / "first", tmp_path / "g"
+    tiledb.Group.create(str(first))
+    for k, v in (("k", 1), ("j", 2)):
+        with tiledb.Group(str(first), "w") as G:
+            G.meta[k] = v
+        time.sleep(0.01)
+    tiledb.Group.consolidate_metadata(str(first))
+    shutil.move(first, root)
+    assert (len(list((root / "__meta").iterdir())), _group_meta(root)) == (4, "[('j', 2), ('k', 1)] 0")
+    damaged = _digest(root)
+    assert [f.rule for f in tdbformat.validate(root)] == ["vacuum-targets"] * 2
+    unrepaired = tmp_path / "unrepaired"
+    shutil.copytree(root, unrepaired)
+    _vacuum_group_metadata(unrepaired)  # drops the list, keeps the files it named
+    assert sorted(p.name for p in (unrepaired / "__meta").iterdir()) == sorted(
+        p.name for p in (root / "__meta").iterdir() if p.suffix != ".vac")
+    report = repair(root, in_place=True)
+    assert [(f.repair, f.action) for f in report.fixes] == [("commit-lists", "rewrite")], str(report)
+    assert tdbformat.validate(root) == [] and repair(root).fixes == []
+    _restore(root, report)
+    assert _digest(root) == damaged
+    repair(root, in_place=True)
+    _vacuum_group_metadata(root)
+    assert len(list((root / "__meta").iterdir())) == 1 and _group_meta(root) == "[('j', 2), ('k', 1)] 0"
+
+
+def _vacuum_group_metadata(root: Path) -> None:
+    subprocess.run([sys.executable, "-c", "import sys, tiledb; tiledb.Group.vacuum_metadata(sys.argv[1])", str(root)],
+                   check=True)

@@ -236,3 +236,45 @@ def test_a_dropped_fragment_leaves_the_consolidated_commits(tmp_path, consolidat
             (root / "__commits" / f"{name}.wrt").unlink()
     _restore(root, report)
     assert _digest(root) == damaged
+
+
+@pytest.fixture(scope="module")
+def metadata(tmp_path_factory):
+    """Array metadata written three times, consolidated by TileDB-Py (a .vac in __meta names the three files)."""
+    root = tmp_path_factory.mktemp("meta") / "array"
+    _write(root, stamps=(1,))
+    for t, (k, v) in enumerate([("k", 1), ("j", 2), ("k", 3)]):
+        with tiledb.open(str(root), "w", timestamp=t + 2) as A:
+            A.meta[k] = v
+    tiledb.consolidate(str(root), config=tiledb.Config({"sm.consolidation.mode": "array_meta"}))
+    return root
+
+
+def _meta(root: Path) -> str:
+    code = ("import sys, tiledb\ntry:\n    with tiledb.open(sys.argv[1]) as A: print(sorted(A.meta.items()))\n"
+            "except Exception as e: print(type(e).__name__)\n")
+    return subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True).stdout.strip()
+
+
+@pytest.mark.parametrize("line, fails", [(b"\n", True), (f"/__meta/{NAME[:-3]}\n".encode(), False)])
+def test_metadata_vacuum_lists(tmp_path, metadata, line, fails):
+    """An empty line in __meta's vacuum list: TileDB-Py fails ("Invalid URI"); a line naming a file that is
+    gone: it copes (a consistency fix). Rewritten without it, the keys read as before, and TileDB-Py's vacuum
+    then removes the three files consolidated."""
+    root = tmp_path / "array"
+    shutil.copytree(metadata, root)
+    want = _meta(root)
+    (vac,) = (root / "__meta").glob("*.vac")
+    _append(vac, line)
+    assert (_meta(root) == "TileDBError") == fails
+    damaged = _digest(root)
+    report = repair(root, in_place=True)
+    assert [(f.repair, f.action) for f in report.fixes] == [("commit-lists", "rewrite")], str(report)
+    assert _meta(root) == want == "[('j', 2), ('k', 3)]"
+    assert tdbformat.validate(root) == [] and repair(root).fixes == []
+    _restore(root, report)
+    assert _digest(root) == damaged
+    repair(root, in_place=True)
+    subprocess.run([sys.executable, "-c", "import sys, tiledb; tiledb.vacuum(sys.argv[1], config=tiledb.Config("
+                    "{'sm.vacuum.mode': 'array_meta'}))", str(root)], check=True)
+    assert len(list((root / "__meta").iterdir())) == 1 and _meta(root) == want

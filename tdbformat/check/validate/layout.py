@@ -14,6 +14,8 @@ from ..coverage import gaps, metadata_spans
 from ...enums import EncryptionType
 from ...errors import FormatError, located
 from ...layout.files import parse_file
+from ...structs.commits import VacuumFile
+from ...write.metadata_modes import metadata_vacuum_lines
 from ...structs.array_schema import ArraySchema, evolution_mismatch, schema_version
 from ...structs.fragment import SECTIONS, Footer, find_footer
 from ...structs.generic_tile import GENERIC_TILE_BASE_SIZE
@@ -46,6 +48,7 @@ def validate_group(storage, root, key, report, seen=None) -> None:
             p = storage.join(folder, name)
             if not storage.is_dir(p):
                 validate_file(storage, p, key, report)
+    _metadata_vacuums(storage, root, report, group=True)
     try:
         members = layout.group_members(root, key=key, storage=storage)
     except FormatError as e:
@@ -74,6 +77,7 @@ def validate_array(storage, root, key, report) -> None:
         report.error(e)
         return
     _commits(storage, root, listing, report)
+    _metadata_vacuums(storage, root, report)
     frags = _fragments(storage, listing, schemas, key, report)
     encrypted = next(iter(schemas.values()))["_generic_tile"].encryption_type != EncryptionType.NO_ENCRYPTION
     tiles = Tiles(storage, key, encrypted)
@@ -177,6 +181,30 @@ def _lists(listing, folders, report) -> None:
                 if name.endswith(".wrt") and name not in listing.ignored and name[:-4] not in folders:
                     report.add("commits", f"consolidated commits name fragment {name[:-4]}, whose folder is gone",
                                file=path, found=line)
+
+
+def _metadata_vacuums(storage, root, report, group: bool = False) -> None:
+    """The vacuum lists of ``__meta``: a line TileDB refuses ("Invalid URI"), a line naming no file there. A
+    group's lines are whole URIs that TileDB matches as they are (GroupDirectory::compute_uris_to_vacuum): one
+    of another place names nothing (an array's are matched by the path after its URI)."""
+    folder = storage.join(root, layout.META_DIR)
+    names = set(storage.list(folder))
+    here = set(metadata_vacuum_lines(storage, root, layout.META_DIR, sorted(names), None)) if group else None
+    for n in sorted(names):
+        if not n.endswith(".vac"):
+            continue
+        p = storage.join(folder, n)
+        try:
+            lines = VacuumFile.parse(storage.read(p, what="vacuum file"), filename=str(p)).uris
+        except FormatError:
+            continue  # file-parses reports it
+        for line in lines:
+            if not group and layout.unreadable_list_line(line):
+                report.add("commits", "a metadata vacuum list holds a line TileDB refuses (Invalid URI)", file=p,
+                           expected="a URI", found=line)
+            elif layout.name_from_uri(line) not in names or group and line not in here:
+                report.add("vacuum-targets", f"a metadata vacuum list names {layout.name_from_uri(line)}, which is "
+                           "not in __meta", file=p, found=line)
 
 
 def _fragments(storage, listing, schemas, key, report) -> list:
