@@ -278,3 +278,29 @@ def test_metadata_vacuum_lists(tmp_path, metadata, line, fails):
     subprocess.run([sys.executable, "-c", "import sys, tiledb; tiledb.vacuum(sys.argv[1], config=tiledb.Config("
                     "{'sm.vacuum.mode': 'array_meta'}))", str(root)], check=True)
     assert len(list((root / "__meta").iterdir())) == 1 and _meta(root) == want
+
+
+def test_a_list_repair_killed_at_any_step_reads_as_before_or_after(tmp_path, consolidated):
+    """SIGKILL at every write, commit and move of a repair of a .con naming a folder that is gone: TileDB-Py then
+    fails as on the damaged input or reads the repaired cells, no byte of the input is lost, and the next repair
+    finishes the job."""
+    from test_repair import _hashes, _kill_at
+
+    src, original = consolidated
+    damaged = tmp_path / "damaged"
+    shutil.copytree(src, damaged)
+    _third_gone(damaged)
+    want = {k: [x for x, d in zip(v, original["d"]) if not 30 <= d < 40] for k, v in original.items()}
+    probe = tmp_path / "probe"
+    shutil.copytree(damaged, probe)
+    total = int(_kill_at(probe, 0).stdout)
+    assert total >= 3
+    for at in range(1, total + 1):
+        root = tmp_path / f"at{at}"
+        shutil.copytree(damaged, root)
+        assert _kill_at(root, at).returncode == -9
+        state = _tiledb_py_on(root)
+        assert state == "TileDBError" or state == "ok" and _cells(root) == want, (at, state)
+        assert _hashes(damaged) <= _hashes(root), at
+        assert repair(root, in_place=True).complete
+        assert _cells(root) == want and repair(root).fixes == [], at
