@@ -145,7 +145,8 @@ def _classify(storage, root, f: Finding, group: bool):
 
 
 _ACTION = {"stray-files": "set aside", "uncommitted": "set aside", "commit-markers": "set aside",
-           "consolidated-fragment-metadata": "set aside", "array-metadata": "set aside", "commit-lists": "set aside", "folder-markers": "set aside"}
+           "consolidated-fragment-metadata": "set aside", "array-metadata": "set aside", "commit-lists": "set aside",
+           "folder-markers": "set aside"}
 
 
 def _set_asides(storage, root, findings, wanted) -> tuple[list, list, dict]:
@@ -239,7 +240,7 @@ def repair(path, in_place=False, out=None, dry_run=None, rules=None, key=None, d
     fixes, unrepaired, damaged = _set_asides(storage, root, findings, wanted)
     mode = "dry run" if dry_run else "in place" if in_place else "copy"
     report = RepairReport(str(path), mode, fixes, unrepaired, out=None if out is None else str(out), resumed=resumed)
-    version = _array_version(storage, root, key)
+    version = _array_version(storage, root, key, bool(damaged))
     if commit_complete and version is not None:
         _commit_complete(storage, root, key, report, version)
     if dry_run:
@@ -259,11 +260,14 @@ def repair(path, in_place=False, out=None, dry_run=None, rules=None, key=None, d
     return report
 
 
-def _array_version(storage, root, key) -> int | None:
-    """The array's format version; None where no schema says (the findings say why)."""
+def _array_version(storage, root, key, needed: bool) -> int | None:
+    """The array's format version; None for a group, or where no schema says (the findings say why) and no
+    fragment is to be rewritten (``needed``: one is, so the FormatError is raised)."""
     try:
         return directory.array_format_version(storage, root, key)
     except FormatError:
+        if needed:
+            raise
         return None
 
 

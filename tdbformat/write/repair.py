@@ -97,8 +97,8 @@ def stage(storage, root, d_storage, staging) -> None:
 
 def copy_array(storage, root, d_storage, d_root, skip) -> None:
     """Every file of the array at ``root`` copied to ``d_root`` but those below the path parts in ``skip``, the
-    backup folder and folder marker objects; each file written whole before the next (data first: commit markers are empty files
-    that sort after their folders only by chance, so they go last)."""
+    backup folder and folder marker objects; each file written whole before the next (data first: commit
+    markers are empty files that sort after their folders only by chance, so they go last)."""
     files = [(p, parts_below(storage, root, p)) for p in storage.walk(root)
              if not str(p).endswith("/")]  # a folder marker object: the folder is there through its files
     files = [(p, parts) for p, parts in files
