@@ -100,18 +100,10 @@ def list_rewrites(storage, root, key, version, gone=frozenset(), dest=None) -> l
 def _metadata_vacuums(storage, root, version, dest) -> list[tuple]:
     """:func:`list_rewrites` of the vacuum lists of ``__meta`` (of an array, or a group: ``version`` None):
     their lines that name a metadata file there are kept, written as consolidation writes them."""
-    folder = storage.join(root, layout.META_DIR)
-    names = [n for n in storage.list(folder) if storage.is_file(storage.join(folder, n))]
+    names, lists = layout.metadata_vacuum_lists(storage, root)
     files = {n for n in names if "." not in n}
     out = []
-    for n in names:
-        if not n.endswith(".vac"):
-            continue
-        p = storage.join(folder, n)
-        try:
-            lines = VacuumFile.parse(storage.read(p, what="vacuum file"), filename=str(p)).uris
-        except FormatError:
-            continue  # its finding says why
+    for n, lines in lists.items():
         named = [layout.name_from_uri(u) for u in lines if not layout.unreadable_list_line(u)]
         kept = metadata_vacuum_lines(*dest, layout.META_DIR, [m for i, m in enumerate(named) if m in files
                                                                and m not in named[:i]], version)

@@ -34,6 +34,7 @@ from ..versions import FEATURES
 __all__ = ["file_kind", "array_root", "schema_files", "load_schemas", "load_enumerations", "is_group", "Listing", "Delete",
            "metadata_files", "enumeration_path", "FRAGMENT_METADATA", "overlaps", "read_metadata",
            "fragment_folders", "fragment_states", "name_from_uri", "unreadable_list_line",
+           "metadata_vacuum_lists",
            "group_members", "new_name", "checked_timestamp", "array_format_version", "group_format_version",
            "metadata_path", "delete_commit_path", "group_details_path", "group_marker_path",
            "dialect", "schema_structure", "legacy_file_kind", "legacy_fragments", "legacy_schema_path",
@@ -174,6 +175,22 @@ def overlaps(t1: int, t2: int, window, partial: bool) -> bool:
 def name_from_uri(uri: str) -> str:
     """The fragment or commit name of a vacuum/ignore/consolidated-commits line (absolute before v19)."""
     return uri.rstrip("/").rsplit("/", 1)[-1]
+
+
+def metadata_vacuum_lists(storage: Storage, root) -> tuple[list, dict]:
+    """The names of the files in ``root``'s ``__meta`` folder, and ``{name: its lines}`` of each vacuum list
+    there that parses (one that does not is the file-parses rule's finding)."""
+    folder = storage.join(root, META_DIR)
+    names = [n for n in storage.list(folder) if storage.is_file(storage.join(folder, n))]
+    lists = {}
+    for n in names:
+        if n.endswith(".vac"):
+            p = storage.join(folder, n)
+            try:
+                lists[n] = commits.VacuumFile.parse(storage.read(p, what="vacuum file"), filename=str(p)).uris
+            except FormatError:
+                continue
+    return names, lists
 
 
 def unreadable_list_line(uri: str) -> bool:

@@ -14,7 +14,6 @@ from ..coverage import gaps, metadata_spans
 from ...enums import EncryptionType
 from ...errors import FormatError, located
 from ...layout.files import parse_file
-from ...structs.commits import VacuumFile
 from ...write.metadata_modes import metadata_vacuum_lines
 from ...structs.array_schema import ArraySchema, evolution_mismatch, schema_version
 from ...structs.fragment import SECTIONS, Footer, find_footer
@@ -187,17 +186,10 @@ def _metadata_vacuums(storage, root, report, group: bool = False) -> None:
     """The vacuum lists of ``__meta``: a line TileDB refuses ("Invalid URI"), a line naming no file there. A
     group's lines are whole URIs that TileDB matches as they are (GroupDirectory::compute_uris_to_vacuum): one
     of another place names nothing (an array's are matched by the path after its URI)."""
-    folder = storage.join(root, layout.META_DIR)
-    names = set(storage.list(folder))
-    here = set(metadata_vacuum_lines(storage, root, layout.META_DIR, sorted(names), None)) if group else None
-    for n in sorted(names):
-        if not n.endswith(".vac"):
-            continue
-        p = storage.join(folder, n)
-        try:
-            lines = VacuumFile.parse(storage.read(p, what="vacuum file"), filename=str(p)).uris
-        except FormatError:
-            continue  # file-parses reports it
+    names, lists = layout.metadata_vacuum_lists(storage, root)
+    here = set(metadata_vacuum_lines(storage, root, layout.META_DIR, names, None)) if group else None
+    for n, lines in lists.items():
+        p = storage.join(root, layout.META_DIR, n)
         for line in lines:
             if not group and layout.unreadable_list_line(line):
                 report.add("commits", "a metadata vacuum list holds a line TileDB refuses (Invalid URI)", file=p,
