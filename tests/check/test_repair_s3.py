@@ -86,6 +86,9 @@ def test_repair_on_s3(s3, damage):
     before = _tiledb_py(s, uri)
     assert before.startswith("TileDBError") and "Failed to read S3 object" in before if fails else before == CELLS
     damaged = _keys(fs, prefix + "/")
+    copy = repair(uri, out=uri + "-copy")  # a copy holds neither the markers nor the stray object
+    assert copy.complete and _keys(fs, prefix + "/") == damaged and _tiledb_py(s, uri + "-copy") == CELLS
+    assert not [k for k in fs.find(prefix + "-copy/") if k.endswith(("/", "$folder$", "junk"))]
     plan = repair(uri)
     assert {f.repair for f in plan.fixes} == {repair_id} and sorted(p for f in plan.fixes for p in f.paths) == \
         sorted(keys) and _keys(fs, prefix + "/") == damaged
