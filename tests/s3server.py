@@ -50,3 +50,16 @@ class MotoProcess:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+def serving(bucket: str):
+    """For a module fixture: ``(server, s3fs filesystem)`` with an empty ``bucket``, stopped after."""
+    import s3fs
+
+    server = MotoProcess()
+    fs = s3fs.S3FileSystem(**server.options, skip_instance_cache=True)
+    fs.mkdir(bucket)
+    try:
+        yield server, fs
+    finally:
+        server.stop()

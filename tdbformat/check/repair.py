@@ -2,8 +2,11 @@
 lost that was not already lost.
 
 Metadata first: a damaged consolidated fragment metadata file (an optimisation: each fragment's own metadata
-is the truth), a damaged array metadata file, a commit marker naming no fragment folder, a fragment folder no
-marker commits, a stray file: each is set aside. A committed fragment whose metadata lies or whose tiles fail
+is the truth), a damaged array or group metadata file, a commit marker naming no fragment folder, a fragment
+folder no marker commits (or, with ``commit_complete``, committed when it checks out), a stray file: each is set
+aside. Vacuum lists, consolidated commits and ignore files that disagree with the folders are rewritten
+(:mod:`.repair_lists`). A group's own metadata is repaired; its members are not walked (their findings are
+reported: repair each member). A committed fragment whose metadata lies or whose tiles fail
 is rewritten from its cells (``salvage``'s per-fragment copy, at its own timestamps, under the array's own
 schema file): where every cell reads, that is a metadata rebuild and costs nothing; where some do not, only
 with ``drop_damaged``. What no fix answers is reported.
@@ -23,6 +26,7 @@ from .. import layout as directory
 from ..errors import EncryptionError, FormatError, UnsupportedError
 from ..array import _pool
 from ..filters.encryption import normalize_key
+from .repair_lists import list_rewrites, uncommitted_complete
 from .salvage import Loss, _dense, _Source, _sparse
 from ..storage import storage_for
 from .validate import Finding, validate
@@ -37,12 +41,16 @@ JOURNAL, DONE = "journal.json", "done"
 REPAIRS = {
     "consolidated-fragment-metadata": "a damaged __fragment_meta/*.meta file is set aside (each fragment's own "
                                       "metadata is the truth)",
-    "array-metadata": "a damaged __meta file is set aside; the others are kept",
+    "array-metadata": "a damaged __meta file (of the array, or of a group) is set aside; the others are kept",
     "commit-markers": "a commit marker that names no fragment folder is set aside",
     "uncommitted": "a fragment folder that no marker commits is set aside (readers ignore it)",
     "stray-files": "a file that is no part of the format is set aside",
     "fragments": "a committed fragment whose metadata lies or whose tiles fail is rewritten from its cells at its "
                  "own timestamps; one that loses cells only with drop_damaged",
+    "folder-markers": "a folder marker object on an object store (a zero-byte key ending in /, or <name>_$folder$) "
+                      "is set aside",
+    "commit-lists": "a vacuum list, consolidated commits or ignore file that names what is not there (or a vacuum "
+                    "line TileDB refuses) is rewritten without it (set aside when nothing is left)",
 }
 
 
@@ -59,6 +67,8 @@ class Fix:
     detail: str = ""
     written: list = field(default_factory=list)
     applied: bool = False
+    files: list = field(default_factory=list)  # files it writes (a list rewritten, a commit marker), below the array
+    data: dict = field(default_factory=dict, repr=False)  # each of files -> its bytes
 
     def __str__(self) -> str:
         cost = "no cells" if self.cells_lost == 0 else \
@@ -68,6 +78,7 @@ class Fix:
 
     def to_json(self) -> dict:
         out = asdict(self)
+        del out["data"]
         out["findings"] = [f.to_json() for f in self.findings]
         return out
 
@@ -104,17 +115,21 @@ class RepairReport:
                 "unrepaired": [f.to_json() for f in self.unrepaired]}
 
 
-def _classify(storage, root, f: Finding):
+def _classify(storage, root, f: Finding, group: bool):
     """(repair id, path parts to set aside, or the fragment's name for "fragments") for a finding; None where no
-    fix answers it (the schema, the key, the array folder itself)."""
+    fix answers it (the schema, the key, the array folder itself; in a group, all but its metadata files)."""
     try:
         parts = parts_below(storage, root, f.file) if f.file is not None else None
     except FormatError:
         return None
-    if not parts:
+    if not parts or group and parts[0] != directory.META_DIR:
         return None
+    if f.rule == "stray-files" and f.file.endswith("/"):
+        return "folder-markers", parts[:-1] + (parts[-1] + "/",)
     if f.rule == "stray-files":
-        return "stray-files", parts
+        return ("folder-markers" if f.file.endswith("_$folder$") else "stray-files"), parts
+    if f.rule in ("commits", "vacuum-targets") and parts[-1].endswith((".vac", ".con", ".ign")):
+        return "commit-lists", parts
     if f.rule in ("uncommitted", "commits"):  # a folder no marker commits; a marker naming no folder
         return ("uncommitted" if f.rule == "uncommitted" else "commit-markers"), parts
     top = parts[0]
@@ -130,14 +145,16 @@ def _classify(storage, root, f: Finding):
 
 
 _ACTION = {"stray-files": "set aside", "uncommitted": "set aside", "commit-markers": "set aside",
-           "consolidated-fragment-metadata": "set aside", "array-metadata": "set aside"}
+           "consolidated-fragment-metadata": "set aside", "array-metadata": "set aside", "commit-lists": "set aside",
+           "folder-markers": "set aside"}
 
 
 def _set_asides(storage, root, findings, wanted) -> tuple[list, list, dict]:
     """The set-aside fixes (one per path), the findings no fix answers, and {fragment name: findings}."""
     fixes, unrepaired, fragments = {}, [], {}
+    group = directory.is_group(storage, root)
     for f in findings:
-        found = _classify(storage, root, f)
+        found = _classify(storage, root, f, group)
         if found is None or found[0] not in wanted:
             unrepaired.append(f)
         elif found[0] == "fragments":
@@ -190,8 +207,6 @@ def _check_arguments(path, in_place, out, dry_run, rules):
         if unknown:
             raise ValueError(f"rules: unknown repair id(s) {', '.join(unknown)} (known: {', '.join(REPAIRS)})")
     storage, root = storage_for(path)
-    if directory.is_group(storage, root):
-        raise UnsupportedError("a group: repair its member arrays one by one", file=str(root))
     if directory.dialect(storage, root) is not None:
         raise UnsupportedError("repair works on format versions 1 and later; `tdbformat salvage` copies what a "
                                "TileDB 0.x or 1.x array still holds", file=str(root))
@@ -204,12 +219,15 @@ def _check_arguments(path, in_place, out, dry_run, rules):
     return storage, root
 
 
-def repair(path, in_place=False, out=None, dry_run=None, rules=None, key=None, drop_damaged=False) -> RepairReport:
+def repair(path, in_place=False, out=None, dry_run=None, rules=None, key=None, drop_damaged=False,
+           commit_complete=False) -> RepairReport:
     """Plan, and unless it is a dry run carry out, the fixes for what :func:`validate` finds in the array at
     ``path``: ``in_place=True`` sets what it replaces aside into ``path/.tdbformat-backup/<time>/`` (a backup
     that restores the input byte for byte), ``out=`` writes a repaired copy and leaves ``path`` untouched;
     without either (or with ``dry_run=True``) nothing changes. ``rules``: ids of :data:`REPAIRS` to apply
-    (default all); ``drop_damaged``: also rewrite fragments that lose unreadable cells."""
+    (default all); ``drop_damaged``: also rewrite fragments that lose unreadable cells; ``commit_complete``:
+    commit an uncommitted fragment folder whose files are all there and whose tiles all check out, rather than
+    set it aside."""
     dry_run = not (in_place or out is not None) if dry_run is None else bool(dry_run)
     key = normalize_key(key)
     storage, root = _check_arguments(path, in_place, out, dry_run, rules)
@@ -218,23 +236,76 @@ def repair(path, in_place=False, out=None, dry_run=None, rules=None, key=None, d
     if any(f.rule == "key" for f in findings):  # without the right key every encrypted file looks damaged
         raise EncryptionError("repair needs the array's key: " + "; ".join(f.message for f in findings
                                                                          if f.rule == "key"), file=str(root))
-    fixes, unrepaired, damaged = _set_asides(storage, root, findings, set(REPAIRS if rules is None else rules))
+    wanted = set(REPAIRS if rules is None else rules)
+    fixes, unrepaired, damaged = _set_asides(storage, root, findings, wanted)
     mode = "dry run" if dry_run else "in place" if in_place else "copy"
     report = RepairReport(str(path), mode, fixes, unrepaired, out=None if out is None else str(out), resumed=resumed)
-    version = directory.array_format_version(storage, root, key) if damaged else 0
+    version = _array_version(storage, root, key, bool(damaged))
+    if commit_complete and version is not None:
+        _commit_complete(storage, root, key, report, version)
     if dry_run:
         if damaged:
             with tempfile.TemporaryDirectory(prefix="tdbformat-repair-") as scratch:
                 report.fixes += _rewrites(path, key, damaged, storage_for(scratch)[0], scratch, drop_damaged, version)
+        _plan_lists(storage, root, key, report, wanted, version, (storage, root))
         return report
     if in_place:
         report.backup = str(backup_folder(storage, root))
         staging = storage.join(report.backup, "staging")
         report.fixes += _rewrites(path, key, damaged, storage, staging, drop_damaged, version) if damaged else []
+        _plan_lists(storage, root, key, report, wanted, version, (storage, root))
         _apply_in_place(storage, root, report, version)
     else:
-        _apply_copy(storage, root, out, report, damaged, key, drop_damaged, version)
+        _apply_copy(storage, root, out, report, damaged, key, drop_damaged, version, wanted)
     return report
+
+
+def _array_version(storage, root, key, needed: bool) -> int | None:
+    """The array's format version; None for a group, or where no schema says (the findings say why) and no
+    fragment is to be rewritten (``needed``: one is, so the FormatError is raised)."""
+    try:
+        return directory.array_format_version(storage, root, key)
+    except FormatError:
+        if needed:
+            raise
+        return None
+
+
+def _gone(report) -> set:
+    """Names of the fragments the fixes set aside (uncommitted folders, fragments rewritten or dropped)."""
+    out = set()
+    for f in report.fixes:
+        if f.repair == "fragments" and f.action != "report" or f.repair == "uncommitted" and f.action == "set aside":
+            out |= {p.split("/")[-1] for p in f.paths if not p.endswith((".ok", ".wrt"))}
+    return out
+
+
+def _plan_lists(storage, root, key, report, wanted, version, dest) -> None:
+    """The lists fixes (:func:`.list_rewrites`), once the fixes that set fragments aside are known; each takes
+    the findings about its file from the set-aside fix they were first given."""
+    if "commit-lists" not in wanted or version is None and not directory.is_group(storage, root):
+        return
+    by_path = {tuple(f.paths): f for f in report.fixes if f.repair == "commit-lists"}
+    for parts, into, why in list_rewrites(storage, root, key, version, _gone(report), dest):
+        fix = by_path.pop(("/".join(parts),), None) or Fix("commit-lists", "set aside", ["/".join(parts)])
+        fix.detail = why
+        if into is not None:
+            fix.action, fix.files, fix.data = "rewrite", ["/".join(into[0])], {"/".join(into[0]): into[1]}
+        if fix not in report.fixes:
+            report.fixes.append(fix)
+
+
+def _commit_complete(storage, root, key, report, version) -> None:
+    """Each uncommitted folder set aside is committed instead where it checks out; else its reasons are said."""
+    for f in report.fixes:
+        if f.repair == "uncommitted":
+            name = f.paths[0].split("/")[-1]
+            marker, errors = uncommitted_complete(storage, root, key, name, version)
+            if errors:
+                f.detail = "not committed: " + "; ".join(errors)
+            else:
+                f.action, f.files, f.data = "commit", ["/".join(marker)], {"/".join(marker): b""}
+                f.detail = "every file is there and every tile checks out: committed"
 
 
 def _fragment_moves(fix, version):
@@ -249,14 +320,20 @@ def _markers_last(paths) -> list:
 def _in_place_moves(report, version) -> list:
     """("put", parts) from staging into the array, ("aside", parts) from the array into the backup, in an order
     where every state between two moves reads as before or as after: the rewritten fragments committed first
-    (folders, then markers), then the damaged ones uncommitted (marker, then folder), then the rest."""
+    (folders, then markers), then the files written in place of others (lists, commit markers), then the
+    damaged fragments uncommitted (marker, then folder), then the rest."""
     rewritten = [f for f in report.fixes if f.repair == "fragments" and f.action != "report"]
     gone = [tuple(p.split("/")) for f in rewritten for p in f.paths]
     moves = [("put", p) for p in _markers_last([p for f in rewritten for p in _fragment_moves(f, version) if p])]
+    moves += [("put", tuple(p.split("/"))) for f in report.fixes for p in f.files]
     moves += [("aside", p) for p in _markers_last(gone)[::-1]]  # the marker first
-    moves += [("aside", tuple(p.split("/"))) for f in report.fixes if f.action == "set aside" for p in f.paths
-              if not any(tuple(p.split("/"))[:len(g)] == g for g in gone)]
+    moves += [("marker" if p.endswith("/") else "aside", tuple(p.rstrip("/").split("/"))) for f in report.fixes
+              if _sets_aside(f) for p in f.paths if not any(tuple(p.split("/"))[:len(g)] == g for g in gone)]
     return moves
+
+
+def _sets_aside(fix) -> bool:
+    return fix.action == "set aside" or fix.repair == "commit-lists" and fix.action == "rewrite"
 
 
 def _run_journal(storage, root, backup, moves) -> None:
@@ -265,6 +342,9 @@ def _run_journal(storage, root, backup, moves) -> None:
     staging = storage.join(backup, "staging")
     for kind, parts in moves:
         parts = tuple(parts)
+        if kind == "marker":  # an object, not a file: it says itself whether it is still there
+            mover.set_aside_marker(parts)
+            continue
         src = mover.path(parts, staging) if kind == "put" else mover.path(parts)
         if storage.is_file(src) or storage.is_dir(src):
             mover.put(staging, parts) if kind == "put" else mover.set_aside(parts)
@@ -275,6 +355,10 @@ def _apply_in_place(storage, root, report, version) -> None:
     """The moves written down (the journal) before the first is made, then made; the report kept beside them,
     to undo the repair by hand."""
     moves = _in_place_moves(report, version)
+    staging = storage.join(report.backup, "staging")
+    for f in report.fixes:
+        for rel, data in f.data.items():
+            storage.write(storage.join(staging, *rel.split("/")), data)
     journal = {"path": report.path, "moves": [[k, list(p)] for k, p in moves], "report": report.to_json()}
     storage.commit(storage.join(report.backup, JOURNAL), json.dumps(journal, default=str).encode())
     _run_journal(storage, root, report.backup, moves)
@@ -296,19 +380,23 @@ def resume(storage, root) -> list:
     return done
 
 
-def _apply_copy(storage, root, out, report, damaged, key, drop_damaged, version) -> None:
+def _apply_copy(storage, root, out, report, damaged, key, drop_damaged, version, wanted) -> None:
     """The array copied to ``out`` without what is set aside, the rewritten fragments moved in last."""
     d_storage, d_root = storage_for(out)
     staging = d_storage.join(d_root, directory.BACKUP_DIR, "staging")
     if damaged:
         report.fixes += _rewrites(report.path, key, damaged, d_storage, staging, drop_damaged, version)
+    _plan_lists(storage, root, key, report, wanted, version, (d_storage, d_root))
     rewritten = [f for f in report.fixes if f.repair == "fragments" and f.action != "report"]
-    skip = [tuple(p.split("/")) for f in report.fixes if f.action == "set aside" for p in f.paths] + \
+    skip = [tuple(p.split("/")) for f in report.fixes if _sets_aside(f) for p in f.paths] + \
            [tuple(p.split("/")) for f in rewritten for p in f.paths]
     copy_array(storage, root, d_storage, d_root, skip)
     mover = Mover(d_storage, d_root, None)
     for parts in _markers_last([p for f in rewritten for p in _fragment_moves(f, version) if p is not None]):
         mover.put(staging, parts)
+    written = {tuple(r.split("/")): d for f in report.fixes for r, d in f.data.items()}
+    for rel in _markers_last(list(written)):
+        d_storage.commit(d_storage.join(d_root, *rel), written[rel])
     if damaged:
         d_storage.remove_folder(d_storage.join(d_root, directory.BACKUP_DIR))
     for f in report.fixes:

@@ -71,8 +71,8 @@ def _rescue_parsers(sub, key_help: str, json_help: str) -> None:
     s.add_argument("--json", action="store_true", help=json_help % "salvage")
     s.set_defaults(func=cmd_salvage)
     s = sub.add_parser("repair", help="fix what validate finds: damaged consolidated or array metadata, dangling "
-                       "commits, uncommitted folders, stray files, fragments whose metadata lies (a dry run "
-                       "unless --in-place or --out)")
+                       "commits, uncommitted folders, stray files, fragments whose metadata lies, vacuum lists and consolidated commits "
+                       "that disagree with the folders (a dry run unless --in-place or --out)")
     s.add_argument("path")
     where = s.add_mutually_exclusive_group()
     where.add_argument("--in-place", action="store_true", help="repair PATH itself; what is set aside goes into "
@@ -83,6 +83,8 @@ def _rescue_parsers(sub, key_help: str, json_help: str) -> None:
                    + ", ".join(REPAIRS))
     s.add_argument("--drop-damaged", action="store_true", help="also rewrite fragments whose damaged tiles lose "
                    "cells (their readable cells are kept)")
+    s.add_argument("--commit-complete", action="store_true", help="commit an uncommitted fragment folder whose "
+                   "files are all there and whose tiles all check out, rather than set it aside")
     s.add_argument("--key", help=key_help)
     s.add_argument("--json", action="store_true", help=json_help % "repair")
     s.set_defaults(func=cmd_repair)

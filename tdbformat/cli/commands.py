@@ -500,7 +500,7 @@ def cmd_repair(args) -> int:
 
     rules = None if args.rules is None else [r for part in args.rules for r in part.split(",") if r]
     report = repair(args.path, in_place=args.in_place, out=args.out, dry_run=args.dry_run or None, rules=rules,
-                    key=args.key, drop_damaged=args.drop_damaged)
+                    key=args.key, drop_damaged=args.drop_damaged, commit_complete=args.commit_complete)
     if args.json:
         print_json(envelope("repair", args.path, **report.to_json()))
     else:

@@ -33,7 +33,8 @@ from ..versions import FEATURES
 
 __all__ = ["file_kind", "array_root", "schema_files", "load_schemas", "load_enumerations", "is_group", "Listing", "Delete",
            "metadata_files", "enumeration_path", "FRAGMENT_METADATA", "overlaps", "read_metadata",
-           "fragment_folders", "fragment_states",
+           "fragment_folders", "fragment_states", "name_from_uri", "unreadable_list_line",
+           "metadata_vacuum_lists",
            "group_members", "new_name", "checked_timestamp", "array_format_version", "group_format_version",
            "metadata_path", "delete_commit_path", "group_details_path", "group_marker_path",
            "dialect", "schema_structure", "legacy_file_kind", "legacy_fragments", "legacy_schema_path",
@@ -171,9 +172,31 @@ def overlaps(t1: int, t2: int, window, partial: bool) -> bool:
     return window[0] <= t1 and t2 <= window[1]
 
 
-def _name_from_uri(uri: str) -> str:
+def name_from_uri(uri: str) -> str:
     """The fragment or commit name of a vacuum/ignore/consolidated-commits line (absolute before v19)."""
     return uri.rstrip("/").rsplit("/", 1)[-1]
+
+
+def metadata_vacuum_lists(storage: Storage, root) -> tuple[list, dict]:
+    """The names of the files in ``root``'s ``__meta`` folder, and ``{name: its lines}`` of each vacuum list
+    there that parses (one that does not is the file-parses rule's finding)."""
+    folder = storage.join(root, META_DIR)
+    names = [n for n in storage.list(folder) if storage.is_file(storage.join(folder, n))]
+    lists = {}
+    for n in names:
+        if n.endswith(".vac"):
+            p = storage.join(folder, n)
+            try:
+                lists[n] = commits.VacuumFile.parse(storage.read(p, what="vacuum file"), filename=str(p)).uris
+            except FormatError:
+                continue
+    return names, lists
+
+
+def unreadable_list_line(uri: str) -> bool:
+    """Whether TileDB refuses a vacuum list's line (ArrayDirectory::get_full_vac_uri: "Invalid URI"): one
+    with no slash that names no __fragments or __meta path, an empty line among them."""
+    return "/" not in uri and FRAGMENTS_DIR not in uri and META_DIR not in uri
 
 
 @dataclass
@@ -209,6 +232,7 @@ class Listing:
     deletes: list = field(default_factory=list)  # Delete, by timestamp
     consolidated_metadata: list = field(default_factory=list)  # .meta files, oldest first
     ignored: set = field(default_factory=set)  # names of commit files listed in .ign files
+    lists: dict = field(default_factory=dict)  # path of each .vac, .ign and .con file -> its lines (URIs)
     _listed: dict = field(default_factory=dict, repr=False, compare=False)  # folder -> _files of it
 
     @classmethod
@@ -237,10 +261,11 @@ class Listing:
             if suffix in (".ok", ".wrt"):
                 committed.add(name[:-len(suffix)])
             elif suffix == ".vac":
-                uris = self._parse(commits.VacuumFile, p, "vacuum file").uris
-                self.vacuums.append((parse_timestamped_name(name), {_name_from_uri(u) for u in uris}))
+                uris = self.lists[str(p)] = self._parse(commits.VacuumFile, p, "vacuum file").uris
+                self.vacuums.append((parse_timestamped_name(name), {name_from_uri(u) for u in uris}))
             elif suffix == ".ign":
-                ignored.update(_name_from_uri(u) for u in self._parse(commits.IgnoreFile, p, "ignore file").uris)
+                self.lists[str(p)] = self._parse(commits.IgnoreFile, p, "ignore file").uris
+                ignored.update(name_from_uri(u) for u in self.lists[str(p)])
             elif suffix == ".del":
                 deletes[name] = self._parse(commits.DeleteCommit, p, "delete commit", key=self.key).condition
             elif suffix == ".upd":  # TileDB's readers apply an update's condition as a delete, not its values
@@ -248,8 +273,10 @@ class Listing:
         consolidated = set()
         for name, p in self._files(commit_dir):
             if _suffix(name) == ".con" and name not in ignored:
-                for entry in self._parse(commits.ConsolidatedCommits, p, "consolidated commits", key=self.key).entries:
-                    entry_name = _name_from_uri(entry.uri)
+                entries = self._parse(commits.ConsolidatedCommits, p, "consolidated commits", key=self.key).entries
+                self.lists[str(p)] = [e.uri for e in entries]
+                for entry in entries:
+                    entry_name = name_from_uri(entry.uri)
                     if entry_name in ignored:
                         continue
                     if entry_name.endswith(".wrt"):
@@ -336,7 +363,7 @@ def metadata_files(storage: Storage, folder, window=None) -> list:
             return True
         ts = parse_timestamped_name(name)
         return overlaps(ts.t1, ts.t2, window, False)
-    replaced = {_name_from_uri(uri)
+    replaced = {name_from_uri(uri)
                 for n in names if n.endswith(".vac") and seen(n)
                 for uri in commits.VacuumFile.parse(storage.read(storage.join(folder, n), what="vacuum file"),
                                                     filename=str(storage.join(folder, n))).uris}

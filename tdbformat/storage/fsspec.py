@@ -46,6 +46,26 @@ class _FsspecMoves(_Moves):
         _call(lambda: self.fs.rm(path, recursive=True), path)
         self._sizes.clear()
 
+    def move_marker(self, path, to) -> bool:
+        """Move a folder marker (a zero-byte object whose key ends in "/", as some tools write for a folder) to
+        ``to`` (a key ending in "/" too): whether it was there. fsspec's copies strip the slash (and its moves
+        would take the whole folder), so on S3 the calls are made one object at a time; other stores refuse."""
+        call = getattr(self.fs, "call_s3", None)
+        if call is None:
+            raise UnsupportedError("moving a folder marker object: only on S3", file=str(path))
+        (sb, sk), (db, dk) = (str(p).split("://", 1)[-1].split("/", 1) for p in (path, to))
+        def there() -> bool:
+            call("head_object", Bucket=sb, Key=sk)
+            return True
+
+        if not _call(there, path, missing=bool):
+            return False
+        _call(lambda: call("copy_object", Bucket=db, Key=dk, CopySource={"Bucket": sb, "Key": sk}), path)
+        _call(lambda: call("delete_object", Bucket=sb, Key=sk), path)
+        self.fs.invalidate_cache()
+        self._sizes.clear()
+        return True
+
 
 #: requests an object store's batch keeps in flight (:meth:`Storage.read_many`): I/O, not the cores
 IN_FLIGHT = 64

@@ -33,7 +33,7 @@ from ..array.sparse import _attribute_columns, read_sparse
 from .create import new_uuid
 from .fragment_writer import fragment_name
 from .writer import open_writer
-from .vacuum_lists import RELATIVE_VACUUM_URIS, VACUUM_FILES, array_uri
+from .vacuum_lists import VACUUM_FILES, vacuum_lines
 from ..enums import ArrayType, Layout
 from ..errors import FormatError
 from ..filters.pipeline import MAX_CHUNK
@@ -412,12 +412,10 @@ def _stored_text(values):
 
 
 def _write_vacuum_file(arr, name: str, frags, version: int) -> None:
-    """The replaced fragments' URIs, one a line (FragmentConsolidator::write_vacuum_file): what follows
-    the array's URI from v19 (``/__fragments/<name>``), the whole URI before."""
+    """The replaced fragments' URIs, one a line (:func:`.vacuum_lines`)."""
     storage, root = arr.storage, arr.path
-    inner = [directory.FRAGMENTS_DIR] if FEATURES["fragments_folder"](version) else []
-    base = "" if RELATIVE_VACUUM_URIS(version) else array_uri(arr).rstrip("/")
-    lines = [base + "/" + "/".join(inner + [f.name]) for f in frags]
+    inner = (directory.FRAGMENTS_DIR,) if FEATURES["fragments_folder"](version) else ()
+    lines = vacuum_lines(storage, root, [inner + (f.name,) for f in frags], version)
     folder = storage.join(root, directory.COMMITS_DIR) if FEATURES["fragments_folder"](version) else root
     storage.commit(storage.join(folder, name + ".vac"), VacuumFile.build({"uris": lines}))
 

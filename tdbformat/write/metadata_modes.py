@@ -16,7 +16,6 @@ version). Every file is written under a temporary name and renamed into place.
 
 from __future__ import annotations
 
-import os
 
 from construct import Container, ListContainer
 
@@ -33,7 +32,7 @@ from ..structs.names import parse_timestamped_name, timestamped_name
 from ..versions import FEATURES
 from .vacuum_lists import RELATIVE_VACUUM_URIS, VACUUM_FILES, array_uri
 
-__all__ = ["consolidate_mode", "vacuum_mode"]
+__all__ = ["consolidate_mode", "vacuum_mode", "commit_state", "metadata_vacuum_lines"]
 
 #: a .meta names its fragments by name from v9, by absolute URI before (FragmentMetaConsolidator)
 _META_NAMES = 9
@@ -61,7 +60,7 @@ def consolidate_mode(uri, cfg, key=None, dry_run: bool = False, max_chunk_size: 
 
 # --- commits ---
 
-def _commit_state(storage, root, key):
+def commit_state(storage, root, key):
     """(the .con files with their parsed entries, the .ign lines, the commit files of the folders)."""
     cdir = storage.join(root, COMMITS_DIR)
     names = [n for n in storage.list(cdir) if storage.is_file(storage.join(cdir, n))]
@@ -87,7 +86,7 @@ def _line(entry_uri: str) -> str:
 def _commits(storage, root, version, key, dry_run) -> dict:
     if not FEATURES["fragments_folder"](version):
         raise ValueError(f"uri: format version {version} has no __commits folder: commits consolidate from v12")
-    cons, ignored, names = _commit_state(storage, root, key)
+    cons, ignored, names = commit_state(storage, root, key)
     held = {}  # line -> the embedded .del (None for other commits), of the .con files, minus ignored lines
     for _, entries in cons:
         for e in entries:
@@ -115,7 +114,7 @@ def _commits(storage, root, version, key, dry_run) -> dict:
 
 
 def _vacuum_commits(storage, root, key) -> dict:
-    cons, ignored, names = _commit_state(storage, root, key)
+    cons, ignored, names = commit_state(storage, root, key)
     held = {_line(e.uri) for _, entries in cons for e in entries if _line(e.uri) not in ignored}
     cdir = storage.join(root, COMMITS_DIR)
     present = {f"{COMMITS_DIR}/{n}": storage.join(cdir, n) for n in names}
@@ -191,14 +190,19 @@ def _metadata(storage, root, version, cfg, key, dry_run, folder, max_chunk_size)
     storage.commit(storage.join(where, name), staging=root, data=ArrayMetadata.build(
         Container(entries=ListContainer(entries[k] for k in sorted(entries, key=lambda k: k.encode()))),
         version=file_version, key=key, max_chunk=max_chunk_size))
-    # a group's vacuum file holds whole URIs (GroupMetaConsolidator), an array's relative ones from v19
-    base = f"/{folder}/" if version is not None and RELATIVE_VACUUM_URIS(version) else None
-    if base is None:
-        base = ("file://" + os.path.abspath(str(root)) if "://" not in str(root) else str(root)).rstrip("/") \
-            + f"/{folder}/"
-    lines = [base + storage.name(p) for p in files]
+    lines = metadata_vacuum_lines(storage, root, folder, [storage.name(p) for p in files], version)
     storage.commit(storage.join(where, name + ".vac"), VacuumFile.build({"uris": lines}), staging=root)
     return {"steps": [step]}
+
+
+def metadata_vacuum_lines(storage, root, folder: str, names, version) -> list[str]:
+    """The lines of a metadata vacuum file naming ``names`` of ``folder``: a group's (``version`` None) whole
+    URIs (GroupMetaConsolidator), an array's relative ones from v19 (``/__meta/<name>``)."""
+    if version is not None and RELATIVE_VACUUM_URIS(version):
+        base = f"/{folder}/"
+    else:
+        base = array_uri(storage=storage, path=root).rstrip("/") + f"/{folder}/"
+    return [base + n for n in names]
 
 
 def _vacuum_metadata(storage, root, folder) -> dict:

@@ -71,6 +71,13 @@ class Mover:
         self.storage.move(src, dst)
         self.moved.append((str(src), str(dst)))
 
+    def set_aside_marker(self, parts) -> None:
+        """The folder marker object ``parts`` + "/" (object stores only) into the backup, if it is still there."""
+        self.inside(parts)
+        src, dst = str(self.path(parts)) + "/", str(self.path(parts, self.backup)) + "/"
+        if self.storage.move_marker(src, dst):
+            self.moved.append((src, dst))
+
     def put(self, source_base, parts) -> None:
         """Move ``parts`` of the folder ``source_base`` to the same place in the array."""
         self.inside(parts)
@@ -89,10 +96,11 @@ def stage(storage, root, d_storage, staging) -> None:
 
 
 def copy_array(storage, root, d_storage, d_root, skip) -> None:
-    """Every file of the array at ``root`` copied to ``d_root`` but those below the path parts in ``skip`` and
-    the backup folder; each file written whole before the next (data first: commit markers are empty files
-    that sort after their folders only by chance, so they go last)."""
-    files = [(p, parts_below(storage, root, p)) for p in storage.walk(root)]
+    """Every file of the array at ``root`` copied to ``d_root`` but those below the path parts in ``skip``, the
+    backup folder and folder marker objects; each file written whole before the next (data first: commit
+    markers are empty files that sort after their folders only by chance, so they go last)."""
+    files = [(p, parts_below(storage, root, p)) for p in storage.walk(root)
+             if not str(p).endswith("/")]  # a folder marker object: the folder is there through its files
     files = [(p, parts) for p, parts in files
              if parts[0] != directory.BACKUP_DIR and not any(parts[:len(s)] == tuple(s) for s in skip)]
     markers = [(p, parts) for p, parts in files if parts[-1].endswith((".ok", ".wrt"))]

@@ -7,7 +7,7 @@ import os
 from ..storage import LocalStorage
 from ..versions import Feature
 
-__all__ = ["VACUUM_FILES", "RELATIVE_VACUUM_URIS", "array_uri"]
+__all__ = ["VACUUM_FILES", "RELATIVE_VACUUM_URIS", "array_uri", "vacuum_lines"]
 
 #: consolidation lists what it replaced in a vacuum file (before, TileDB deleted the fragments at once)
 VACUUM_FILES = Feature("vacuum_files", "consolidation lists the fragments it replaced in a .vac file", since=5)
@@ -15,8 +15,18 @@ VACUUM_FILES = Feature("vacuum_files", "consolidation lists the fragments it rep
 RELATIVE_VACUUM_URIS = Feature("relative_vacuum_uris", "vacuum file lines are relative to the array", since=19)
 
 
-def array_uri(arr) -> str:
-    """The array's URI as TileDB spells it in absolute vacuum lines (``file:///...`` for a local folder)."""
-    if isinstance(arr.storage, LocalStorage):
-        return "file://" + os.path.abspath(str(arr.path))
-    return str(arr.path)
+def array_uri(arr=None, storage=None, path=None) -> str:
+    """The URI of the array ``arr`` (or at ``path`` of ``storage``) as TileDB spells it in absolute vacuum
+    lines (``file:///...`` for a local folder)."""
+    storage, path = (arr.storage, arr.path) if arr is not None else (storage, path)
+    if isinstance(storage, LocalStorage):
+        return "file://" + os.path.abspath(str(path))
+    return str(path)
+
+
+def vacuum_lines(storage, root, parts: list, version: int) -> list[str]:
+    """A vacuum list's lines for the paths ``parts`` (tuples below the array folder) at format ``version``
+    (FragmentConsolidator::write_vacuum_file): what follows the array's URI from v19 (``/__fragments/<name>``),
+    the whole URI before."""
+    base = "" if RELATIVE_VACUUM_URIS(version) else array_uri(storage=storage, path=root).rstrip("/")
+    return [base + "/" + "/".join(p) for p in parts]

@@ -13,9 +13,9 @@ import tiledb
 import tdbformat
 from tdbformat.array import fetch_ahead
 
-s3fs = pytest.importorskip("s3fs")
+pytest.importorskip("s3fs")
 pytest.importorskip("moto.server")
-from s3server import MotoProcess  # noqa: E402 (after the skips: it needs moto)
+from s3server import serving  # noqa: E402 (after the skips: it needs moto)
 from tdbformat.storage import FsspecStorage  # noqa: E402
 
 BUCKET = "ahead"
@@ -24,11 +24,7 @@ FRAGMENTS = 12
 
 @pytest.fixture(scope="module")
 def server():
-    moto = MotoProcess()
-    fs = s3fs.S3FileSystem(**moto.options, skip_instance_cache=True)
-    fs.mkdir(BUCKET)
-    yield moto, fs
-    moto.stop()
+    yield from serving(BUCKET)
 
 
 @pytest.fixture(scope="module")

@@ -273,7 +273,7 @@ def test_the_command_line(tmp_path, originals):
     dry = run("--json")
     assert dry.returncode == 1
     doc = json.loads(dry.stdout)
-    from test_people import _validator
+    from test_dataset_commands import _validator
 
     _validator("repair").validate(doc)
     assert [f["repair"] for f in doc["fixes"]] == ["consolidated-fragment-metadata"]

@@ -72,8 +72,8 @@ def _ops(case: dict):
     if case["validate"]:
         yield "validate", lambda: tdbformat.validate(root, key=key)
         yield "html page", lambda: page(root, key=key)  # validates too: on the same share of the cases
-    if case["validate"] and not case["group"]:
-        yield "repair --out", lambda: _repair_out(root, key)
+    if case["validate"]:
+        yield "repair --out", lambda: _repair_out(root, key, case["group"])
     yield from _dataset_ops(root, key, case["group"])
     if case["group"]:  # (before open_array, which refuses a group and ends the case)
         yield "convert GROUP --attrs", lambda: _convert_group_out(root, key)
@@ -150,11 +150,13 @@ def _convert_group_out(root: Path, key):
         shutil.rmtree(out, ignore_errors=True)
 
 
-def _repair_out(root: Path, key):
+def _repair_out(root: Path, key, group: bool):
     """A repaired copy beside the input (never the input), then whatever it wrote opened and read."""
     out = root.parent / f"{root.name}.repaired"
-    tdbformat.repair(root, out=out, key=key, drop_damaged=True)
-    if out.exists():
+    tdbformat.repair(root, out=out, key=key, drop_damaged=True, commit_complete=True)
+    if out.exists() and group:
+        dict(tdbformat.open_group(out, key=key).meta)
+    elif out.exists():
         for order in ORDERS:
             open_array(out, key=key).read(order=order, threads=1)
 

@@ -35,11 +35,12 @@ RULES = {
     "duplicates": ("error", "a sparse fragment has no duplicate coordinates unless the schema allows them"),
     "tile-stats": ("error", "tile mins, maxes, sums and null counts equal the values recomputed from the data"),
     "checksums": ("error", "MD5 and SHA-256 checksum filters verify"),
-    "commits": ("error", "every commit marker names a fragment"),
+    "commits": ("error", "every commit marker and consolidated commits entry names a fragment folder; no vacuum "
+                         "list line is one TileDB refuses"),
     "uncommitted": ("warning", "every fragment folder is committed (one that is not, a write that stopped, "
                                "readers ignore; `tdbformat clean --uncommitted` removes it)"),
     "stray-files": ("warning", "every file is part of the format"),
-    "vacuum-targets": ("warning", "vacuum lists name fragments that exist or were vacuumed consistently"),
+    "vacuum-targets": ("warning", "vacuum lists name fragments (metadata files, in __meta) that are on disk"),
     "fragment-schema": ("error", "the schema each fragment names exists"),
     "schema-evolution": ("error", "every schema has the array type and dimensions of the latest (evolution "
                                   "changes attributes only)"),

@@ -14,6 +14,7 @@ from ..coverage import gaps, metadata_spans
 from ...enums import EncryptionType
 from ...errors import FormatError, located
 from ...layout.files import parse_file
+from ...write.metadata_modes import metadata_vacuum_lines
 from ...structs.array_schema import ArraySchema, evolution_mismatch, schema_version
 from ...structs.fragment import SECTIONS, Footer, find_footer
 from ...structs.generic_tile import GENERIC_TILE_BASE_SIZE
@@ -46,6 +47,7 @@ def validate_group(storage, root, key, report, seen=None) -> None:
             p = storage.join(folder, name)
             if not storage.is_dir(p):
                 validate_file(storage, p, key, report)
+    _metadata_vacuums(storage, root, report, group=True)
     try:
         members = layout.group_members(root, key=key, storage=storage)
     except FormatError as e:
@@ -74,6 +76,7 @@ def validate_array(storage, root, key, report) -> None:
         report.error(e)
         return
     _commits(storage, root, listing, report)
+    _metadata_vacuums(storage, root, report)
     frags = _fragments(storage, listing, schemas, key, report)
     encrypted = next(iter(schemas.values()))["_generic_tile"].encryption_type != EncryptionType.NO_ENCRYPTION
     tiles = Tiles(storage, key, encrypted)
@@ -153,11 +156,47 @@ def _commits(storage, root, listing, report) -> None:
             if suffix in ("ok", "wrt") and stem not in folders:
                 report.add("commits", f"commit marker {name} names no fragment folder",
                            file=storage.join(folder, name))
-    gone = set(folders)
-    for ts, names in listing.vacuums:
-        for name in sorted(names - gone):
-            report.add("vacuum-targets", f"the vacuum list of {ts.t1}-{ts.t2} names fragment {name}, which is not "
-                       "on disk (a vacuum stopped halfway, or the list points nowhere)", file=root, found=name)
+    _lists(listing, folders, report)
+
+
+def _lists(listing, folders, report) -> None:
+    """Vacuum lists naming what is not on disk or holding a line TileDB refuses; consolidated commits naming a
+    fragment whose folder is gone (TileDB: "Cannot get file size" of its metadata)."""
+    for path, lines in listing.lists.items():
+        ts = parse_timestamped_name(path)
+        if path.endswith(".vac"):
+            for line in lines:
+                name = layout.name_from_uri(line)
+                if layout.unreadable_list_line(line):
+                    report.add("commits", f"the vacuum list of {ts.t1}-{ts.t2} holds a line TileDB refuses "
+                               "(Invalid URI)", file=path, expected="a URI", found=line)
+                elif name not in folders:
+                    report.add("vacuum-targets", f"the vacuum list of {ts.t1}-{ts.t2} names fragment {name}, which "
+                               "is not on disk (a vacuum stopped halfway, or the list points nowhere)", file=path,
+                               found=name)
+        elif path.endswith(".con"):
+            for line in lines:
+                name = layout.name_from_uri(line)
+                if name.endswith(".wrt") and name not in listing.ignored and name[:-4] not in folders:
+                    report.add("commits", f"consolidated commits name fragment {name[:-4]}, whose folder is gone",
+                               file=path, found=line)
+
+
+def _metadata_vacuums(storage, root, report, group: bool = False) -> None:
+    """The vacuum lists of ``__meta``: a line TileDB refuses ("Invalid URI"), a line naming no file there. A
+    group's lines are whole URIs that TileDB matches as they are (GroupDirectory::compute_uris_to_vacuum): one
+    of another place names nothing (an array's are matched by the path after its URI)."""
+    names, lists = layout.metadata_vacuum_lists(storage, root)
+    here = set(metadata_vacuum_lines(storage, root, layout.META_DIR, names, None)) if group else None
+    for n, lines in lists.items():
+        p = storage.join(root, layout.META_DIR, n)
+        for line in lines:
+            if not group and layout.unreadable_list_line(line):
+                report.add("commits", "a metadata vacuum list holds a line TileDB refuses (Invalid URI)", file=p,
+                           expected="a URI", found=line)
+            elif layout.name_from_uri(line) not in names or group and line not in here:
+                report.add("vacuum-targets", f"a metadata vacuum list names {layout.name_from_uri(line)}, which is "
+                           "not in __meta", file=p, found=line)
 
 
 def _fragments(storage, listing, schemas, key, report) -> list:
