@@ -86,6 +86,8 @@ FINDS = {
                         "before the size check (campaign 20261136 on 9bc6bca)",
     (20261138, 658370): "memory: a lie made a sparse 10,001 x 10,001 array dense, whose 400 MB result fit the "
                         "default budget but not the worker (campaign 20261138 on adef393)",
+    (405057699, 247): "ZeroDivisionError: repair --out wrote a sparse fragment under a schema's capacity of 0 "
+                       "(CI's slice on 6251600)",
     (4141, 101): "OverflowError: consolidate sorted cells by a schema's int64 tile extent of -2**63 (a helper's "
                  "run on 6251600)",
 }

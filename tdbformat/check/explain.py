@@ -172,7 +172,7 @@ def explain_array(path, key=None, read_budget: int | _Budget = READ_BUDGET) -> l
         cap = int(arr.schema.capacity)
         tiles = sum(int(f.tile_num()) for f in frags)
         cells = sum(f.cell_num for f in frags)
-        fill = round(cells / (tiles * cap), 3) if tiles else None
+        fill = round(cells / (tiles * cap), 3) if tiles and cap else None  # (capacity 0: a damaged schema)
         out.append(_finding("capacity", fill, f"{cells} cells in {tiles} tiles of capacity {cap}",
                             "write fewer, larger fragments, or consolidate" if fill is not None and fill < 0.5 else None))
     padding = _dense_padding(arr, frags)

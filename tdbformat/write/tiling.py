@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..enums import Layout
+from ..errors import FormatError
 from ..structs.array_schema import VAR_NUM
 from ..array.order import hilbert_values, order_cells, tile_grid, tile_range
 
@@ -60,7 +61,10 @@ def sparse_order(coords, dims, tile_order: Layout, cell_order: Layout) -> np.nda
 
 
 def tile_bounds(n: int, capacity: int) -> np.ndarray:
-    """Start of each sparse tile of ``capacity`` cells, and ``n`` at the end."""
+    """Start of each sparse tile of ``capacity`` cells, and ``n`` at the end. A capacity of 0 comes only from a
+    hostile schema file (TileDB refuses to set one), which salvage and repair write through."""
+    if capacity < 1:
+        raise FormatError(f"the array schema's capacity is {capacity}: a sparse tile holds at least one cell")
     return np.append(np.arange(0, n, capacity, dtype=np.int64), n) if n else np.zeros(1, np.int64)
 
 
