@@ -102,9 +102,12 @@ def coordinate_bytes(arr, frags, tiles: dict) -> int:
                for idx in _dimension_fields(arr, frags[i]))
     width = sum(8 if d.var else d.datatype.numpy_dtype.itemsize for d in arr.dims)
     cells = 0
-    for i, ks in tiles.items():  # a sparse fragment's tiles are full but its last
+    for i, ks in tiles.items():  # a sparse fragment's tiles are full but its last (in Python ints: a hostile
+        # capacity or cell count may pass int64)
         cap = max(1, int(frags[i].schema.capacity))
-        cells += int(np.clip(frags[i].cell_num - np.asarray(ks, np.int64) * cap, 0, cap).sum())
+        full, rest = divmod(int(frags[i].cell_num), cap)
+        ks = np.asarray(ks, np.int64)
+        cells += cap * int((ks < full).sum()) + rest * int((ks == full).any())  # (numpy compares past int64)
     return max(disk, cells * width)
 
 
