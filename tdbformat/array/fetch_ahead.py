@@ -50,7 +50,7 @@ def _blocks(arr, frag, fields, tiles, coord_tiles=None) -> list:
         coords = {frag.index(d.name) for d in arr.dims} if FEATURES["coordinates_per_dimension"](frag.version) \
             else {frag.index("__coords")}
     spans = _spans(arr, frag, idxs - {None}, tiles) + _spans(arr, frag, coords - {None}, tiles if coord_tiles is None else coord_tiles)
-    return coalesce(sorted(set(spans)), arr.storage.MAX_GAP)[0]
+    return coalesce(sorted(set(spans)), arr.storage.merge_gap)[0]
 
 
 def _spans(arr, frag, idxs, tiles) -> list:

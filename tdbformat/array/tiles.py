@@ -290,7 +290,7 @@ class _Spans:
         spans = sorted({s for s in map(lambda k: self._span(kind, k), self.tiles) if s and 0 <= s[0] <= s[1] <= size})
         if isinstance(self.storage, LocalStorage):
             return _Blocks(self.storage, path, spans)
-        return _Blocks(self.storage, path, spans, REMOTE_BLOCK, self.storage.MAX_GAP, REMOTE_AHEAD)
+        return _Blocks(self.storage, path, spans, REMOTE_BLOCK, self.storage.merge_gap, REMOTE_AHEAD)
 
     def _span(self, kind: str, k: int):
         try:
