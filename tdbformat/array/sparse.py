@@ -42,10 +42,11 @@ def _located(arr, frag, ranges, pool, met) -> tuple[list, list | None]:
     if inside.all():
         return tiles, None
     coords = arr.tiles.coords(frag, arr.dims, tiles, pool)
-    cap = max(1, int(frag.schema.capacity))  # a sparse fragment's tiles are full but its last
-    sizes = np.clip(frag.cell_num - np.asarray(tiles, np.int64) * cap, 0, cap)
+    # a sparse fragment's tiles are full but its last (Python ints: a footer's counts may pass any int64)
+    cap, total = max(1, int(frag.schema.capacity)), frag.cell_num
+    sizes = [max(0, min(cap, total - k * cap)) for k in tiles]
     hit = _box(arr, frag, coords, ranges)
-    if hit is None or int(sizes.sum()) != len(coords[0]):  # (counts the decode checks against the attributes)
+    if hit is None or sum(sizes) != len(coords[0]):  # (counts the decode checks against the attributes)
         return tiles, coords
     tile_of = np.repeat(np.arange(len(tiles)), sizes)
     needed = inside | (np.bincount(tile_of[hit], minlength=len(tiles)) > 0)
