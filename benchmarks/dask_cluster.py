@@ -47,6 +47,12 @@ def _write(path: str, side: int, tile: int) -> int:
     return total
 
 
+def _open(spec) -> None:
+    """The array opened in this worker (nothing sent back: an Array holds open storage and is not pickled)."""
+    from tdbformat.array.dask import _opened
+    _opened(spec)
+
+
 def _start_sampling(dask_worker):
     import threading
 
@@ -79,7 +85,7 @@ def main() -> None:
     import distributed
 
     import tdbformat
-    from tdbformat.array.dask import _opened, _spec, to_dask
+    from tdbformat.array.dask import _spec, to_dask
 
     side = int(np.sqrt(args.gib * 2**30 / 4)) // args.tile * args.tile
     tile_bytes = args.tile * args.tile * 4
@@ -92,7 +98,7 @@ def main() -> None:
                                       memory_limit="4GiB") as cluster, distributed.Client(cluster) as client:
             arr = tdbformat.open_array(os.path.join(folder, "a"))
             x = to_dask(arr)["v"]
-            client.run(_opened, _spec(arr))  # each worker opens the array once: that is its baseline
+            client.run(_open, _spec(arr))  # each worker opens the array once: that is its baseline
             client.run(_start_sampling)
             t0 = time.perf_counter()
             got = int(x.sum(dtype=np.int64).compute())

@@ -252,7 +252,13 @@ def _fragment(storage, entry, schemas, key, footer, meta=None, memo=None) -> Fra
         if footer is not None:
             return fragment_mod.FragmentMetadata(
                 footer, schema=fragment_mod.pick_schema(schemas, footer.get("array_schema_name")), key=key, data=data)
-        parse = fragment_mod.FragmentMetadata.parse if memo is None or not isinstance(data, bytes) else \
-            functools.partial(_PARSED.parse, context=(entry.name, *memo))
-        return parse(data, schema=schemas, key=key, name=entry.name, filename=str(entry.metadata_file))
+        return _parsed(data, schemas, key, entry, memo)
     return Fragment(entry.name, entry.folder, (ts.t1, ts.t2), load)
+
+
+def _parsed(data, schemas, key, entry, memo):
+    """``entry``'s metadata parsed from ``data``, through :data:`_PARSED` where ``memo`` (the schema files'
+    names and bytes) is known and the whole file is at hand."""
+    parse = fragment_mod.FragmentMetadata.parse if memo is None or not isinstance(data, bytes) else \
+        functools.partial(_PARSED.parse, context=(entry.name, *memo))
+    return parse(data, schema=schemas, key=key, name=entry.name, filename=str(entry.metadata_file))
