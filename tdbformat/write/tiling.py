@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..enums import Layout
-from ..filters.strings import arrow
 from ..structs.array_schema import VAR_NUM
 from ..array.order import hilbert_values, order_cells, tile_range
 
@@ -102,29 +101,8 @@ def terminated_cells(column: np.ndarray) -> tuple[bytes, np.ndarray] | None:
 
 def var_cells(column: np.ndarray, numpy_dtype: np.dtype) -> tuple[bytes, np.ndarray]:
     """The var cells' stored bytes back to back (as :func:`var_bytes` makes them), and each cell's length."""
-    found = _arrow_cells(column)
-    if found is not None:
-        return found
     found = terminated_cells(column)
     if found is not None:
         return found[0].translate(None, b"\0"), found[1]  # (translate: 0.6 ms a tile, a numpy mask 1.0)
     parts = var_bytes(column, numpy_dtype)
     return b"".join(parts), np.fromiter(map(len, parts), np.uint64, len(parts))
-
-
-def _arrow_cells(column: np.ndarray) -> tuple[bytes, np.ndarray] | None:
-    """:func:`var_cells` of a column of text (str, or bytes that are UTF-8) encoded by pyarrow in one C loop
-    (1M short strings: 41 ms, where joining them with NULs and splitting took 66); None where pyarrow is
-    not there or turned off, or a cell is anything else (None, an array, text UTF-8 cannot hold)."""
-    pa = arrow(len(column))
-    if pa is None:
-        return None
-    try:
-        cells = pa.array(column, pa.large_string(), from_pandas=False)
-    except (TypeError, ValueError):  # (pyarrow's ArrowTypeError and ArrowInvalid, UnicodeEncodeError)
-        return None
-    if cells.null_count:
-        return None
-    _, offsets, data = cells.buffers()
-    bounds = np.frombuffer(offsets, np.int64, len(cells) + 1)
-    return (b"" if data is None else data.to_pybytes()[:bounds[-1]]), np.diff(bounds).view(np.uint64)
