@@ -4,7 +4,8 @@ at ``--threads`` threads (a cloud machine gives TileDB one per core), alternatin
 
     python benchmarks/remote_latency.py [--latency 20] [--threads 16] [--repeat 3]
 
-Rows: opening a 100-fragment sparse array; reading it whole; a ~1% box of a 1M-cell sparse array. The table
+Rows: opening a 100-fragment sparse array (and reading its array metadata, three files); reading it whole; a
+~1% box of it; a ~1% box of a 1M-cell sparse array. The table
 gives times, their ratio tdbformat / TileDB-Py and the requests each sent (issue #46: ratio <= 1.0 with
 fewer requests).
 """
@@ -135,6 +136,9 @@ def _bench(args, server, proxy, fsspec, tiledb, tdbformat):
             with tiledb.open(uri, "w", timestamp=f + 1, ctx=ctx) as A:
                 cells = rng.choice(1_000_000, n, replace=False)
                 A[cells // 1000 * 100, cells % 1000 * 100] = rng.random(n)
+    for t, (k, v) in enumerate({"unit": "metres", "scale": 0.5, "axes": (1, 2, 3)}.items()):  # three metadata files
+        with tiledb.open(many, "w", timestamp=1000 + t, ctx=ctx) as A:
+            A.meta[k] = v
 
     def py(uri, read):
         def run():
@@ -145,6 +149,10 @@ def _bench(args, server, proxy, fsspec, tiledb, tdbformat):
     rows = [("open 100 sparse fragments", lambda: tdbformat.open_array(many) and None, py(many, lambda A: None)),
             ("100 fragments of 10,000 cells, read whole", lambda: tdbformat.open_array(many).read(order="G")["a"],
              py(many, lambda A: A.query(order="G")[:]["a"])),
+            ("open 100 fragments and read its metadata", lambda: len(tdbformat.open_array(many).meta) and None,
+             py(many, lambda A: len(A.meta) and None)),
+            ("100 fragments, a 1% box", lambda: tdbformat.open_array(many).multi_index[box[0]:box[1]]["a"],
+             py(many, lambda A: A.multi_index[box[0]:box[1]]["a"])),
             ("1M-cell sparse, a 1% box", lambda: tdbformat.open_array(one).multi_index[box[0]:box[1]]["a"],
              py(one, lambda A: A.multi_index[box[0]:box[1]]["a"]))]
     print(f"moto S3 behind a {args.latency:g} ms proxy, TileDB-Py at {args.threads} threads, median of "

@@ -200,24 +200,28 @@ class ParseMemo:
     whose result depends on the bytes alone (no key, no context beyond the file name of errors).
     """
 
-    def __init__(self, section: Section, size: int = 64, largest: int = 1 << 18):
+    def __init__(self, section: Section, size: int = 64, largest: int = 1 << 18, copy=None):
         self.section, self.size, self.largest = section, size, largest  # at most size * largest bytes kept
-        self._seen: dict[bytes, object] = {}
+        self.copy = _fresh if copy is None else copy  # what each call hands out of a kept result
+        self._seen: dict[tuple, object] = {}
         self._lock = threading.Lock()
 
-    def parse(self, data, filename=None):
+    def parse(self, data, filename=None, context: tuple = (), **kw):
+        """``section.parse(data, filename=filename, **kw)``, kept by ``data`` and ``context``: what else
+        the result depends on (``kw`` must follow from it)."""
         data = bytes(data)
         if len(data) > self.largest:
-            return self.section.parse(data, filename=filename)
+            return self.section.parse(data, filename=filename, **kw)
+        key = (data, context)
         with self._lock:
-            hit = self._seen.get(data)
+            hit = self._seen.get(key)
         if hit is None:
-            hit = self.section.parse(data, filename=filename)  # errors are not kept: they raise again
+            hit = self.section.parse(data, filename=filename, **kw)  # errors are not kept: they raise again
             with self._lock:
                 if len(self._seen) >= self.size:
                     del self._seen[next(iter(self._seen))]
-                self._seen[data] = hit
-        return _fresh(hit)
+                self._seen[key] = hit
+        return self.copy(hit)
 
 
 def _fresh(obj):

@@ -483,6 +483,38 @@ def test_opening_lists_each_folder_once(s3, server, tmp_path, monkeypatch):
     assert np.array_equal(arr.read()["v"], values)
 
 
+def test_opening_fetches_the_array_metadata_in_its_one_round(s3, server, tmp_path, monkeypatch):
+    """An array with metadata (three writes, one a deletion): the open lists once and fetches the schema,
+    the footer's tail and the metadata files in one round; ``meta`` then sends no request (it took two
+    more rounds: a listing of ``__meta`` and the files), and equals TileDB-Py's."""
+    from tdbformat.storage import FsspecStorage
+    tiledb = pytest.importorskip("tiledb")
+    path = tmp_path / "meta"
+    tiledb.Array.create(str(path), tiledb.ArraySchema(domain=tiledb.Domain(tiledb.Dim("d", domain=(0, 9), tile=10, dtype=np.int64)),
+                                                      attrs=[tiledb.Attr("v", np.int32)]))
+    with tiledb.open(str(path), "w", timestamp=1) as a:
+        a[:] = np.arange(10, dtype=np.int32)
+        a.meta["text"], a.meta["gone"] = "a value", 1
+    with tiledb.open(str(path), "w", timestamp=2) as a:
+        a.meta["numbers"] = (1.5, 2.5)
+    with tiledb.open(str(path), "w", timestamp=3) as a:
+        del a.meta["gone"]
+    with tiledb.open(str(path)) as a:
+        want = dict(a.meta.items())
+    url = f"s3://{BUCKET}/meta-{uuid.uuid4().hex}"
+    server.fs.put(str(path), url.removeprefix("s3://"), recursive=True)
+    gets, rounds = Gets(monkeypatch), []
+    batch = FsspecStorage._read_blocks
+    monkeypatch.setattr(FsspecStorage, "_read_blocks", lambda st, blocks, what: rounds.append(len(blocks)) or
+                        batch(st, blocks, what))
+    monkeypatch.setattr(FsspecStorage, "_read", lambda st, *a: pytest.fail(f"a lone read of {a}"))
+    arr = tdbformat.open_array(url, storage_options=s3)
+    assert len(gets.lists) == 1 and rounds == [1 + 1 + 3], (gets.lists, rounds)  # schema, footer, 3 metadata files
+    sent = len(gets.gets)
+    assert arr.meta == want and set(arr.metadata) == set(want)
+    assert len(gets.gets) == sent and len(gets.lists) == 1  # nothing more sent
+
+
 def _record_writes(monkeypatch, cls) -> list:
     """The paths ``cls`` finished writing, in order: an object exists once its PUT (or a block's upload)
     completes, and a committed file once it is renamed into place."""

@@ -53,7 +53,8 @@ class Array(TileDBPyReads):
         self.key = normalize_key(key)
         #: the (start, end) window in ms the array is opened at (reads default to it)
         self.window = read_window(timestamp)
-        self.schemas, self._listing, self._committed = _load(self.storage, self.path, self.key)
+        self.schemas, self._listing, self._committed, self._fetched_metadata = _load(self.storage, self.path,
+                                                                                     self.key, self.window)
         #: the schema in force at the window's end, as TileDB-Py's ``A.schema`` (the latest, opened at now)
         self.schema = self.schema_at(self.window[1])
         self.encrypted = self.schema["_generic_tile"].encryption_type != EncryptionType.NO_ENCRYPTION
@@ -140,14 +141,13 @@ class Array(TileDBPyReads):
     @property
     def metadata(self) -> dict:
         """Array metadata folded over its files, as stored: ``{key: value}`` (numpy values; str for strings)."""
-        entries = directory.read_metadata(self.path, self.key, self.window, self.storage)
-        return {k: metadata_value(e) for k, e in entries.items()}
+        return {k: metadata_value(e) for k, e in _metadata_entries(self).items()}
 
     @property
     def meta(self) -> dict:
         """Array metadata as TileDB-Py's ``A.meta`` gives it: numpy arrays stored under ``__np_flat_`` keys
         back under their own names and shapes, tuples as tuples, single numbers as numpy scalars."""
-        return tiledb_py_metadata(directory.read_metadata(self.path, self.key, self.window, self.storage))
+        return tiledb_py_metadata(_metadata_entries(self))
 
     def to_dask(self, attrs=None):
         """A lazy dask view: ``{attribute: dask.array}`` (dense, one chunk per space tile) or a
@@ -166,6 +166,11 @@ class Array(TileDBPyReads):
 
 
 Array._repr_html_ = array_html  # the notebook view (the class is at its 120-line limit)
+
+
+def _metadata_entries(arr) -> dict:
+    """The array's metadata entries, from the bytes its open fetched where it fetched them."""
+    return directory.read_metadata(arr.path, arr.key, arr.window, arr.storage, arr._fetched_metadata)
 
 #: the tile-decoding pools, one per thread count, shared by every read: starting and joining a pool cost a
 #: small read a tenth of its time. Safe to share because no task in them waits for another.
@@ -207,17 +212,29 @@ def _layout(schema, order) -> Layout:
     return layout
 
 
-def _load(storage, root, key) -> tuple[list, directory.Listing, list]:
-    """An array's schemas, listing and committed fragments, from one view of its folders (on an object
-    store: one recursive listing)."""
+def _load(storage, root, key, window) -> tuple[list, directory.Listing, list, list | None]:
+    """An array's schemas, listing, committed fragments and, on an object store, the bytes of the metadata
+    files a read at ``window`` folds (None: read when asked for), from one view of its folders (on an
+    object store: one recursive listing)."""
     with storage.snapshot(prefetch=[root]):
-        listing = listing_and_tails(storage, root, key)  # an object store: what the open reads, in one round
-        schemas = [(n, show.Schema(s)) for n, s in directory.load_schemas(storage, root, key)]
+        fetched = listing_and_tails(storage, root, key)  # an object store: what the open reads, in one round
+        read = directory.read_schemas(storage, root, key)
+        schemas = [(n, show.Schema(s)) for n, _, s in read]
         if reason := schema_mod.evolution_mismatch(schemas):
             raise FormatError(f"{root}: {reason}")
-        listing = listing or directory.Listing.of(storage, root, key)
-        # fragments name the schema they were written with (v10+)
-        return schemas, listing, load_fragments(storage, listing, dict(schemas), key)
+        listing = fetched or directory.Listing.of(storage, root, key)
+        # fragments name the schema they were written with (v10+); their metadata parses depend on its bytes
+        return schemas, listing, load_fragments(storage, listing, dict(schemas), key, tuple(d for _, d, _ in read)), \
+            _metadata(storage, root, window) if fetched else None
+
+
+def _metadata(storage, root, window) -> list | None:
+    """The metadata files' bytes, from what the open fetched; None where they do not list (a bad vacuum
+    file): ``metadata`` then reports it when asked for, as on a local disk."""
+    try:
+        return directory.metadata_bytes(storage, root, window)
+    except FormatError:
+        return None
 
 
 def open_array(path, mode: str = "r", key=None, timestamp=None, storage_options=None) -> Array:

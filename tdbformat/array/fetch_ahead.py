@@ -17,10 +17,11 @@ AHEAD_BYTES = 256 << 20
 
 
 @contextmanager
-def fetched_ahead(arr, frags, fields, tiles_of):
+def fetched_ahead(arr, frags, fields, tiles_of, coords_of=None):
     """Within the block, reads of the tiles of ``fields`` (dimensions and attributes) that ``tiles_of(frag)``
     gives for each of ``frags`` are answered from bytes fetched at its start, in one batch, as far as
-    :data:`AHEAD_BYTES` goes. Nothing is fetched from a local disk."""
+    :data:`AHEAD_BYTES` goes; a sparse fragment's coordinate tiles are those ``coords_of(frag)`` gives
+    (default: ``tiles_of``'s). Nothing is fetched from a local disk."""
     storage = arr.storage
     if isinstance(storage, LocalStorage) or len(frags) < 2:  # one fragment already fetches its blocks ahead
         yield
@@ -28,28 +29,34 @@ def fetched_ahead(arr, frags, fields, tiles_of):
     with storage.snapshot():
         blocks, total = [], 0
         for frag in frags:
-            mine = _blocks(arr, frag, fields, tiles_of(frag))
+            mine = _blocks(arr, frag, fields, tiles_of(frag), (coords_of or tiles_of)(frag))
             total += sum(end - start for _, start, end in mine)
             if total > AHEAD_BYTES:
                 break
             blocks += mine
-        storage.keep(blocks, "data file")
+        if blocks:
+            storage.keep(blocks, "data file")
         yield
 
 
-def _blocks(arr, frag, fields, tiles) -> list:
-    """The ``(path, start, end)`` blocks of ``frag``'s files that hold ``tiles`` of ``fields``, ranges of a
-    file less than the storage's gap apart merged (as :class:`tiles._Blocks` merges them, so that each of
-    its blocks lies in one of these)."""
-    if not tiles:
-        return []
+def _blocks(arr, frag, fields, tiles, coord_tiles=None) -> list:
+    """The ``(path, start, end)`` blocks of ``frag``'s files that hold ``tiles`` of ``fields`` and
+    ``coord_tiles`` (default ``tiles``) of its coordinates, ranges of a file less than the storage's gap apart merged (as
+    :class:`tiles._Blocks` merges them, so that each of its blocks lies in one of these)."""
     idxs = {frag.index(f.name) for f in fields if f not in arr.dims}  # (a dense fragment stores no coordinates)
-    if not frag.dense:
-        idxs |= {frag.index(d.name) for d in arr.dims} if FEATURES["coordinates_per_dimension"](frag.version) \
-            else {frag.index("__coords")}
     idxs |= {frag.index(n) for n in ("__timestamps", "__delete_timestamps")}
+    coords = set()
+    if not frag.dense:
+        coords = {frag.index(d.name) for d in arr.dims} if FEATURES["coordinates_per_dimension"](frag.version) \
+            else {frag.index("__coords")}
+    spans = _spans(arr, frag, idxs - {None}, tiles) + _spans(arr, frag, coords - {None}, tiles if coord_tiles is None else coord_tiles)
+    return coalesce(sorted(set(spans)), arr.storage.merge_gap)[0]
+
+
+def _spans(arr, frag, idxs, tiles) -> list:
+    """The ``(path, start, end)`` of ``tiles`` of each index-space field of ``idxs`` (every file of it)."""
     spans = []
-    for idx in idxs - {None}:
+    for idx in idxs if len(tiles) else ():
         info = frag.metadata.index_fields[idx]
         for kind in ("", *(("_var",) if info.var else ()), *(("_validity",) if info.nullable else ())):
             plan = arr.tiles.plan(frag, idx, kind)
@@ -61,4 +68,4 @@ def _blocks(arr, frag, fields, tiles) -> list:
                 path = plan.path(arr.storage, name)
                 if 0 <= start <= end <= arr.storage.size_of(path, "data file"):
                     spans.append((path, start, end))
-    return coalesce(sorted(set(spans)), arr.storage.MAX_GAP)[0]
+    return spans

@@ -39,14 +39,17 @@ def open_fragment_metadata(storage, entries, schemas: dict, key=None) -> list:
 
 
 def listing_and_tails(storage, root, key=None):
-    """On an object store, inside a snapshot: the array's :class:`layout.Listing`, with its schema files
-    and every fragment metadata file's tail fetched in one concurrent round (kept by the storage for the
-    open's reads: a round apiece was a third of an open). None on a local disk, or where no schema is
-    (the open then fails as it does without this)."""
+    """On an object store, inside a snapshot: the array's :class:`layout.Listing`, with its schema files,
+    its array metadata files and every fragment metadata file's tail fetched in one concurrent round (kept
+    by the storage for the open's reads: a round apiece was a third of an open; the metadata took two
+    more, a listing and the files). None on a local disk, or where no schema is (the open then fails as it
+    does without this)."""
     if isinstance(storage, LocalStorage) or not (schemas := layout.schema_files(storage, root)):
         return None
     listing = layout.Listing.of(storage, root, key)
-    ranges = [(p, 0, storage.size_of(p, "array schema")) for p in schemas]
+    meta = storage.join(root, layout.META_DIR)
+    files = schemas + [p for p in (storage.join(meta, n) for n in storage.list(meta)) if not storage.is_dir(p)]
+    ranges = [(p, 0, storage.size_of(p, "array schema" if p in schemas else "metadata file")) for p in files]
     for entry in listing.fragments:
         size = storage.size_of(entry.metadata_file, _WHAT)
         ranges.append((entry.metadata_file, max(0, size - TAIL), size))

@@ -17,15 +17,54 @@ from .evaluate import evaluate
 __all__ = ["read_sparse", "sparse_tiles"]
 
 
-def sparse_tiles(arr, frag, ranges) -> list[int]:
-    """Tiles of a sparse fragment whose MBR meets ``ranges`` (all tiles without ranges)."""
+def sparse_tiles(arr, frag, ranges, inside: bool = False):
+    """Tiles of a sparse fragment whose MBR meets ``ranges`` (all tiles without ranges); with ``inside``,
+    (those tiles, whether each one's MBR lies wholly in the ranges: every cell of it is in the box)."""
     boxes = frag.mbrs(arr.dims)
     keep = np.ones(len(boxes[0][0]) if boxes else 0, bool)
+    within = keep.copy()
     for d, (lows, highs) in zip(arr.dims, boxes):
         if d.name in ranges:
             lo, hi = (like(r, lows) for r in ranges[d.name])
             keep &= (lows <= hi) & (highs >= lo)
-    return [int(k) for k in np.flatnonzero(keep)]
+            within &= (lows >= lo) & (highs <= hi)
+    tiles = [int(k) for k in np.flatnonzero(keep)]
+    return (tiles, within[keep]) if inside else tiles
+
+
+def _located(arr, frag, ranges, pool, met) -> tuple[list, list | None]:
+    """(the tiles of ``frag`` whose attributes a read of ``ranges`` decodes, their coordinates or None): the
+    tiles whose MBR meets the box; where some MBRs lie only partly in it, the coordinates of those tiles are
+    decoded first and the tiles with no cell in the box dropped, their attribute tiles never fetched (as
+    TileDB reads coordinates, then the attribute tiles that hold results). None: the coordinates are
+    decoded with the attributes. ``met``: what ``sparse_tiles(..., inside=True)`` gave."""
+    tiles, inside = met
+    if inside.all():
+        return tiles, None
+    coords = arr.tiles.coords(frag, arr.dims, tiles, pool)
+    # a sparse fragment's tiles are full but its last (Python ints: a footer's counts may pass any int64)
+    cap, total = max(1, int(frag.schema.capacity)), frag.cell_num
+    sizes = [max(0, min(cap, total - k * cap)) for k in tiles]
+    hit = _box(arr, frag, coords, ranges)
+    if hit is None or sum(sizes) != len(coords[0]):  # (counts the decode checks against the attributes)
+        return tiles, coords
+    tile_of = np.repeat(np.arange(len(tiles)), sizes)
+    needed = inside | (np.bincount(tile_of[hit], minlength=len(tiles)) > 0)
+    if needed.all():
+        return tiles, coords
+    cells = needed[tile_of]
+    return [k for k, n in zip(tiles, needed) if n], [c[cells] for c in coords]
+
+
+def _box(arr, frag, cols, ranges):
+    """Which cells of columns ``cols`` (one per dimension) lie in ``ranges``; None: every one (the
+    fragment's non-empty domain lies inside)."""
+    keep = None
+    for j, (d, col) in enumerate(zip(arr.dims, cols)):
+        if d.name in ranges and not _inside(frag.non_empty_domain[j], ranges[d.name], d):
+            r = ranges[d.name]
+            keep = _and(keep, (col >= like(r[0], col)) & (col <= like(r[1], col)))
+    return keep
 
 
 def _leaves(node):
@@ -40,27 +79,27 @@ def _attribute(schema, name: str):
     return next(a for a in schema.attributes if a.name == name)
 
 
-def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool):
+def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool, located):
     """One fragment's cells: ``(columns, validity, (timestamps, tiles), alive, keep)``; ``keep`` marks the
     cells in the ranges and the window, ``alive`` those no delete removed; cell timestamps and tiles are
-    None unless the fragment has cell timestamps."""
+    None unless the fragment has cell timestamps. ``located``: what :func:`_located` gave for it."""
     names = [d.name for d in arr.dims]
-    tiles = sparse_tiles(arr, frag, ranges)
+    tiles, coords = located
     stored = {f.name: idx for f in fields if f.name not in names and (idx := field_index(frag, f)) is not None}
     extra = [n for n in ("__timestamps", "__delete_timestamps")
              if (frag.has_timestamps if n == "__timestamps" else frag.has_delete_meta)]
-    coords, decoded = arr.tiles.columns(frag, arr.dims, [*stored.values(), *map(frag.index, extra)], tiles, pool)
+    idxs = [*stored.values(), *map(frag.index, extra)]
+    if coords is None:
+        coords, decoded = arr.tiles.columns(frag, arr.dims, idxs, tiles, pool)
+    else:
+        decoded = arr.tiles.columns(frag, (), idxs, tiles, pool)[1]
     decoded = dict(zip([*stored, *extra], decoded))
     cols = dict(zip(names, coords))
     n = len(cols[names[0]])
     attrs, validity = _attribute_columns(schema, frag, [f for f in fields if f.name not in cols],
                                          {k: decoded[k] for k in stored}, n)
     cols.update(attrs)
-    keep = None  # None: every cell
-    for j, d in enumerate(arr.dims):
-        if d.name in ranges and not _inside(frag.non_empty_domain[j], ranges[d.name], d):
-            col, r = cols[d.name], ranges[d.name]
-            keep = _and(keep, (col >= like(r[0], col)) & (col <= like(r[1], col)))
+    keep = _box(arr, frag, coords, ranges)  # None: every cell
     tile_of = None  # each cell's tile, where a fragment may hold a cell twice (dedup ties, _newest)
     if frag.has_timestamps:
         t = _counted(frag, "__timestamps", decoded["__timestamps"][0], n).astype(np.int64)
@@ -103,13 +142,13 @@ def _attribute_columns(schema, frag, fields, decoded: dict, n: int) -> tuple[dic
     return cols, validity
 
 
-def _late_parts(arr, schema, kept, f, ranges, pool):
-    """Attribute ``f`` of each fragment in ``kept`` ((fragment, keep, cells) after the merge), as
+def _late_parts(arr, schema, kept, f, pool):
+    """Attribute ``f`` of each fragment in ``kept`` ((fragment, keep, cells, tiles) after the merge), as
     :func:`_fragment_cells` decodes it, kept as its ``keep`` says: a (values, validity or None) per
     fragment, each decoded when asked for."""
-    for frag, keep, n in kept:
+    for frag, keep, n, tiles in kept:
         idx = field_index(frag, f)
-        decoded = {} if idx is None else {f.name: arr.tiles.field(frag, idx, sparse_tiles(arr, frag, ranges), pool)}
+        decoded = {} if idx is None else {f.name: arr.tiles.field(frag, idx, tiles, pool)}
         cols, validity = _attribute_columns(schema, frag, [f], decoded, n)
         yield _take(cols[f.name], keep), (_take(validity[f.name], keep) if f.nullable else None)
 
@@ -177,13 +216,25 @@ FRAGMENT_COLUMN = "__fragment"
 def read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, pool, provenance=False) -> dict:
     need = {c.comparison.field_name for d in deletes for c in _leaves(d.condition)}
     fields = arr.dims + [a for a in schema_mod.attributes(schema) if a in wanted or a.name in need]
-    with fetched_ahead(arr, frags, fields, lambda frag: sparse_tiles(arr, frag, ranges)):
-        return _read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, pool, provenance, need,
-                            fields)
+    met = {id(frag): sparse_tiles(arr, frag, ranges, inside=True) for frag in frags}
+    # on an object store, two rounds: every coordinate tile the MBRs meet, with the other fields of the tiles
+    # wholly in the box; then the other fields of the tiles partly in it that hold one of its cells
+    with fetched_ahead(arr, frags, fields, lambda frag: _inside_tiles(*met[id(frag)]),
+                       coords_of=lambda frag: met[id(frag)][0]):
+        located = [_located(arr, frag, ranges, pool, met[id(frag)]) for frag in frags]
+        rest = {id(frag): sorted(set(tiles) - set(_inside_tiles(*met[id(frag)])))
+                for frag, (tiles, _) in zip(frags, located)}
+        with fetched_ahead(arr, frags, fields, lambda frag: rest[id(frag)], coords_of=lambda frag: ()):
+            return _read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, pool, provenance,
+                                need, fields, located)
+
+
+def _inside_tiles(tiles, inside) -> list:
+    return [k for k, i in zip(tiles, inside) if i]
 
 
 def _read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, pool, provenance, need,
-                 fields) -> dict:
+                 fields, located) -> dict:
     names = [d.name for d in arr.dims]
     # attributes that neither the merge nor a delete looks at are decoded after the merge, one at a time: it
     # then holds the coordinates alone beside its keys (20 fragments: a peak of 29 MiB instead of 37.5)
@@ -191,10 +242,12 @@ def _read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, po
     columns = {f.name: [] for f in fields if f not in late}
     validity = {f.name: [] for f in fields if f.nullable and f not in late}
     stamps, tile_ofs, alives, counts, kept = [], [], [], [], []
-    for frag in frags:
+    for i, frag in enumerate(frags):
+        tiles = located[i][0]
         cols, valid, (t, tile_of), alive, keep = _fragment_cells(
-            arr, schema, frag, [f for f in fields if f not in late], ranges, window, deletes, pool)
-        kept.append((frag, keep, len(cols[names[0]])))
+            arr, schema, frag, [f for f in fields if f not in late], ranges, window, deletes, pool, located[i])
+        located[i] = None  # its coordinates are in the columns now
+        kept.append((frag, keep, len(cols[names[0]]), tiles))
         for k, v in cols.items():
             columns[k].append(_take(v, keep))
         for k in validity:
@@ -212,10 +265,10 @@ def _read_sparse(arr, schema, frags, wanted, ranges, layout, window, deletes, po
         place = _Placer(merged, counts)
         del merged
         out = _result(arr, fields, wanted, columns, validity, place, late,
-                      lambda f: _late_parts(arr, schema, kept, f, ranges, pool))
+                      lambda f: _late_parts(arr, schema, kept, f, pool))
         return dict(out, **{FRAGMENT_COLUMN: origin}) if provenance else out
     for f in late:  # no merge after all (no integer global-order key): every column's parts, in field order
-        columns[f.name], parts = map(list, zip(*_late_parts(arr, schema, kept, f, ranges, pool)))
+        columns[f.name], parts = map(list, zip(*_late_parts(arr, schema, kept, f, pool)))
         if f.nullable:
             validity[f.name] = parts
     columns = {f.name: columns[f.name] for f in fields}

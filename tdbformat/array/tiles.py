@@ -111,15 +111,15 @@ class Tiles:
 
     def columns(self, frag, dims, idxs, tiles, pool) -> tuple[list[np.ndarray], list]:
         """(:meth:`coords` of ``dims``, :meth:`field` of each of ``idxs``) over ``tiles``, the fields decoded
-        at once (:func:`_at_once`)."""
+        at once (:func:`_at_once`); no ``dims``: the fields alone."""
         per_dim = FEATURES["coordinates_per_dimension"](frag.version)
         jobs = [functools.partial(self.field, frag, frag.index(d.name), tiles, pool) for d in dims] if per_dim \
-            else [functools.partial(_shared_coords, self, frag, dims, tiles, pool)]
+            else [functools.partial(_shared_coords, self, frag, dims, tiles, pool)] if dims else []
         jobs += [functools.partial(self.field, frag, i, tiles, pool) for i in idxs]
         done = _at_once(jobs, chunk_threads(pool, 1) > 1 and len(tiles) * int(frag.schema.capacity) >= _AT_ONCE)
         fields = done[len(jobs) - len(idxs):]
-        if not per_dim:
-            return done[0], fields
+        if not per_dim or not dims:
+            return (done[0] if dims else []), fields
         cols = [ordinal(values) for values, _ in done[:len(dims)]]
         if any(len(c) != len(cols[0]) for c in cols):
             raise FormatError(f"fragment {frag.name}: its dimensions hold {[len(c) for c in cols]} coordinates "
@@ -290,7 +290,7 @@ class _Spans:
         spans = sorted({s for s in map(lambda k: self._span(kind, k), self.tiles) if s and 0 <= s[0] <= s[1] <= size})
         if isinstance(self.storage, LocalStorage):
             return _Blocks(self.storage, path, spans)
-        return _Blocks(self.storage, path, spans, REMOTE_BLOCK, self.storage.MAX_GAP, REMOTE_AHEAD)
+        return _Blocks(self.storage, path, spans, REMOTE_BLOCK, self.storage.merge_gap, REMOTE_AHEAD)
 
     def _span(self, kind: str, k: int):
         try:

@@ -31,9 +31,9 @@ from ..structs.metadata import ArrayMetadata, fold_metadata
 from ..structs.names import parse_timestamped_name, timestamped_name
 from ..versions import FEATURES
 
-__all__ = ["file_kind", "array_root", "schema_files", "load_schemas", "load_enumerations", "is_group", "Listing", "Delete",
-           "metadata_files", "enumeration_path", "FRAGMENT_METADATA", "overlaps", "read_metadata",
-           "fragment_folders", "fragment_states", "name_from_uri", "unreadable_list_line",
+__all__ = ["file_kind", "array_root", "schema_files", "load_schemas", "read_schemas", "load_enumerations", "is_group",
+           "Listing", "Delete", "metadata_files", "metadata_bytes", "enumeration_path", "FRAGMENT_METADATA", "overlaps",
+           "read_metadata", "fragment_folders", "fragment_states", "name_from_uri", "unreadable_list_line",
            "metadata_vacuum_lists",
            "group_members", "new_name", "checked_timestamp", "array_format_version", "group_format_version",
            "metadata_path", "delete_commit_path", "group_details_path", "group_marker_path",
@@ -121,10 +121,19 @@ def load_enumerations(storage: Storage, root, schema, key=None) -> dict:
 
 def load_schemas(storage: Storage, root, key=None) -> list[tuple]:
     """``[(file name, parsed schema)]`` of the array at ``root``, in :func:`schema_files` order."""
+    return [(name, schema) for name, _, schema in read_schemas(storage, root, key)]
+
+
+def read_schemas(storage: Storage, root, key=None) -> list[tuple]:
+    """``[(file name, bytes, parsed schema)]`` of the array at ``root``, in :func:`schema_files` order."""
     found = schema_files(storage, root)
     if not found:
         raise FormatError(f"not a TileDB array: {not_an_array(storage, root, key)}", file=str(root))
-    return [(storage.name(p), _parse_schema(storage.read(p, what="array schema"), key, str(p))) for p in found]
+    out = []
+    for p in found:
+        data = storage.read(p, what="array schema")
+        out.append((storage.name(p), data, _parse_schema(data, key, str(p))))
+    return out
 
 
 _SCHEMAS = ParseMemo(ArraySchema)  # opening an array parses its schemas: kept by their bytes
@@ -373,14 +382,22 @@ def metadata_files(storage: Storage, folder, window=None) -> list:
     return [storage.join(folder, n) for n in loaded]
 
 
-def read_metadata(folder, key=None, window=None, storage: Storage | None = None) -> dict:
+def read_metadata(folder, key=None, window=None, storage: Storage | None = None, fetched=None) -> dict:
     """The metadata of the array or group at ``folder``: ``{key: entry}`` with ``entry.datatype`` and
-    ``entry.value`` (numpy); with ``window``, as a read opened at that window sees it."""
+    ``entry.value`` (numpy); with ``window``, as a read opened at that window sees it. ``fetched``: what
+    :func:`metadata_bytes` gave for it already (an open on an object store fetches it with its listing)."""
     if storage is None:
         storage, folder = storage_for(folder)
-    files = metadata_files(storage, storage.join(folder, META_DIR), window)
-    return fold_metadata([(storage.name(p), ArrayMetadata.parse(storage.read(p, what="metadata file"), key=key,
-                                                                 filename=str(p)).entries) for p in files])
+    files = metadata_bytes(storage, folder, window) if fetched is None else fetched
+    return fold_metadata([(storage.name(p), ArrayMetadata.parse(data, key=key, filename=str(p)).entries)
+                          for p, data in files])
+
+
+def metadata_bytes(storage: Storage, folder, window=None) -> list:
+    """``[(path, bytes)]`` of the metadata files :func:`read_metadata` folds for the array or group at
+    ``folder``, in order."""
+    return [(p, storage.read(p, what="metadata file")) for p in metadata_files(storage, storage.join(folder, META_DIR),
+                                                                               window)]
 
 
 def group_members(folder, key=None, storage: Storage | None = None, window=None) -> list:

@@ -79,7 +79,27 @@ def _inside(path, start: int, end: int, size: int, what: str) -> int:
     return end
 
 
-class Storage(_Listings):
+class _Requests:
+    """What a storage's request costs, as it estimates it, and so which gap between ranges is worth fetching."""
+
+    #: what a request costs as this storage estimates it: seconds before its first byte (a local disk: none),
+    #: then bytes a second; a gap between two ranges under their product costs less to fetch than a request
+    latency, bandwidth = 0.0, 32 << 20
+    #: the largest gap merged, whatever the estimate (a block stays a few MiB)
+    GAP_CAP = 1 << 20
+    #: the gap a storage option set (None: estimated)
+    _merge_gap = None
+
+    @property
+    def merge_gap(self) -> int:
+        """Ranges of a file fewer bytes apart than this are fetched as one block (:meth:`read_many`, a read's
+        tiles): the bytes a request's latency would carry at the storage's bandwidth, at most
+        :attr:`GAP_CAP`; 0 on a local disk, where only ranges that touch merge (seeking is free, reading a
+        gap is not)."""
+        return min(self.GAP_CAP, int(self.latency * self.bandwidth)) if self._merge_gap is None else self._merge_gap
+
+
+class Storage(_Listings, _Requests):
     """What the rest of the package asks of a place where arrays live. Paths are what :meth:`join` makes."""
 
     def join(self, folder, *names):
@@ -143,20 +163,16 @@ class Storage(_Listings):
         start = max(0, size - length)
         return start, self.read(path, start, size, what)
 
-    #: ranges fewer bytes apart than this are fetched as one block by :meth:`read_many` (a local read
-    #: merges only ranges that touch: seeking is free, reading a gap is not)
-    MAX_GAP = 0
-
     def read_many(self, ranges, what: str = "file") -> list:
         """The bytes of each ``(path, start, end)`` in ``ranges``, in order, each checked as :meth:`read`
-        checks one. Ranges of a file less than :attr:`MAX_GAP` apart are fetched as one block
+        checks one. Ranges of a file less than :attr:`merge_gap` apart are fetched as one block
         (:func:`coalesce`); a range that is not a whole block comes back as a memoryview into it (no copy)."""
         sizes = {path: self.size_of(path, what) for path in {r[0] for r in ranges}}  # one stat per file
         ranges = [(path, int(start), _inside(path, int(start), int(end), sizes[path], what))
                   for path, start, end in ranges]
         out = [self._held(*r) for r in ranges]
         todo = [i for i, held in enumerate(out) if held is None]
-        blocks, owner = coalesce([ranges[i] for i in todo], self.MAX_GAP)
+        blocks, owner = coalesce([ranges[i] for i in todo], self.merge_gap)
         got = self._read_blocks(blocks, what) if blocks else []
         for i, b in zip(todo, owner):
             (_, start, end), data, at = ranges[i], got[b], blocks[b][1]

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from ..errors import FormatError, StorageError, UnsupportedError
 from .base import Storage, _Moves
 
-__all__ = ["FsspecStorage", "URL_SCHEMES"]
+__all__ = ["FsspecStorage", "URL_SCHEMES", "MERGE_GAP"]
 
 
 #: URL schemes that :func:`storage_for` serves through fsspec, and the fsspec backend each one needs
@@ -69,6 +69,25 @@ class _FsspecMoves(_Moves):
 
 #: requests an object store's batch keeps in flight (:meth:`Storage.read_many`): I/O, not the cores
 IN_FLIGHT = 64
+#: the storage option (ours, not passed to fsspec) that sets :attr:`Storage.merge_gap` in bytes
+MERGE_GAP = "tdbformat.merge_gap"
+
+
+#: an object store's (or web server's) request: 20 ms before the first byte, then the bytes a second assumed of
+#: one connection (:attr:`Storage.bandwidth`): gaps under 640 KiB are fetched, not a request of their own
+#: (TileDB's ``vfs.min_batch_gap`` is 500 KB); ``file://`` and ``memory://`` have no latency
+STORE_LATENCY = 0.02
+
+
+def _estimated(storage) -> dict:
+    """The storage's request costs set (:class:`Storage` ``latency``, the option :data:`MERGE_GAP`, checked);
+    the options that are fsspec's."""
+    options = dict(storage.storage_options)
+    gap = options.pop(MERGE_GAP, None)
+    if gap is not None and (isinstance(gap, bool) or not isinstance(gap, int) or gap < 0):
+        raise ValueError(f"storage_options[{MERGE_GAP!r}]: expected an int of bytes >= 0, not {gap!r}")
+    storage.latency, storage._merge_gap = (0.0 if storage.protocol in storage._RENAMES else STORE_LATENCY), gap
+    return options
 
 
 class FsspecStorage(_FsspecMoves, Storage):
@@ -81,15 +100,13 @@ class FsspecStorage(_FsspecMoves, Storage):
     request, not a size lookup and a read.
     """
 
-    #: ranges fewer bytes apart are one request in :meth:`read_many` (64 KiB more cost less than a round trip)
-    MAX_GAP = 64 << 10
     _RENAMES = ("file", "memory")
 
     def __init__(self, protocol: str, storage_options=None):
         if storage_options is not None and not isinstance(storage_options, dict):
             raise TypeError(f"storage_options: expected a dict, not {type(storage_options).__name__}")
         self.protocol, self.storage_options = protocol, dict(storage_options or {})
-        self.fs, self._sizes = _filesystem(protocol, self.storage_options), {}
+        self.fs, self._sizes = _filesystem(protocol, _estimated(self)), {}
 
     def __reduce__(self):  # the filesystem pickles as its protocol and options (dask ships storages)
         return FsspecStorage, (self.protocol, self.storage_options)

@@ -14,6 +14,7 @@ their names are re-exported here.
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Sequence
 from functools import cached_property
@@ -413,7 +414,7 @@ class FragmentMetadata:
     def cell_num(self) -> int:
         """Cells in the fragment, as TileDB counts them (dense: whole tiles of the non-empty domain)."""
         if self.dense:
-            return self.tile_num * int(np.prod([d.tile_extent for d in self.schema.domain.dimensions]))
+            return self.tile_num * math.prod(int(d.tile_extent) for d in self.schema.domain.dimensions)
         return (self.tile_num - 1) * self.schema.capacity + self.last_tile_cell_num
 
     def __getitem__(self, name):  # footer fields, or the v1-2 fields of the same name
@@ -493,9 +494,8 @@ def _dense_tile_num(schema, ned) -> int:
         if d.tile_extent is None or int(d.tile_extent) < 1:  # dense dimensions are integers (a float 1e-300 is 0)
             raise FormatError(f"dimension {d.name} has tile extent {d.tile_extent}: a dense tile grid needs a "
                               "positive integer one")
-    return int(np.prod([(int(hi) - int(d.domain[0])) // int(d.tile_extent)
-                        - (int(lo) - int(d.domain[0])) // int(d.tile_extent) + 1
-                        for d, (lo, hi) in zip(schema.domain.dimensions, ned)]))
+    return math.prod((int(hi) - int(d.domain[0])) // int(d.tile_extent) - (int(lo) - int(d.domain[0]))
+                     // int(d.tile_extent) + 1 for d, (lo, hi) in zip(schema.domain.dimensions, ned))
 
 
 def _summary(fm) -> dict:

@@ -325,6 +325,8 @@ def _saturating_float_sum(values):
     lowest), as Sum<T, double>::sum clamps."""
     with np.errstate(over="ignore", invalid="ignore"):
         sums = np.cumsum(values)
+    if np.isfinite(sums[-1]):  # a running sum that leaves the finite doubles never comes back: none left them
+        return sums[-1]
     out = np.flatnonzero(~np.isfinite(sums) & np.isfinite(values))
     if not len(out) or not np.isfinite(sums[out[0] - 1] if out[0] else 0.0):
         return sums[-1]

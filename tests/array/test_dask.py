@@ -99,6 +99,11 @@ def test_sparse_partitions_are_disjoint_slices(tmp_path):
     assert sorted(got["x"]) == sorted(x) and np.array_equal(got["v"].to_numpy(), got["x"].to_numpy() * 0.5)
 
 
+def _open_on_worker(spec) -> None:
+    """The array opened in this worker, nothing sent back (an Array holds open storage: it is not pickled)."""
+    _opened(spec)
+
+
 def _start_sampling(dask_worker):
     """Sample this worker's RSS every 2 ms from now on (ru_maxrss would include what the forking parent held)."""
     import threading
@@ -135,7 +140,7 @@ def test_a_dense_array_on_a_two_worker_cluster_stays_within_four_tiles(tmp_path)
                                   memory_limit="2GiB") as cluster, distributed.Client(cluster) as client:
         arr = tdbformat.open_array(tmp_path / "big")
         x = to_dask(arr)["v"]
-        client.run(_opened, _spec(arr))
+        client.run(_open_on_worker, _spec(arr))
         client.run(_start_sampling)
         assert int(x.sum(dtype=np.int64).compute()) == expected
         grown = client.run(_growth)

@@ -12,6 +12,7 @@ import pytest
 import tdbformat
 from tdbformat.errors import FormatError, UnsupportedError
 from tdbformat.storage import FsspecStorage, LocalStorage, coalesce, storage_for
+from tdbformat.storage.fsspec import MERGE_GAP
 
 import corpus
 from common import equal_cells
@@ -79,7 +80,8 @@ def test_a_listing_without_sizes_asks_for_them_and_a_store_that_never_says_is_a_
 
 
 def test_read_many_coalesces_neighbours_and_keeps_order(mem, monkeypatch):
-    storage, root = mem
+    root = mem[1]
+    storage = FsspecStorage("memory", {MERGE_GAP: 64 << 10})
     a, b = storage.join(root, "a"), storage.join(root, "b")
     storage.write(a, bytes(range(256)) * 1024)
     storage.write(b, b"x" * 300_000)
@@ -90,7 +92,7 @@ def test_read_many_coalesces_neighbours_and_keeps_order(mem, monkeypatch):
     got = storage.read_many(asked)
     whole = {a: storage.read(a), b: storage.read(b)}
     assert got == [whole[p][s:e] for p, s, e in asked]
-    # one concurrent call; a's first three ranges (within MAX_GAP) are one block, its far one another
+    # one concurrent call; a's first three ranges (within the gap) are one block, its far one another
     assert len(calls) == 1 and sorted(zip(*calls[0])) == [(a, 0, 120), (a, 200_000, 200_004), (b, 0, 10)]
     with pytest.raises(FormatError, match="outside"):
         storage.read_many([(a, 0, 10**7)])
@@ -137,6 +139,45 @@ def test_file_and_memory_urls_read_equal_to_the_local_read():
         assert set(got) == set(local)
         for name in local:
             equal_cells(got[name], local[name], name)
+    memory.rm(url.rsplit("/", 1)[0], recursive=True)
+
+
+def test_the_merge_gap_is_latency_times_bandwidth_unless_an_option_sets_it():
+    """A local disk, file:// and memory:// merge only touching ranges; an object store or web server
+    merges gaps up to 20 ms at 32 MiB/s (640 KiB: TileDB's vfs.min_batch_gap is 500 KB); the storage
+    option ``tdbformat.merge_gap`` sets it, stays out of fsspec's options and survives a pickle."""
+    import pickle
+    pytest.importorskip("s3fs")
+    assert LocalStorage().merge_gap == FsspecStorage("memory").merge_gap == FsspecStorage("file").merge_gap == 0
+    assert FsspecStorage("s3", {"anon": True}).merge_gap == 20 * (32 << 20) // 1000 == 671_088
+    storage = storage_for("s3://b/a", {"anon": True, MERGE_GAP: 4096})[0]
+    assert storage.merge_gap == 4096 and MERGE_GAP not in storage.fs.storage_options
+    assert pickle.loads(pickle.dumps(storage)).merge_gap == 4096
+    for bad in (-1, True, "1", 1.5):
+        with pytest.raises(ValueError, match=f"storage_options.*{MERGE_GAP}"):
+            FsspecStorage("memory", {MERGE_GAP: bad})
+
+
+@pytest.mark.parametrize("gap", [0, 100, 1 << 30])
+def test_reads_are_equal_whatever_the_gap(gap, tmp_path):
+    """A sparse array of three fragments of 25 tiles (TileDB-Py's), read whole and by a box at every
+    gap: what the local read gives."""
+    import tiledb_arrays
+    path = tiledb_arrays.create(tmp_path / "a", [("x", (0, 99), 10), ("y", (0, 99), 10)],
+                                [("a", np.int64), ("s", str)], sparse=True, capacity=16)
+    rng = np.random.default_rng(3)
+    for t in (1, 2, 3):
+        cells = rng.choice(100 * 100, 400, replace=False)
+        tiledb_arrays.write(path, {"a": rng.integers(0, 1 << 40, 400), "s": np.array([f"s{c}" for c in cells], object)},
+                            coords=[cells // 100, cells % 100], timestamp=t)
+    memory = fsspec.filesystem("memory")
+    url = f"memory://g{uuid.uuid4().hex}/array"
+    memory.put(path, url.removeprefix("memory://"), recursive=True)
+    local, remote = tdbformat.open_array(path), tdbformat.open_array(url, storage_options={MERGE_GAP: gap})
+    for ranges in (None, {"x": (20, 60), "y": (10, 70)}):
+        want, got = local.read(ranges=ranges, order="G"), remote.read(ranges=ranges, order="G")
+        for name in want:
+            equal_cells(got[name], want[name], name)
     memory.rm(url.rsplit("/", 1)[0], recursive=True)
 
 

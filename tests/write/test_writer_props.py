@@ -304,11 +304,14 @@ def test_an_encrypted_tile_of_empty_cells_is_tiledbs(tmp_path, filters):
     ["only"], [""], ["", ""], [],
     ["text", b"bytes", "more"],  # a mix of str and bytes
     ["\ud800"],  # a lone surrogate, which UTF-8 cannot hold
+    [b"\xff\xfe", b"ok"],  # bytes that are not UTF-8
 ])
-def test_var_cells_are_each_cells_utf8_bytes(cells):
+@pytest.mark.parametrize("times", [1, 100], ids=["short", "long"])
+def test_var_cells_are_each_cells_utf8_bytes(cells, times):
     """A column of var cells becomes its cells' bytes back to back and their lengths: what encoding each str
     as UTF-8 (bytes as they are) gives, cell by cell."""
     from tdbformat.write.tiling import var_cells
+    cells = cells * times
     column = np.array(cells + [None], object)[:-1]  # an object column, as a write holds one
     try:
         want = [c.encode() if isinstance(c, str) else c for c in cells]

@@ -1,0 +1,91 @@
+"""Sparse reads of a box (tdbformat/array/sparse.py): the coordinate tiles whose MBRs meet the box are
+decoded first, and an attribute's tiles are read only where they hold a cell of the box (as TileDB reads
+them), the result what TileDB-Py reads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tiledb
+
+import tiledb_arrays
+from common import equal_cells
+from tdbformat import open_array
+from tdbformat.array.fragment import Fragment
+
+CAPACITY = 4
+BOX = {"x": (10, 30), "y": (40, 60)}
+
+
+@pytest.fixture(scope="module")
+def scattered(tmp_path_factory):
+    """TileDB-Py writes three fragments of 150 random cells (x, y in [0, 99], one space tile, row-major, 4
+    cells a data tile: MBRs that span many rows meet the box without holding a cell of it), an int64 and a
+    nullable var string."""
+    uri = tiledb_arrays.create(tmp_path_factory.mktemp("sparse") / "a", [("x", (0, 99), 100), ("y", (0, 99), 100)],
+                               [("a", np.int64), ("s", str, {"nullable": True})], sparse=True, capacity=CAPACITY)
+    rng = np.random.default_rng(46)
+    for t in (1, 2, 3):
+        cells = rng.choice(100 * 100, 150, replace=False)
+        strings = np.array([f"v{c}" * (c % 3) for c in cells], object)
+        tiledb_arrays.write(uri, {"a": rng.integers(-1 << 40, 1 << 40, 150),
+                                  "s": np.ma.masked_array(strings, cells % 5 == 0)}, coords=[cells // 100, cells % 100],
+                            timestamp=t)
+    return uri
+
+
+def _tiles_holding_the_box(uri, t) -> tuple[set, set]:
+    """(tiles whose MBR meets the box, tiles holding a cell of it) of the fragment written at ``t``, from
+    its cells in global order as TileDB-Py reads them (CAPACITY cells a tile)."""
+    with tiledb.open(uri, timestamp=(t, t)) as A:
+        got = A.query(order="G", attrs=[])[:]
+    met, holding = set(), set()
+    for k in range(0, len(got["x"]), CAPACITY):
+        x, y = got["x"][k:k + CAPACITY], got["y"][k:k + CAPACITY]
+        box = [(c, *BOX[n]) for n, c in (("x", x), ("y", y))]
+        if all(c.min() <= hi and c.max() >= lo for c, lo, hi in box):
+            met.add(k // CAPACITY)
+        if np.any(np.logical_and.reduce([(c >= lo) & (c <= hi) for c, lo, hi in box])):
+            holding.add(k // CAPACITY)
+    return met, holding
+
+
+def _decoded(monkeypatch, names) -> dict:
+    """``{(fragment timestamp, field): tiles}`` whose span a read asks for, for fields ``names``."""
+    seen, span = {}, Fragment.tile_span
+
+    def tile_span(frag, kind, idx, k):
+        name = frag.metadata.index_fields[idx].name
+        if name in names:
+            seen.setdefault((frag.timestamp_range[0], name), set()).add(k)
+        return span(frag, kind, idx, k)
+    monkeypatch.setattr(Fragment, "tile_span", tile_span)
+    return seen
+
+
+@pytest.mark.parametrize("order", ["G", "U", "C"])
+def test_attribute_tiles_with_no_cell_in_the_box_are_not_read(scattered, monkeypatch, order):
+    expected = {t: _tiles_holding_the_box(scattered, t) for t in (1, 2, 3)}
+    assert all(met - holding for met, holding in expected.values()), "every MBR that meets the box holds a cell"
+    arr = open_array(scattered)
+    seen = _decoded(monkeypatch, {"a", "s", "x"})
+    got = arr.query(order=order).multi_index[BOX["x"][0]:BOX["x"][1], BOX["y"][0]:BOX["y"][1]]
+    monkeypatch.undo()
+    for t, (met, holding) in expected.items():
+        assert seen[t, "x"] == met, t  # every coordinate tile the MBRs meet
+        assert seen[t, "a"] == seen[t, "s"] == holding, t  # the attributes of those that hold a cell
+    with tiledb.open(scattered) as A:
+        want = A.query(order=order).multi_index[BOX["x"][0]:BOX["x"][1], BOX["y"][0]:BOX["y"][1]]
+    for name in ("x", "y", "a", "s"):
+        equal_cells(got[name], want[name], name)
+
+
+def test_a_box_that_holds_whole_tiles_reads_them_with_their_coordinates(scattered, monkeypatch):
+    """A box that holds the fragments' whole domain: no tile is partly in it, nothing is dropped."""
+    arr = open_array(scattered)
+    seen = _decoded(monkeypatch, {"a"})
+    got = arr.query(order="G").multi_index[0:99]
+    monkeypatch.undo()
+    assert seen == {(t, "a"): set(range(frag.tile_num())) for t, frag in zip((1, 2, 3), arr.fragments)}
+    with tiledb.open(scattered) as A:
+        equal_cells(got["a"], A.query(order="G")[:]["a"], "a")
