@@ -51,6 +51,12 @@ def _attribute(draw, version, i):
     if first and draw(st.booleans()):
         filters.append(draw(st.sampled_from(first)))
     filters += draw(st.lists(st.sampled_from(choices), max_size=2, unique_by=lambda f: f[0]))
+    if string:  # TileDB cannot read its own var tile of empty cells through a shuffle or RLE then a checksum
+        kept = []  # (spec_versions/DISCREPANCIES.md; TileDB-Py 0.36.1 fails on its own write of that array)
+        for f in filters:
+            if not (f[0] in ("md5", "sha256") and kept and kept[-1][0] in ("byteshuffle", "rle")):
+                kept.append(f)
+        filters = kept
     dtype = {"ascii": "ascii", "utf8": str}.get(kind, kind)
     return tiledb.Attr(f"a{i}", dtype=dtype, var=string, nullable=nullable, filters=[f[2]() for f in filters])
 
