@@ -88,6 +88,9 @@ FINDS = {
                         "default budget but not the worker (campaign 20261138 on adef393)",
     (405057699, 247): "ZeroDivisionError: repair --out wrote a sparse fragment under a schema's capacity of 0 "
                        "(CI's slice on 6251600)",
+    (20261152, 7714): "memory (a hang in the campaign): salvage, under repair --out, tried each of the 3.9 million "
+                      "tiles a fragment's lied tile count named, where its offsets lists hold 4 (campaign 20261152 "
+                      "on 87a7a6e)",
     (4141, 101): "OverflowError: consolidate sorted cells by a schema's int64 tile extent of -2**63 (a helper's "
                  "run on 6251600)",
 }
