@@ -24,20 +24,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import layout as directory
-from ..array import Array, check_ranges, open_array
-from ..array.cells import from_ordinal, nonempty_bound
-from ..array.dense import read_dense
-from ..array.fragment import field_index
-from ..array.evaluate import evaluate
-from ..array.sparse import _attribute_columns, read_sparse
+from ..array import Array, open_array
 from .create import new_uuid
 from .fragment_writer import fragment_name
+from .merge import merge_dense, merge_sparse
 from .writer import open_writer
 from .vacuum_lists import RELATIVE_VACUUM_URIS, VACUUM_FILES, array_uri
-from ..enums import ArrayType, Layout
+from ..enums import ArrayType
 from ..errors import FormatError
 from ..filters.pipeline import MAX_CHUNK
-from ..structs.array_schema import attributes
+from ..structs.array_schema import attributes, dimensions
 from ..structs.commits import VacuumFile
 from ..versions import FEATURES, Feature
 
@@ -45,11 +41,13 @@ __all__ = ["consolidate", "plan", "parse_config", "ConsolidationConfig"]
 
 _U32, _U64 = 2**32 - 1, 2**64 - 1
 MODES = ("fragments", "commits", "fragment_meta", "array_meta", "group_meta")
-#: TileDB's defaults (tiledb.Config() of TileDB 2.30)
+#: TileDB's defaults (tiledb.Config() of TileDB 2.30); buffer_size 0: not set (TileDB then sizes its buffers
+#: from sm.mem.total_budget, 10 GiB)
 _DEFAULTS = {"mode": "fragments", "step_min_frags": _U32, "step_max_frags": _U32, "step_size_ratio": 0.0,
-             "steps": _U32, "amplification": 1.0, "buffer_size": 50_000_000, "max_fragment_size": _U64,
+             "steps": _U32, "amplification": 1.0, "buffer_size": 0, "max_fragment_size": _U64,
              "purge_deleted_cells": False, "timestamp_start": 0, "timestamp_end": _U64}
 _PREFIX = "sm.consolidation."
+_TOTAL_BUDGET, _TOTAL_KEY = 10 * 2**30, "sm.mem.total_budget"
 
 #: sparse consolidation keeps every cell version and its timestamp (constants::consolidation_with_timestamps_min_version)
 WITH_TIMESTAMPS = Feature("consolidation_with_timestamps", "sparse consolidation keeps cell timestamps", since=15)
@@ -72,6 +70,7 @@ class ConsolidationConfig:
     purge_deleted_cells: bool
     timestamp_start: int
     timestamp_end: int
+    total_budget: int = _TOTAL_BUDGET  # sm.mem.total_budget
 
 
 def _value(name: str, raw, default):
@@ -91,7 +90,7 @@ def _value(name: str, raw, default):
             return value
         return str(raw)
     except (TypeError, ValueError):
-        raise ValueError(f"config: {_PREFIX}{name} = {raw!r} is not a valid {type(default).__name__}") from None
+        raise ValueError(f"config: {name} = {raw!r} is not a valid {type(default).__name__}") from None
 
 
 def parse_config(config=None, timestamp=None, mode: str | None = None) -> ConsolidationConfig:
@@ -104,7 +103,9 @@ def parse_config(config=None, timestamp=None, mode: str | None = None) -> Consol
     values = dict(_DEFAULTS)
     for k, raw in items.items():
         if isinstance(k, str) and k.startswith(_PREFIX) and k[len(_PREFIX):] in _DEFAULTS:
-            values[k[len(_PREFIX):]] = _value(k[len(_PREFIX):], raw, _DEFAULTS[k[len(_PREFIX):]])
+            values[k[len(_PREFIX):]] = _value(k, raw, _DEFAULTS[k[len(_PREFIX):]])
+    if _TOTAL_KEY in items:
+        values["total_budget"] = _value(_TOTAL_KEY, items[_TOTAL_KEY], _U64 - 1)
     if mode is not None:
         values["mode"] = mode
     if timestamp is not None:
@@ -112,7 +113,7 @@ def parse_config(config=None, timestamp=None, mode: str | None = None) -> Consol
             raise ValueError(f"timestamp: expected (start, end) in ms, not {timestamp!r}")
         for name, t in zip(("timestamp_start", "timestamp_end"), timestamp):
             if t is not None:
-                values[name] = _value(name, t, _DEFAULTS[name])
+                values[name] = _value(_PREFIX + name, t, _DEFAULTS[name])
     cfg = ConsolidationConfig(**values)
     if cfg.mode not in MODES:
         raise ValueError(f"config: {_PREFIX}mode must be one of {', '.join(MODES)}, not {cfg.mode!r}")
@@ -287,15 +288,20 @@ def _open_for_consolidation(uri, key) -> Array:
 
 
 def consolidate(uri, config=None, key=None, timestamp=None, fragment_uris=None, dry_run: bool = False,
-                max_chunk_size: int = MAX_CHUNK):
+                max_chunk_size: int = MAX_CHUNK, memory_budget: int | None = None):
     """Consolidate the array at ``uri`` as TileDB-Py's ``tiledb.consolidate`` does, at the array's own
     format version (module doc). ``config``: TileDB config keys (``sm.consolidation.mode``, ``step_*``,
     ``steps``, ``amplification``, ``purge_deleted_cells``, ``timestamp_start``/``end``); ``timestamp``:
     (start, end) ms; ``fragment_uris``: merge exactly these fragments (names or URIs inside the array), in one
     step; ``dry_run``: only return :func:`plan`'s plan; ``max_chunk_size``: the writer's chunk bound (TileDB's
-    64 KiB; 192 bytes in the tiledb-py 0.19-0.25 wheels, as ``convert`` takes it). Returns the plan carried out, each step with the
-    name of the fragment it wrote (``"fragment"``)."""
+    64 KiB; 192 bytes in the tiledb-py 0.19-0.25 wheels, as ``convert`` takes it); ``memory_budget``: the bytes
+    of cells a step holds at once (default: ``sm.consolidation.buffer_size`` per buffer where the config sets
+    it, else ``sm.mem.total_budget``; :mod:`.merge`), a ValueError before the step writes anything where one
+    tile of each fragment it merges does not fit. Returns the plan carried out, each step with the name of the
+    fragment it wrote (``"fragment"``)."""
     cfg = parse_config(config, timestamp)
+    if memory_budget is not None:
+        memory_budget_of(cfg, None, memory_budget)  # (checked before anything is read)
     if cfg.mode != "fragments":
         from . import metadata_modes
         return metadata_modes.consolidate_mode(uri, cfg, key=key, dry_run=dry_run, max_chunk_size=max_chunk_size)
@@ -311,7 +317,7 @@ def consolidate(uri, config=None, key=None, timestamp=None, fragment_uris=None, 
         arr = _open_for_consolidation(uri, key)
         run = _chosen(arr, fragment_uris)
         if len(run) > 1:
-            done.append(_step(arr, run, _union_of(run), cfg, key, max_chunk_size))
+            done.append(_step(arr, run, _union_of(run), cfg, key, max_chunk_size, memory_budget))
         return {"steps": done}
     while len(done) < cfg.steps:
         arr = _open_for_consolidation(uri, key)  # the fragments as the last step left them
@@ -322,7 +328,8 @@ def consolidate(uri, config=None, key=None, timestamp=None, fragment_uris=None, 
         if found is None or found[1] == found[0]:
             break
         names = {i.name for i in infos[found[0]:found[1] + 1]}
-        done.append(_step(arr, [f for f in arr.fragments if f.name in names], found[2], cfg, key, max_chunk_size))
+        done.append(_step(arr, [f for f in arr.fragments if f.name in names], found[2], cfg, key, max_chunk_size,
+                          memory_budget))
     return {"steps": done}
 
 
@@ -356,59 +363,48 @@ def _chosen(arr, fragment_uris) -> list:
     return run
 
 
-def _step(arr, frags, union, cfg, key, max_chunk_size) -> dict:
+def _step(arr, frags, union, cfg, key, max_chunk_size, memory_budget) -> dict:
     """One step: the merged fragment, committed, then its vacuum file. A write that fails takes its
     uncommitted folder away (as TileDB's consolidate_internal)."""
     version = arr.schema.version
     t = (frags[0].timestamp_range[0], frags[-1].timestamp_range[1])
     writer = open_writer(arr.path, timestamp=t, key=key, max_chunk_size=max_chunk_size)
     uuid = new_uuid()
+    _merge(arr, writer, frags, union, cfg, uuid, memory_budget_of(cfg, writer.schema, memory_budget))
     name = fragment_name(version, t, uuid)
-    folder = arr.storage.join(arr.path, *([directory.FRAGMENTS_DIR] if FEATURES["fragments_folder"](version) else []),
-                              name)
-    try:
-        _merge(arr, writer, frags, union, cfg, uuid)
-    except BaseException:
-        if arr.storage.is_dir(folder):
-            arr.storage.remove_folder(folder)
-        raise
     _write_vacuum_file(arr, name, frags, version)
     return {"fragments": [f.name for f in frags], "timestamp_range": list(t), "fragment": name}
 
 
-def _merge(arr, writer, frags, union, cfg, uuid) -> None:
-    schema = writer.schema
-    attrs = attributes(schema)
+def _merge(arr, writer, frags, union, cfg, uuid, budget) -> None:
+    """The merged fragment of ``frags``, in bounded memory (:mod:`.merge`)."""
+    version = writer.version
     with ThreadPoolExecutor(os.cpu_count()) as pool:
         if arr.schema.array_type == ArrayType.DENSE:
-            dims = arr.dims
-            ranges = check_ranges(dims, {d.name: tuple(nonempty_bound(d, v) for v in b) for d, b in zip(dims, union)})
-            cells = read_dense(arr, schema, frags, attrs, ranges, Layout.ROW_MAJOR, pool)
-            writer.write({a.name: _stored_text(cells[a.name]) for a in attrs},
-                         subarray=[(int(lo), int(hi)) for lo, hi in union], uuid=uuid)
-        elif WITH_TIMESTAMPS(writer.version):
-            merged = _with_timestamps(arr, schema, frags, cfg, pool)
-            merged["data"] = {k: _stored_text(v) for k, v in merged["data"].items()}
-            writer.write(uuid=uuid, **merged)
-        else:  # the newest version of each cell (duplicates too, if allowed), as a read at now sees them
-            cells = read_sparse(arr, schema, frags, attrs, {}, Layout.GLOBAL_ORDER, (0, _U64 - 1), [], pool)
-            writer.write({a.name: _stored_text(cells[a.name]) for a in attrs},
-                         coords=[_stored_text(cells[d.name]) for d in arr.dims], uuid=uuid)
+            merge_dense(arr, writer, frags, union, uuid, budget=budget, pool=pool)
+            return
+        first = frags[0].timestamp_range[0]
+        with_timestamps = WITH_TIMESTAMPS(version)
+        delete_meta = with_timestamps and DELETE_META(version) and not cfg.purge_deleted_cells and (
+            any(d.timestamp >= first for d in arr.deletes) or any(f.has_delete_meta for f in frags))
+        merge_sparse(arr, writer, frags, uuid, budget=budget, with_timestamps=with_timestamps,
+                     delete_meta=delete_meta, purge=cfg.purge_deleted_cells,
+                     processed=[d.marker for d in arr.deletes] if DELETE_META(version) else None, pool=pool)
 
 
-def _stored_text(values):
-    """A column of str that UTF-8 cannot hold (cells whose stored bytes are no UTF-8, read back with
-    surrogateescape) as those bytes: the merge copies cells as stored, as TileDB's does."""
-    data = np.ma.getdata(values) if isinstance(values, np.ma.MaskedArray) else values
-    if not (isinstance(data, np.ndarray) and data.dtype == object):
-        return values
-    try:
-        "".join(v for v in data.tolist() if isinstance(v, str)).encode()
-        return values
-    except UnicodeEncodeError:
-        out = np.empty(len(data), object)
-        out[:] = [v.encode("utf-8", "surrogateescape") if isinstance(v, str) else v for v in data.tolist()]
-        return np.ma.masked_array(out, np.ma.getmaskarray(values)) if isinstance(values, np.ma.MaskedArray) else out
+def memory_budget_of(cfg, schema, memory_budget=None) -> int:
+    """The bytes a step's merge may hold (:mod:`.merge`): ``memory_budget``; else, as TileDB sizes its
+    consolidation buffers, ``sm.consolidation.buffer_size`` per buffer where the config sets it (one a field,
+    one more for var offsets and for validity, three for cell timestamps and delete metadata), or
+    ``sm.mem.total_budget``."""
+    if memory_budget is not None:
+        if isinstance(memory_budget, bool) or not isinstance(memory_budget, (int, np.integer)) or memory_budget < 1:
+            raise ValueError(f"memory_budget: expected a positive number of bytes, not {memory_budget!r}")
+        return int(memory_budget)
+    if cfg.buffer_size:
+        fields = dimensions(schema) + attributes(schema)
+        return cfg.buffer_size * (sum(1 + f.var + f.nullable for f in fields) + 3)
+    return cfg.total_budget
 
 
 def _write_vacuum_file(arr, name: str, frags, version: int) -> None:
@@ -420,84 +416,3 @@ def _write_vacuum_file(arr, name: str, frags, version: int) -> None:
     lines = [base + "/" + "/".join(inner + [f.name]) for f in frags]
     folder = storage.join(root, directory.COMMITS_DIR) if FEATURES["fragments_folder"](version) else root
     storage.commit(storage.join(folder, name + ".vac"), VacuumFile.build({"uris": lines}))
-
-
-def _with_timestamps(arr, schema, frags, cfg, pool) -> dict:
-    """Every cell of ``frags`` with its timestamp and, where TileDB keeps it, its delete metadata, as the
-    writer's arguments (it puts them in global order, equal coordinates newest first)."""
-    version = schema.version
-    deletes = arr.deletes
-    first = frags[0].timestamp_range[0]
-    delete_meta = DELETE_META(version) and not cfg.purge_deleted_cells and (
-        any(d.timestamp >= first for d in deletes) or any(f.has_delete_meta for f in frags))
-    parts = [_cells(arr, schema, f, deletes, pool) for f in frags]
-    keep = [None if not cfg.purge_deleted_cells else p["delete_timestamps"] == np.uint64(_U64) for p in parts]
-
-    def joined(get):
-        cols = [get(p) for p in parts]
-        cols = [c if k is None else c[k] for c, k in zip(cols, keep)]
-        return np.concatenate(cols)
-    attrs = attributes(schema)
-    out = {"data": {a.name: joined(lambda p, a=a: p["data"][a.name]) for a in attrs},
-           "validity": {a.name: joined(lambda p, a=a: p["validity"][a.name]) for a in attrs if a.nullable},
-           "coords": [from_ordinal(joined(lambda p, j=j: p["coords"][j]), d) for j, d in enumerate(arr.dims)],
-           "cell_timestamps": joined(lambda p: p["timestamps"])}
-    if not len(out["cell_timestamps"]):
-        raise ValueError("uri: every cell of the fragments is deleted, and purge_deleted_cells drops them all "
-                         "(TileDB writes no fragment then either)")
-    if delete_meta:
-        out["delete_timestamps"] = joined(lambda p: p["delete_timestamps"])
-        out["delete_conditions"] = joined(lambda p: p["delete_conditions"])
-    if DELETE_META(version):
-        out["processed_conditions"] = [d.marker for d in deletes]
-    return out
-
-
-def _cells(arr, schema, frag, deletes, pool) -> dict:
-    """One fragment's cells as stored (every tile), its cell timestamps (the fragment's first timestamp where
-    it keeps none), and when and by which delete (an index into ``deletes``) each was removed: the delete
-    metadata it keeps, or that of the first delete that removes it, whichever is older (UINT64_MAX: none;
-    SparseGlobalOrderReader::copy_delete_meta_tiles)."""
-    names = [d.name for d in arr.dims]
-    tiles = list(range(frag.tile_num()))
-    attrs = attributes(schema)
-    stored = {a.name: idx for a in attrs if (idx := field_index(frag, a)) is not None}
-    extra = (["__timestamps"] if frag.has_timestamps else []) + (
-        ["__delete_timestamps", "__delete_condition_index"] if frag.has_delete_meta else [])
-    coords, decoded = arr.tiles.columns(frag, arr.dims, [*stored.values(), *map(frag.index, extra)], tiles, pool)
-    decoded = dict(zip([*stored, *extra], decoded))
-    n = len(coords[0])
-    data, validity = _attribute_columns(schema, frag, attrs, {k: decoded[k] for k in stored}, n)
-    for k in extra:
-        if len(decoded[k][0]) != n:
-            raise FormatError(f"fragment {frag.name}: {k} holds {len(decoded[k][0])} cells, its coordinates {n}",
-                              file=str(frag.path))
-    t1, t2 = frag.timestamp_range
-    stamps = decoded["__timestamps"][0].astype(np.uint64) if frag.has_timestamps else np.full(n, t1, np.uint64)
-    columns = dict(zip(names, coords), **data)
-    when, which = np.full(n, _U64, np.uint64), np.full(n, _U64, np.uint64)
-    open_cells = np.ones(n, bool)
-    for i, d in enumerate(deletes):  # SparseIndexReaderBase::apply_query_condition, oldest delete first
-        if d.timestamp < t1 or d.marker in frag.processed_conditions:
-            continue
-        hit = ~evaluate(d.condition, columns, validity, n)  # the stored condition is negated
-        if frag.has_timestamps and d.timestamp <= t2:
-            hit &= stamps <= np.uint64(d.timestamp)
-        when[hit & open_cells], which[hit & open_cells] = d.timestamp, i
-        open_cells &= ~hit
-    if frag.has_delete_meta:
-        old_when, old_which = (decoded[k][0].astype(np.uint64) for k in extra[-2:])
-        index = {d.marker: i for i, d in enumerate(deletes)}
-        processed = frag.processed_conditions
-        if len(old_which) and int(old_which[old_which != np.uint64(_U64)].max(initial=0)) >= max(len(processed), 1) \
-                and (old_which != np.uint64(_U64)).any():
-            raise FormatError(f"fragment {frag.name}: a delete condition index is past its {len(processed)} "
-                              "processed conditions", file=str(frag.path))
-        # a processed delete since vacuumed maps to 0, as TileDB's map lookup gives
-        converted = np.array([index.get(m, 0) for m in processed] + [0], np.uint64)
-        mapped = np.where(old_which == np.uint64(_U64), np.uint64(_U64),
-                          converted[np.minimum(old_which, np.uint64(len(processed))).astype(np.int64)])
-        older = when >= old_when
-        when, which = np.where(older, old_when, when), np.where(older, mapped, which)
-    return {"coords": coords, "data": data, "validity": validity, "timestamps": stamps,
-            "delete_timestamps": when, "delete_conditions": which}

@@ -36,7 +36,7 @@ from ..versions import FEATURES, Feature
 from .rtree import FANOUT, build_levels
 from .tiling import terminated_cells, var_cells
 
-__all__ = ["FragmentWrite", "FragmentStream", "write_fragment", "fragment_name"]
+__all__ = ["FragmentWrite", "FragmentStream", "write_fragment", "fragment_name", "whole_write_var_bound"]
 
 _COMPRESSORS = {FilterType.GZIP, FilterType.ZSTD, FilterType.LZ4, FilterType.RLE, FilterType.BZIP2,
                 FilterType.DOUBLE_DELTA}
@@ -51,6 +51,14 @@ _DENSE_TILER = Feature("dense_tiler", "a dense write's var tiles allocated for t
 #: TileDB 2.12 (v16) computes a dense tile's statistics over the cell slabs the write copied in
 #: (DenseTiler::compute_tile_metadata); 2.7-2.11 over the whole tile, the zeroed padding included.
 _WRITTEN_CELL_STATS = Feature("written_cell_stats", "dense tile statistics of the cells written only", 16)
+
+
+def whole_write_var_bound(version: int) -> bool:
+    """Whether a dense write's var data is chunked by a bound of the whole write (not of each tile's), which a
+    write in batches is told (:class:`FragmentStream`'s ``var_bounds``)."""
+    return _BUFFER_VAR_CHUNKS(version) and _DENSE_TILER(version)
+
+
 _EMPTY_TILE = Tile.build(Container(num_chunks=0, chunks=ListContainer()))
 
 

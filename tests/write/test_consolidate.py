@@ -271,14 +271,13 @@ def test_a_failed_merge_takes_its_uncommitted_folder_away(tmp_path, monkeypatch)
     ours = tmp_path / "arr"
     _sparse(ours, delete=False)
     before = _tree_hash(ours)
-    from tdbformat.write import writer as writer_mod
-    from tdbformat.write.fragment_writer import fragment_name
+    from tdbformat.write.fragment_writer import FragmentStream
+    real = FragmentStream.add
 
-    def failing(storage, root, fw, *, timestamp, uuid, **kw):  # a data file written, then the disk is full
-        folder = storage.join(root, "__fragments", fragment_name(fw.schema.version, timestamp, uuid))
-        storage.write(storage.join(folder, "a0.tdb"), b"partial")
+    def failing(self, fw):  # a batch of tiles written, then the disk is full
+        real(self, fw)
         raise OSError("disk full")
-    monkeypatch.setattr(writer_mod, "write_fragment", failing)
+    monkeypatch.setattr(FragmentStream, "add", failing)
     with pytest.raises(OSError, match="disk full"):
         consolidate(str(ours))
     assert _tree_hash(ours) == before
