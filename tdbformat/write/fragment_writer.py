@@ -417,6 +417,10 @@ def write_fragment(storage, root, fw: FragmentWrite, *, timestamp: int, uuid: st
     return stream.name
 
 
+#: batches whose MBRs and tile bounds a stream keeps apart before joining them
+_COMPACT = 32
+
+
 class FragmentStream:
     """One fragment written a batch of whole tiles at a time: :meth:`add` stores each batch (a
     :class:`FragmentWrite` of consecutive tiles in global order, the last one's last tile may be partial) into
@@ -491,6 +495,9 @@ class FragmentStream:
             self._mbrs.append(fw.mbrs)
         if fw.global_bounds is not None:
             self._global_bounds.append(fw.global_bounds)
+        if len(self._mbrs) >= _COMPACT:  # (many small batches: one array, not an array's overhead a batch)
+            self._mbrs = [_joined_mbrs(self._mbrs)]
+            self._global_bounds = [_joined_bounds(self._global_bounds, dimensions(self.schema))]
 
     def finish(self) -> None:
         """The data files closed, then the fragment metadata, then the commit, last."""
@@ -502,8 +509,7 @@ class FragmentStream:
         whole = FragmentWrite(
             self.schema, first.schema_name, first.dense, self._ned, {}, mbrs=_joined_mbrs(self._mbrs),
             last_tile_cell_num=self._last,
-            global_bounds={d.name: tuple(np.concatenate([g[d.name][k] for g in self._global_bounds])
-                                         for k in (0, 1)) for d in dims} if self._global_bounds else None,
+            global_bounds=_joined_bounds(self._global_bounds, dims) if self._global_bounds else None,
             has_timestamps=first.has_timestamps, has_delete_meta=first.has_delete_meta,
             processed_conditions=first.processed_conditions)
         version = self.schema.version
@@ -527,6 +533,11 @@ def _joined_domain(ned, more) -> list:
         else:
             out.append(np.array([min(a[0], b[0]), max(a[1], b[1])], a.dtype))
     return out
+
+
+def _joined_bounds(parts: list, dims) -> dict:
+    """The batches' first and last cells of each tile (``FragmentWrite.global_bounds``) as one."""
+    return {d.name: tuple(np.concatenate([g[d.name][k] for g in parts]) for k in (0, 1)) for d in dims}
 
 
 def _joined_mbrs(parts: list):

@@ -16,6 +16,7 @@ import tdbformat  # noqa: E402
 from tdbformat.errors import FormatError  # noqa: E402
 from tdbformat.write.consolidate import consolidate, plan  # noqa: E402
 from tdbformat.write.vacuum import vacuum  # noqa: E402
+from test_consolidate_corpus import least_budget  # noqa: E402
 
 _WRITES = [(10, [1, 5, 7]), (20, [5, 9, 3]), (30, [7, 1, 11, 12]), (40, [2, 5])]
 
@@ -107,12 +108,16 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("budget", ["default", "least"])
 @pytest.mark.parametrize("case", CASES)
-def test_consolidate_and_vacuum_as_tiledb(tmp_path, case):
+def test_consolidate_and_vacuum_as_tiledb(tmp_path, case, budget):
+    """``least``: merged in the least memory the merge takes, a few tiles at a time (a tile of each fragment
+    at once, dense a tile at a time): the same bytes."""
     build, kw = CASES[case]
     ours, theirs, times = _pair(tmp_path, build, **kw)
     tiledb.consolidate(str(theirs), config=tiledb.Config({"sm.consolidation.mode": "fragments"}))
-    done = consolidate(str(ours), config={"sm.consolidation.mode": "fragments"})
+    done = consolidate(str(ours), config={"sm.consolidation.mode": "fragments"},
+                       memory_budget=least_budget(ours) if budget == "least" else None)
     _same_everywhere(ours, theirs, times)
     rng = done["steps"][-1]["timestamp_range"]
     # the copies share their delete commits and schema: the merged fragments are the same bytes
