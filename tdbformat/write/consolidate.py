@@ -26,7 +26,6 @@ import numpy as np
 from .. import layout as directory
 from ..array import Array, open_array
 from .create import new_uuid
-from .fragment_writer import fragment_name
 from .merge import merge_dense, merge_sparse
 from .writer import open_writer
 from .vacuum_lists import RELATIVE_VACUUM_URIS, VACUUM_FILES, array_uri
@@ -53,6 +52,9 @@ _TOTAL_BUDGET, _TOTAL_KEY = 10 * 2**30, "sm.mem.total_budget"
 WITH_TIMESTAMPS = Feature("consolidation_with_timestamps", "sparse consolidation keeps cell timestamps", since=15)
 #: delete commits exist (constants::deletes_min_version): consolidation keeps delete metadata
 DELETE_META = Feature("consolidation_delete_meta", "sparse consolidation keeps delete metadata", since=16)
+#: sm.consolidation.max_fragment_size came with TileDB 2.13 (#3607), which writes v16
+MAX_FRAGMENT_SIZE = Feature("consolidation_max_fragment_size",
+                            "consolidation cuts its fragment at sm.consolidation.max_fragment_size", since=16)
 
 
 @dataclass(frozen=True)
@@ -123,8 +125,6 @@ def parse_config(config=None, timestamp=None, mode: str | None = None) -> Consol
         raise ValueError("config: step_size_ratio must be in [0.0, 1.0]")
     if cfg.amplification < 0:
         raise ValueError("config: amplification must be non-negative")
-    if cfg.max_fragment_size != _U64:
-        raise ValueError("config: sm.consolidation.max_fragment_size (splitting the result) is not supported yet")
     return cfg
 
 
@@ -230,11 +230,15 @@ def _fragment_size(arr, frag) -> int:
     return total + arr.storage.size(arr.storage.join(frag.path, directory.FRAGMENT_METADATA))
 
 
-def _infos(arr, cfg) -> tuple[list, list]:
+def _infos(arr, cfg, hidden=frozenset()) -> tuple[list, list]:
     """The fragments the step algorithm sees (FragmentInfo::load): those inside the config's window, and the
-    union of the non-empty domains of those that start before it (the anterior range)."""
+    union of the non-empty domains of those that start before it (the anterior range). ``hidden``: fragments
+    a step wrote after its first (cut at max_fragment_size), which TileDB's fragment info never loads
+    (load_and_replace adds the first alone)."""
     infos, anterior = [], []
     for f in arr.fragments:
+        if f.name in hidden:
+            continue
         t1, t2 = f.timestamp_range
         if t1 < cfg.timestamp_start:
             anterior = _union(anterior, f.non_empty_domain)
@@ -319,9 +323,10 @@ def consolidate(uri, config=None, key=None, timestamp=None, fragment_uris=None, 
         if len(run) > 1:
             done.append(_step(arr, run, _union_of(run), cfg, key, max_chunk_size, memory_budget))
         return {"steps": done}
+    hidden = set()
     while len(done) < cfg.steps:
         arr = _open_for_consolidation(uri, key)  # the fragments as the last step left them
-        infos, anterior = _infos(arr, cfg)
+        infos, anterior = _infos(arr, cfg, hidden)
         if len(infos) <= 1:
             break
         found = _next(infos, anterior, cfg, arr.schema.domain.dimensions, arr.schema.array_type == ArrayType.DENSE)
@@ -330,6 +335,7 @@ def consolidate(uri, config=None, key=None, timestamp=None, fragment_uris=None, 
         names = {i.name for i in infos[found[0]:found[1] + 1]}
         done.append(_step(arr, [f for f in arr.fragments if f.name in names], found[2], cfg, key, max_chunk_size,
                           memory_budget))
+        hidden.update(done[-1]["written"][1:])
     return {"steps": done}
 
 
@@ -364,32 +370,39 @@ def _chosen(arr, fragment_uris) -> list:
 
 
 def _step(arr, frags, union, cfg, key, max_chunk_size, memory_budget) -> dict:
-    """One step: the merged fragment, committed, then its vacuum file. A write that fails takes its
-    uncommitted folder away (as TileDB's consolidate_internal)."""
+    """One step: the merged fragment (or fragments, cut at ``max_fragment_size``), committed, then its vacuum
+    file, named after the first. A write that fails takes its uncommitted folders away (as TileDB's
+    consolidate_internal)."""
     version = arr.schema.version
     t = (frags[0].timestamp_range[0], frags[-1].timestamp_range[1])
     writer = open_writer(arr.path, timestamp=t, key=key, max_chunk_size=max_chunk_size)
-    uuid = new_uuid()
-    _merge(arr, writer, frags, union, cfg, uuid, memory_budget_of(cfg, writer.schema, memory_budget))
-    name = fragment_name(version, t, uuid)
-    _write_vacuum_file(arr, name, frags, version)
-    return {"fragments": [f.name for f in frags], "timestamp_range": list(t), "fragment": name}
+    written = _merge(arr, writer, frags, union, cfg, new_uuid(), memory_budget_of(cfg, writer.schema, memory_budget))
+    _write_vacuum_file(arr, written[0], frags, version)
+    return {"fragments": [f.name for f in frags], "timestamp_range": list(t), "fragment": written[0],
+            "written": written}
 
 
-def _merge(arr, writer, frags, union, cfg, uuid, budget) -> None:
-    """The merged fragment of ``frags``, in bounded memory (:mod:`.merge`)."""
+def _merge(arr, writer, frags, union, cfg, uuid, budget) -> list:
+    """The merged fragments of ``frags``, in bounded memory (:mod:`.merge`); their names."""
     version = writer.version
     with ThreadPoolExecutor(os.cpu_count()) as pool:
+        if cfg.max_fragment_size != _U64 and not MAX_FRAGMENT_SIZE(version):
+            raise ValueError(f"config: sm.consolidation.max_fragment_size: format version {version} has none (TileDB "
+                             f"2.13 brought it, writing version {MAX_FRAGMENT_SIZE.since})")
         if arr.schema.array_type == ArrayType.DENSE:
-            merge_dense(arr, writer, frags, union, uuid, budget=budget, pool=pool)
-            return
+            if cfg.max_fragment_size != _U64:
+                raise ValueError("config: sm.consolidation.max_fragment_size: cutting a dense fragment into "
+                                 "rectangles is not supported yet (sparse arrays only)")
+            return merge_dense(arr, writer, frags, union, uuid, budget=budget, pool=pool)
         first = frags[0].timestamp_range[0]
         with_timestamps = WITH_TIMESTAMPS(version)
         delete_meta = with_timestamps and DELETE_META(version) and not cfg.purge_deleted_cells and (
             any(d.timestamp >= first for d in arr.deletes) or any(f.has_delete_meta for f in frags))
-        merge_sparse(arr, writer, frags, uuid, budget=budget, with_timestamps=with_timestamps,
-                     delete_meta=delete_meta, purge=cfg.purge_deleted_cells,
-                     processed=[d.marker for d in arr.deletes] if DELETE_META(version) else None, pool=pool)
+        return merge_sparse(arr, writer, frags, uuid, budget=budget, with_timestamps=with_timestamps,
+                            delete_meta=delete_meta, purge=cfg.purge_deleted_cells,
+                            processed=[d.marker for d in arr.deletes] if DELETE_META(version) else None,
+                            max_fragment_size=None if cfg.max_fragment_size == _U64 else cfg.max_fragment_size,
+                            pool=pool)
 
 
 def memory_budget_of(cfg, schema, memory_budget=None) -> int:

@@ -146,11 +146,11 @@ class _Encoder:
             return _Sink.open(files, self.storage, self.storage.join(self.folder, f"{stem}{suffix}.tdb"))
         return sink(""), sink("_var") if info.var else _Sink(None), sink("_validity") if info.nullable else _Sink(None)
 
-    def field(self, info: FieldInfo, tiles, validity, sinks, out: _Out, stats: bool, is_dim: bool, written=None,
-              dense: bool = False, var_bound=None) -> None:
-        """Store a batch of a field's tiles into its ``sinks`` (:meth:`sinks`), adding to ``out``, filtered
-        :attr:`threads` tiles at once (:func:`_in_order`). ``var_bound``: :meth:`var_bound` of the whole
-        fragment where a batch is not all of it (None: of these tiles)."""
+    def encoded(self, info: FieldInfo, tiles, validity, stats: bool, is_dim: bool, written=None, dense: bool = False,
+                var_bound=None):
+        """A batch of a field's tiles filtered (:meth:`tile`'s tuples, in order), :attr:`threads` tiles at once
+        (:func:`_in_order`). ``var_bound``: :meth:`var_bound` of the whole fragment where a batch is not all of
+        it (None: of these tiles)."""
         var_bound = var_bound if var_bound is not None else self.var_bound(info, tiles, dense, written) if tiles \
             else None
         at_once = min(self.threads, len(tiles))
@@ -160,9 +160,13 @@ class _Encoder:
             return self.tile(info, tiles[t], None if validity is None else validity[t], var_bound, chunk_threads,
                              stats and (slice(None) if written is None or not _WRITTEN_CELL_STATS(self.version)
                                         else written[t]), is_dim)
+        return _in_order(tile, len(tiles), at_once)
 
+    @staticmethod
+    def store(info: FieldInfo, encoded, sinks, out: _Out) -> None:
+        """Filtered tiles (:meth:`encoded`) into a field's ``sinks`` (:meth:`sinks`), added to ``out``."""
         fixed, var, valid = sinks
-        for fixed_parts, var_parts, var_size, valid_parts, tile_stats in _in_order(tile, len(tiles), at_once):
+        for fixed_parts, var_parts, var_size, valid_parts, tile_stats in encoded:
             out.offsets.append(fixed.size)
             if info.var:
                 out.var_offsets.append(var.size)
@@ -468,8 +472,9 @@ class FragmentStream:
                 if not self.storage.is_file(self.commit):
                     self.storage.remove_folder(self.folder)
 
-    def add(self, fw: FragmentWrite) -> None:
-        """Store the tiles of ``fw`` after those added before."""
+    def add(self, fw: FragmentWrite, encoded: dict | None = None) -> None:
+        """Store the tiles of ``fw`` after those added before; ``encoded``: their filtered tiles by field
+        (:meth:`encode`, of these tiles), else they are filtered as they are stored."""
         version = self.schema.version
         if self._first is None:
             self._first = fw
@@ -483,8 +488,8 @@ class FragmentStream:
                                                  self.storage.join(self.folder, "__coords.tdb"))
                 self._outs[coords] = _Out()
         for i, info, is_dim in _index_data(fw, version):
-            self._enc.field(info, fw.tiles[info.name], fw.validity.get(info.name), self._sinks[i], self._outs[i],
-                            version >= 11, is_dim, fw.written, fw.dense, self.var_bounds.get(info.name))
+            self._enc.store(info, encoded[i] if encoded is not None else self._encoded(fw, i, info, is_dim),
+                            self._sinks[i], self._outs[i])
         if not fw.dense and not FEATURES["coordinates_per_dimension"](version):
             coords = len(attributes(self.schema))
             self._enc.coords(fw.tiles, dimensions(self.schema), self._sinks[coords], self._outs[coords])
@@ -499,8 +504,24 @@ class FragmentStream:
             self._mbrs = [_joined_mbrs(self._mbrs)]
             self._global_bounds = [_joined_bounds(self._global_bounds, dimensions(self.schema))]
 
-    def finish(self) -> None:
-        """The data files closed, then the fragment metadata, then the commit, last."""
+    def _encoded(self, fw, i, info, is_dim):
+        return self._enc.encoded(info, fw.tiles[info.name], fw.validity.get(info.name), self.schema.version >= 11,
+                                 is_dim, fw.written, fw.dense, self.var_bounds.get(info.name))
+
+    def encode(self, fw: FragmentWrite) -> tuple[dict, np.ndarray]:
+        """The filtered tiles of ``fw`` by field (held, for :meth:`add`), and each tile's stored bytes over every
+        field (WriterTileTuple::filtered_size, summed as GlobalOrderWriter sizes fragments): for a fragment cut
+        by size (v5+: the coordinates of each dimension apart)."""
+        encoded = {i: list(self._encoded(fw, i, info, is_dim)) for i, info, is_dim in _index_data(fw, self.schema.version)}
+        sizes = np.zeros(len(next(iter(fw.tiles.values()))), np.int64)
+        for tiles in encoded.values():
+            for t, (fixed, var, _, valid, _) in enumerate(tiles):
+                sizes[t] += sum(map(len, fixed)) + sum(map(len, var or [])) + sum(map(len, valid or []))
+        return encoded, sizes
+
+    def finish(self, commit: bool = True) -> None:
+        """The data files closed, then the fragment metadata, then (unless ``commit`` is False: then
+        :meth:`commit` later) the commit, last."""
         first = self._first
         if first is None:
             raise ValueError("a fragment needs at least one tile")
@@ -515,11 +536,17 @@ class FragmentStream:
         version = self.schema.version
         metadata = _metadata(whole, version, self.key, self._fields, self._outs, self._tile_num, self.max_chunk)
         if not FEATURES["commit_markers"](version):
-            self.storage.commit(self.commit, metadata)
-            return
-        self.storage.write(self.storage.join(self.folder, FRAGMENT_METADATA), metadata)
+            self._metadata = metadata  # v1-4: the metadata file is the commit
+        else:
+            self.storage.write(self.storage.join(self.folder, FRAGMENT_METADATA), metadata)
+            self._metadata = b""
+        if commit:
+            self.commit_now()
+
+    def commit_now(self) -> None:
+        """The commit of a fragment :meth:`finish` left uncommitted: from here on readers see it."""
         self.storage.makedirs(self.storage.parent(self.commit))
-        self.storage.commit(self.commit, b"")
+        self.storage.commit(self.commit, self._metadata)
 
 
 def _joined_domain(ned, more) -> list:

@@ -18,7 +18,11 @@ cannot give every fragment one (or a dense slab one tile) is refused before anyt
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+from dataclasses import replace
+
 import numpy as np
+from construct import Container
 
 from ..array import check_ranges
 from ..array.cells import from_ordinal, nonempty_bound
@@ -28,10 +32,12 @@ from ..array.fragment import field_index
 from ..array.order import global_order_keys, hilbert_values, tile_range
 from ..array.sparse import _attribute_columns
 from ..enums import Layout
+from ..layout import COMMITS_DIR
 from ..errors import FormatError
 from ..structs import fragment as fragment_mod
 from ..structs.array_schema import VAR_NUM, attributes
 from .fragment_writer import whole_write_var_bound
+from .metadata_modes import commit_together, commits_name
 from .tiling import var_cells
 from .writer import dense_fragment, sparse_fragment
 
@@ -113,9 +119,9 @@ class _Cursor:
 
 
 def merge_sparse(arr, writer, frags, uuid: str, *, budget: int, with_timestamps: bool, delete_meta: bool,
-                 purge: bool, processed: list | None, pool) -> int:
-    """Merge ``frags`` into a new fragment of ``writer`` (named by ``uuid``, module doc); returns the cells
-    written. ``with_timestamps``: every cell version with its timestamp (v15+), else the newest of equal
+                 purge: bool, processed: list | None, max_fragment_size: int | None, pool) -> list:
+    """Merge ``frags`` into a new fragment of ``writer`` (named by ``uuid``, module doc), or several of at most
+    ``max_fragment_size`` stored bytes (:class:`_Output`); returns their names. ``with_timestamps``: every cell version with its timestamp (v15+), else the newest of equal
     coordinates (duplicates kept where the array allows them, newest fragment first); ``delete_meta``: with
     the delete metadata; ``purge``: without the cells a delete removed; ``processed``: the delete commits the
     new fragment lists (None: before v16)."""
@@ -153,13 +159,79 @@ def merge_sparse(arr, writer, frags, uuid: str, *, budget: int, with_timestamps:
         return tie + global_order_keys(coords, hilbert=hilbert, **grid)
 
     cursors = [_Cursor(i, f, c, int(c.max(initial=0)) + spare, read) for i, (f, c) in enumerate(zip(frags, costs))]
-    with writer.stream(uuid) as stream:
-        out = _Tiles(arr, writer, stream, budget // _SHARES, per_cell, delete_meta, processed, with_timestamps)
+    with ExitStack() as streams:
+        output = _Output(writer, uuid, max_fragment_size, streams)
+        out = _Tiles(arr, writer, output, budget // _SHARES, per_cell, delete_meta, processed, with_timestamps)
         for batch in _rounds(cursors, keys_of, out.step):
             out.add(batch)
-        count = out.finish()
-        stream.finish()
-    return count
+        out.finish()
+        return output.finish()
+
+
+class _Output:
+    """The new fragments of a step: one, or with a ``max_size`` (sm.consolidation.max_fragment_size) a new
+    one, of the same timestamps, each time the next full tile would take the current one's stored bytes past
+    it (GlobalOrderWriter::identify_fragment_tile_boundaries; the last tile, not full, goes to the last
+    fragment whatever its size); all committed at the end, as TileDB commits them when the write finalizes."""
+
+    def __init__(self, writer, uuid, max_size, streams: ExitStack):
+        self.writer, self.max_size, self.streams = writer, max_size, streams
+        self.done = [streams.enter_context(writer.stream(uuid))]
+        self.size = 0
+
+    def add(self, fw, final: bool) -> None:
+        stream = self.done[-1]
+        if self.max_size is None:
+            stream.add(fw)
+            return
+        encoded, sizes = stream.encode(fw)
+        n, start = len(sizes), 0
+        whole = n - 1 if final and fw.last_tile_cell_num < int(self.writer.schema.capacity) else n
+        for t in range(whole):
+            if sizes[t] > self.max_size:
+                raise ValueError(f"config: sm.consolidation.max_fragment_size = {self.max_size} is too small to "
+                                 f"write a single tile ({sizes[t]} bytes stored)")
+            if self.size + sizes[t] > self.max_size:
+                if t > start:
+                    self.done[-1].add(_tiles_of(fw, start, t), {i: e[start:t] for i, e in encoded.items()})
+                self.done[-1].finish(commit=False)
+                self.done.append(self.streams.enter_context(self.writer.stream()))
+                self.size, start = 0, t
+            self.size += int(sizes[t])
+        self.done[-1].add(_tiles_of(fw, start, n), {i: e[start:] for i, e in encoded.items()})
+
+    def finish(self) -> list:
+        """Every new fragment committed, in order (several at once, in one consolidated commits file, as
+        GlobalOrderWriter::finalize_global_write_state commits them); their names."""
+        self.done[-1].finish(commit=False)
+        if len(self.done) == 1:
+            self.done[0].commit_now()
+        else:
+            lines = [f"{COMMITS_DIR}/{stream.name}.wrt" for stream in self.done]
+            commit_together(self.writer.storage, self.writer.root, commits_name(lines[0], lines[-1], self.writer.version),
+                            [Container(uri=line, delete=None) for line in lines], self.writer.key)
+        return [stream.name for stream in self.done]
+
+
+def _tiles_of(fw, start: int, end: int):
+    """Tiles ``start`` to ``end`` of a sparse :class:`FragmentWrite`, as one: their non-empty domain is their
+    MBRs' union (as TileDB's fragment metadata grows it tile by tile)."""
+    n = len(next(iter(fw.tiles.values())))
+    if (start, end) == (0, n):
+        return fw
+    mbrs = fw.mbrs[start:end]
+    dims = [d.name for d in fw.schema.domain.dimensions]
+    if isinstance(mbrs, np.ndarray):
+        ned = [np.array([mbrs[d][:, 0].min(), mbrs[d][:, 1].max()], mbrs.dtype[d].base) for d in dims]
+    else:
+        ned = [Container(start=min(r[j].start for r in mbrs), end=max(r[j].end for r in mbrs))
+               if isinstance(mbrs[0][j], dict) else
+               np.array([min(r[j][0] for r in mbrs), max(r[j][1] for r in mbrs)], mbrs[0][j].dtype)
+               for j in range(len(dims))]
+    return replace(fw, non_empty_domain=ned, tiles={k: v[start:end] for k, v in fw.tiles.items()},
+                   validity={k: v[start:end] for k, v in fw.validity.items()}, mbrs=mbrs,
+                   last_tile_cell_num=fw.last_tile_cell_num if end == n else int(fw.schema.capacity),
+                   global_bounds={k: (a[start:end], b[start:end]) for k, (a, b) in fw.global_bounds.items()})
 
 
 def _tile_costs(frag, per_cell: int, schema) -> np.ndarray:
@@ -227,8 +299,8 @@ def _rounds(cursors, keys_of, most: int):
 
 
 class _Tiles:
-    """The merged cells cut into tiles of ``capacity`` and handed to the stream a few at a time (at most
-    ``limit`` bytes); the cells of a tile not yet full wait for the next batch."""
+    """The merged cells cut into tiles of ``capacity`` and handed to the new fragments (:class:`_Output`) a
+    few at a time (at most ``limit`` bytes); the cells of a tile not yet full wait for the next batch."""
 
     def __init__(self, arr, writer, stream, limit, per_cell, delete_meta, processed, with_timestamps):
         self.arr, self.schema, self.stream, self.processed = arr, writer.schema, stream, processed
@@ -253,17 +325,16 @@ class _Tiles:
         n = len(batch["__position"])
         whole = n if final else n - n % self.capacity
         for at in range(0, whole, self.step):
-            self._write({k: v[at:min(at + self.step, whole)] for k, v in batch.items()})
+            self._write({k: v[at:min(at + self.step, whole)] for k, v in batch.items()}, final and at + self.step >= whole)
         self.waiting = [{k: v[whole:] for k, v in batch.items()}]
         self.held = n - whole
 
-    def finish(self) -> int:
+    def finish(self) -> None:
         if self.held:
             self._flush(final=True)
         if not self.count:
             raise ValueError("uri: every cell of the fragments is deleted, and purge_deleted_cells drops them all "
                              "(TileDB writes no fragment then either)")
-        return self.count
 
     def _newest(self, batch: dict) -> dict:
         """Without cell timestamps, the first (newest) of equal coordinates, unless the array allows
@@ -285,7 +356,7 @@ class _Tiles:
         self.last = last
         return {k: v[~same] for k, v in batch.items()} if same.any() else batch
 
-    def _write(self, cells: dict) -> None:
+    def _write(self, cells: dict, final: bool = False) -> None:
         attrs = attributes(self.schema)
         meta = None
         if self.with_timestamps:
@@ -298,7 +369,7 @@ class _Tiles:
         fw = sparse_fragment(self.schema, self.schema_name, [from_ordinal(cells[d.name], d) for d in self.arr.dims],
                              {a.name: stored_text(cells[a.name]) for a in attrs},
                              {a.name: cells[f"__valid_{a.name}"] for a in attrs if a.nullable}, meta)
-        self.stream.add(fw)
+        self.stream.add(fw, final)
         self.count += len(cells["__position"])
 
 
@@ -357,7 +428,7 @@ def _cells(arr, schema, frag, deletes, pool, tiles) -> dict:
 MIN_TILES = 3
 
 
-def merge_dense(arr, writer, frags, union, uuid: str, *, budget: int, pool) -> None:
+def merge_dense(arr, writer, frags, union, uuid: str, *, budget: int, pool) -> list:
     """Merge the dense ``frags`` over ``union`` into a new fragment of ``writer`` (named by ``uuid``), a slab
     of whole tiles at a time (module doc)."""
     schema = writer.schema
@@ -384,6 +455,7 @@ def merge_dense(arr, writer, frags, union, uuid: str, *, budget: int, pool) -> N
         for sub in slabs:
             stream.add(dense_fragment(schema, writer.schema_name, sub, cells(sub), None))
         stream.finish()
+    return [stream.name]
 
 
 def _var_per_cell(frag, attrs) -> int:

@@ -335,3 +335,68 @@ def test_file_sizes_that_add_up_past_any_storage_are_a_format_error(tmp_path):
     with pytest.raises(FormatError, match="add up to"):
         consolidate(root, config={"sm.consolidation.step_min_frags": "2", "sm.consolidation.step_max_frags": "3"})
     assert sorted(p.name for p in root.rglob("*")) == before
+
+
+def _fragment_layout(path):
+    """Each fragment's timestamps, non-empty domain and cell count, sorted (fragments of one consolidation share
+    their timestamps: their order is their random names')."""
+    return sorted(repr((tuple(f.timestamp_range), f.non_empty_domain, f.cell_num))
+                  for f in tdbformat.open_array(str(path)).fragments)
+
+
+def _rows(path, t):
+    """The cells at ``t`` as sorted rows: a dups array's cells come in its fragments' order."""
+    out = _read(path, t)
+    return sorted(map(repr, zip(*[v[0] if isinstance(v, tuple) else v for v in out.values()])))
+
+
+@pytest.mark.parametrize("size", [300, 700, 2000])
+@pytest.mark.parametrize("case", ["sparse_deletes", "sparse_dups_deletes", "sparse_strings_var"])
+def test_max_fragment_size_cuts_the_merged_fragment_as_tiledb(tmp_path, case, size):
+    """sm.consolidation.max_fragment_size: a new fragment each time the next tile would pass the size, all
+    committed in one .con; a size under one tile is refused (TileDB: "Fragment size is too small to write a
+    single tile") and the array is left as it was."""
+    build, kw = CASES[case]
+    ours, theirs, times = _pair(tmp_path, build, **kw)
+    config = {"sm.consolidation.mode": "fragments", "sm.consolidation.max_fragment_size": str(size)}
+    try:
+        tiledb.consolidate(str(theirs), config=tiledb.Config(config))
+        refused = False
+    except tiledb.TileDBError as e:
+        assert "too small to write a single tile" in str(e)
+        refused = True
+    if refused:
+        before = _tree_hash(ours)
+        with pytest.raises(ValueError, match="max_fragment_size = .* is too small to write a single tile"):
+            consolidate(str(ours), config=config)
+        assert _tree_hash(ours) == before
+    else:
+        done = consolidate(str(ours), config=config)
+        assert len(done["steps"]) == 1 and len(done["steps"][0]["written"]) == len(tiledb.array_fragments(str(theirs)))
+    assert _fragment_layout(ours) == _fragment_layout(theirs)
+    kinds = [sorted(n.rsplit(".", 1)[-1] for n in os.listdir(p / "__commits")) for p in (ours, theirs)]
+    assert kinds[0] == kinds[1]
+    for t in sorted(set(times)) + [None]:
+        assert _rows(ours, t) == _rows(theirs, t), t
+    vacuum(str(ours))
+    tiledb.vacuum(str(theirs))
+    assert _fragment_layout(ours) == _fragment_layout(theirs)
+    assert _rows(ours, None) == _rows(theirs, None)
+
+
+def test_max_fragment_size_is_refused_before_format_version_16(tmp_path):
+    from tdbformat.write.create import create
+    from tdbformat.write.writer import write
+    from test_writer import py_schema
+
+    schema = py_schema(tmp_path, tiledb.ArraySchema(domain=tiledb.Domain(tiledb.Dim("x", domain=(0, 99), tile=10,
+                                                                                      dtype=np.int64)),
+                                                    attrs=[tiledb.Attr("a", dtype=np.int32)], sparse=True))
+    path = str(tmp_path / "a")
+    create(path, schema, 15)
+    for t in (1, 2):
+        write(path, {"a": np.arange(3, dtype=np.int32)}, coords=[np.arange(3) + t], timestamp=t)
+    before = _tree_hash(path)
+    with pytest.raises(ValueError, match="max_fragment_size: format version 15 has none"):
+        consolidate(path, config={"sm.consolidation.max_fragment_size": "100"})
+    assert _tree_hash(path) == before
