@@ -275,7 +275,7 @@ def plan(uri, config=None, key=None, timestamp=None) -> dict:
 # --- consolidating ---
 
 def _open_for_consolidation(uri, key) -> Array:
-    arr = open_array(uri, key=key)
+    arr = open_array(uri, key=key, timestamp=_U64 // 2)  # every fragment: TileDB loads up to timestamp_end
     if not isinstance(arr, Array):
         raise ValueError(f"uri: {uri} is an array from before format version 1, which TileDB never consolidated")
     version = arr.schema.version

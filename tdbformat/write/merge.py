@@ -132,7 +132,7 @@ def merge_sparse(arr, writer, frags, uuid: str, *, budget: int, with_timestamps:
     need = sum(int(c.max(initial=0)) for c in costs)
     if _SHARES * need > budget:
         raise ValueError(f"memory_budget: {budget} bytes cannot merge these {len(frags)} fragments: the merge "
-                         f"holds a tile of each at once, {need} bytes decoded, in a {_SHARES}th of the budget: it "
+                         f"holds a tile of each at once, {need} bytes decoded, in a third of the budget: it "
                          f"needs {_SHARES * need} bytes")
     spare = (budget // _SHARES - need) // max(len(frags), 1)
     deletes = arr.deletes

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import time
 
 import numpy as np
 import pytest
@@ -64,6 +65,49 @@ def _dense(path, whole=False):
     return [t for t, _, _ in boxes]
 
 
+def _hilbert(path):
+    """A Hilbert-ordered sparse array (one int, one float dimension) whose writes interleave and overwrite."""
+    dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 999), tile=100, dtype=np.int32),
+                        tiledb.Dim("y", domain=(-1.0, 1.0), tile=0.5, dtype=np.float64))
+    tiledb.Array.create(str(path), tiledb.ArraySchema(domain=dom, sparse=True, cell_order="hilbert", capacity=4,
+                                                      attrs=[tiledb.Attr("a", dtype=np.int64),
+                                                             tiledb.Attr("s", dtype=str, var=True)]))
+    rng = np.random.default_rng(3)
+    for t in (10, 20, 30):
+        x = rng.choice(60, 20, replace=False).astype(np.int32) * 16
+        y = np.round(rng.uniform(-1, 1, 20), 2)
+        with tiledb.open(str(path), "w", timestamp=t) as A:
+            A[x, y] = {"a": x.astype(np.int64) * 1000 + t, "s": np.array([f"v{t}-{i}" for i in range(20)], object)}
+    return [10, 20, 30]
+
+
+def _evolved(path):
+    """Fragments written under three schemas: ``b`` added after the first write, ``a`` dropped after the
+    second (TileDB's array_evolve), a delete under the second. The schema of the create is at the real time:
+    every other timestamp is after it."""
+    t0 = int(time.time() * 1000) + 10**6
+    dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 99), tile=10, dtype=np.int64))
+    tiledb.Array.create(str(path), tiledb.ArraySchema(domain=dom, sparse=True, capacity=3,
+                                                      attrs=[tiledb.Attr("a", dtype=np.int32)]))
+    with tiledb.open(str(path), "w", timestamp=t0 + 10) as A:
+        A[np.array([1, 5, 7, 9])] = np.array([10, 50, 70, 90], np.int32)
+    evolution = tiledb.ArraySchemaEvolution(tiledb.Ctx())
+    evolution.add_attribute(tiledb.Attr("b", dtype=np.float32, fill=-1.0))
+    evolution.timestamp(t0 + 15)
+    evolution.array_evolve(str(path))
+    with tiledb.open(str(path), "w", timestamp=t0 + 20) as A:
+        A[np.array([5, 9, 3])] = {"a": np.array([51, 91, 31], np.int32), "b": np.array([0.5, 0.9, 0.3], np.float32)}
+    with tiledb.open(str(path), "d", timestamp=t0 + 22) as A:  # (TileDB cannot consolidate a condition on a)
+        A.query(cond="x == 7").submit()
+    evolution = tiledb.ArraySchemaEvolution(tiledb.Ctx())
+    evolution.drop_attribute("a")
+    evolution.timestamp(t0 + 25)
+    evolution.array_evolve(str(path))
+    with tiledb.open(str(path), "w", timestamp=t0 + 30) as A:
+        A[np.array([2, 9, 11])] = np.array([0.2, 9.9, 1.1], np.float32)
+    return [t0 + t for t in (10, 15, 20, 22, 25, 30)]
+
+
 def _pair(tmp_path, build, **kw):
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
     times = build(ours, **kw)
@@ -105,6 +149,8 @@ CASES = {
     "sparse_float_dim": (_sparse, {"dim_dtype": np.float64, "delete": False}),
     "dense": (_dense, {}),
     "dense_whole": (_dense, {"whole": True}),
+    "sparse_hilbert": (_hilbert, {}),
+    "sparse_several_schemas": (_evolved, {}),
 }
 
 
