@@ -143,7 +143,7 @@ class _Encoder:
         """The fixed, var and validity files of a field (a ``_Sink(None)`` where it has none), open in ``files``
         until the fragment's last tile is stored (a data file is never held whole)."""
         def sink(suffix):
-            return _Sink.open(files, self.storage, self.storage.join(self.folder, f"{stem}{suffix}.tdb"))
+            return _Sink.writing(files, self.storage, self.storage.join(self.folder, f"{stem}{suffix}.tdb"))
         return sink(""), sink("_var") if info.var else _Sink(None), sink("_validity") if info.nullable else _Sink(None)
 
     def encoded(self, info: FieldInfo, tiles, validity, stats: bool, is_dim: bool, written=None, dense: bool = False,
@@ -234,7 +234,7 @@ class _Sink:
         self.file, self.size, self._pending, self._own = file, 0, None, own
 
     @classmethod
-    def open(cls, files: ExitStack, storage, path) -> "_Sink":
+    def writing(cls, files: ExitStack, storage, path) -> "_Sink":
         """A sink writing ``path``, closed with ``files`` (after its last tile is written)."""
         own = ExitStack()
         made = cls(own.enter_context(storage.writer(path)), own)
@@ -484,9 +484,8 @@ class FragmentStream:
                 self._sinks[i], self._outs[i] = self._enc.sinks(self._files, info, stem), _Out()
             if not fw.dense and not FEATURES["coordinates_per_dimension"](version):
                 coords = len(attributes(self.schema))
-                self._sinks[coords] = _Sink.open(self._files, self.storage,
-                                                 self.storage.join(self.folder, "__coords.tdb"))
-                self._outs[coords] = _Out()
+                path = self.storage.join(self.folder, "__coords.tdb")
+                self._sinks[coords], self._outs[coords] = _Sink.writing(self._files, self.storage, path), _Out()
         for i, info, is_dim in _index_data(fw, version):
             self._enc.store(info, encoded[i] if encoded is not None else self._encoded(fw, i, info, is_dim),
                             self._sinks[i], self._outs[i])
@@ -495,14 +494,13 @@ class FragmentStream:
             self._enc.coords(fw.tiles, dimensions(self.schema), self._sinks[coords], self._outs[coords])
         self._tile_num += len(next(iter(fw.tiles.values())))
         self._last = fw.last_tile_cell_num
-        self._ned = _joined_domain(self._ned, fw.non_empty_domain)
+        self._ned, dims = _joined_domain(self._ned, fw.non_empty_domain), dimensions(self.schema)
         if fw.mbrs is not None:
             self._mbrs.append(fw.mbrs)
         if fw.global_bounds is not None:
             self._global_bounds.append(fw.global_bounds)
         if len(self._mbrs) >= _COMPACT:  # (many small batches: one array, not an array's overhead a batch)
-            self._mbrs = [_joined_mbrs(self._mbrs)]
-            self._global_bounds = [_joined_bounds(self._global_bounds, dimensions(self.schema))]
+            self._mbrs, self._global_bounds = [_joined_mbrs(self._mbrs)], [_joined_bounds(self._global_bounds, dims)]
 
     def _encoded(self, fw, i, info, is_dim):
         return self._enc.encoded(info, fw.tiles[info.name], fw.validity.get(info.name), self.schema.version >= 11,
@@ -512,7 +510,8 @@ class FragmentStream:
         """The filtered tiles of ``fw`` by field (held, for :meth:`add`), and each tile's stored bytes over every
         field (WriterTileTuple::filtered_size, summed as GlobalOrderWriter sizes fragments): for a fragment cut
         by size (v5+: the coordinates of each dimension apart)."""
-        encoded = {i: list(self._encoded(fw, i, info, is_dim)) for i, info, is_dim in _index_data(fw, self.schema.version)}
+        fields = _index_data(fw, self.schema.version)
+        encoded = {i: list(self._encoded(fw, i, info, is_dim)) for i, info, is_dim in fields}
         sizes = np.zeros(len(next(iter(fw.tiles.values()))), np.int64)
         for tiles in encoded.values():
             for t, (fixed, var, _, valid, _) in enumerate(tiles):

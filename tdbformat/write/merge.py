@@ -121,10 +121,10 @@ class _Cursor:
 def merge_sparse(arr, writer, frags, uuid: str, *, budget: int, with_timestamps: bool, delete_meta: bool,
                  purge: bool, processed: list | None, max_fragment_size: int | None, pool) -> list:
     """Merge ``frags`` into a new fragment of ``writer`` (named by ``uuid``, module doc), or several of at most
-    ``max_fragment_size`` stored bytes (:class:`_Output`); returns their names. ``with_timestamps``: every cell version with its timestamp (v15+), else the newest of equal
-    coordinates (duplicates kept where the array allows them, newest fragment first); ``delete_meta``: with
-    the delete metadata; ``purge``: without the cells a delete removed; ``processed``: the delete commits the
-    new fragment lists (None: before v16)."""
+    ``max_fragment_size`` stored bytes (:class:`_Output`); returns their names. ``with_timestamps``: every cell
+    version with its timestamp (v15+), else the newest of equal coordinates (duplicates kept where the array
+    allows them, newest fragment first); ``delete_meta``: with the delete metadata; ``purge``: without the cells
+    a delete removed; ``processed``: the delete commits the new fragment lists (None: before v16)."""
     schema = writer.schema
     attrs = attributes(schema)
     per_cell = _cell_bytes(schema, arr.dims + attrs) + _KEY * (2 * len(arr.dims) + 4) + 16
@@ -208,7 +208,8 @@ class _Output:
             self.done[0].commit_now()
         else:
             lines = [f"{COMMITS_DIR}/{stream.name}.wrt" for stream in self.done]
-            commit_together(self.writer.storage, self.writer.root, commits_name(lines[0], lines[-1], self.writer.version),
+            name = commits_name(lines[0], lines[-1], self.writer.version)
+            commit_together(self.writer.storage, self.writer.root, name,
                             [Container(uri=line, delete=None) for line in lines], self.writer.key)
         return [stream.name for stream in self.done]
 
@@ -325,7 +326,8 @@ class _Tiles:
         n = len(batch["__position"])
         whole = n if final else n - n % self.capacity
         for at in range(0, whole, self.step):
-            self._write({k: v[at:min(at + self.step, whole)] for k, v in batch.items()}, final and at + self.step >= whole)
+            end = min(at + self.step, whole)
+            self._write({k: v[at:end] for k, v in batch.items()}, final and end == whole)
         self.waiting = [{k: v[whole:] for k, v in batch.items()}]
         self.held = n - whole
 
@@ -498,7 +500,8 @@ def _slabs(dims, box, tile_order: Layout, most: int):
             for a in range(len(dims)):
                 if a in tiles:
                     t0, t1 = tiles[a]
-                    sub.append((max(box[a][0], lo_dom[a] + t0 * ext[a]), min(box[a][1], lo_dom[a] + (t1 + 1) * ext[a] - 1)))
+                    sub.append((max(box[a][0], lo_dom[a] + t0 * ext[a]),
+                                min(box[a][1], lo_dom[a] + (t1 + 1) * ext[a] - 1)))
                 else:
                     sub.append(box[a])
             yield sub
