@@ -463,8 +463,7 @@ class FragmentStream:
 
     def __exit__(self, *exc):
         if exc[0] is None:
-            self._files.close()  # (a finish closed them already)
-            return
+            return self._files.close()  # (a finish closed them already)
         try:  # (a tile its pipeline cannot encode, a full disk, an interrupt)
             self._files.__exit__(*exc)
         finally:
