@@ -34,7 +34,7 @@ from ..errors import FormatError
 from ..filters.pipeline import MAX_CHUNK
 from ..structs.array_schema import attributes, dimensions
 from ..structs.commits import VacuumFile
-from ..versions import FEATURES, Feature
+from ..versions import FEATURES
 
 __all__ = ["consolidate", "plan", "parse_config", "ConsolidationConfig"]
 
@@ -48,13 +48,9 @@ _DEFAULTS = {"mode": "fragments", "step_min_frags": _U32, "step_max_frags": _U32
 _PREFIX = "sm.consolidation."
 _TOTAL_BUDGET, _TOTAL_KEY = 10 * 2**30, "sm.mem.total_budget"
 
-#: sparse consolidation keeps every cell version and its timestamp (constants::consolidation_with_timestamps_min_version)
-WITH_TIMESTAMPS = Feature("consolidation_with_timestamps", "sparse consolidation keeps cell timestamps", since=15)
-#: delete commits exist (constants::deletes_min_version): consolidation keeps delete metadata
-DELETE_META = Feature("consolidation_delete_meta", "sparse consolidation keeps delete metadata", since=16)
-#: sm.consolidation.max_fragment_size came with TileDB 2.13 (#3607), which writes v16
-MAX_FRAGMENT_SIZE = Feature("consolidation_max_fragment_size",
-                            "consolidation cuts its fragment at sm.consolidation.max_fragment_size", since=16)
+WITH_TIMESTAMPS = FEATURES["consolidation_with_timestamps"]
+DELETE_META = FEATURES["consolidation_delete_meta"]
+MAX_FRAGMENT_SIZE = FEATURES["consolidation_max_fragment_size"]
 
 
 @dataclass(frozen=True)
