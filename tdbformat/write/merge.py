@@ -41,13 +41,15 @@ from .metadata_modes import commit_together, commits_name
 from .tiling import var_cells
 from .writer import dense_fragment, sparse_fragment
 
-__all__ = ["merge_sparse", "merge_dense", "MIN_TILES"]
+__all__ = ["merge_sparse", "merge_dense", "stored_text"]
 
 _U64 = 2**64 - 1
 #: bytes a var-sized cell costs beyond its data, decoded into an object column (pointer and object header)
 _OBJECT = 64
 #: the cursors' tiles take a share of the budget; the round's sort as much; the cells written as much
 _SHARES = 3
+#: the most bytes of cells handed to the writer at once, whatever the budget
+_BATCH = 256 * 2**20
 #: bytes a cell's merge keys cost: tile index and coordinate per dimension, timestamp, fragment, position
 _KEY = 8
 
@@ -74,7 +76,6 @@ def stored_text(values):
         out = np.empty(len(data), object)
         out[:] = [v.encode("utf-8", "surrogateescape") if isinstance(v, str) else v for v in data.tolist()]
         return np.ma.masked_array(out, np.ma.getmaskarray(values)) if isinstance(values, np.ma.MaskedArray) else out
-
 
 
 # --- sparse ---
@@ -264,8 +265,8 @@ def _flat(cells: dict, dims, attrs, purge: bool) -> dict:
 
 
 def _rounds(cursors, keys_of, most: int):
-    """The merged cells, a sorted batch of at most ``most`` at a time (module doc): the first ``most`` of a
-    round's cells are as much a beginning of the global order as all of them."""
+    """The merged cells, a sorted batch of at most ``most`` at a time (module doc): a round sorts once, and
+    hands its cells out ``most`` at a time."""
     while True:
         for c in cursors:
             if c.empty and c.more:
@@ -288,15 +289,16 @@ def _rounds(cursors, keys_of, most: int):
         if pending:
             last = sum(sizes[:takers.index(bounding) + 1]) - 1
             order = order[:int(np.flatnonzero(order == last)[0]) + 1]
-        order = order[:most]
         taken = np.zeros(sum(sizes), bool)
         taken[order] = True
-        batch = {name: np.concatenate([c.buffer[name] for c in takers])[order] for name in takers[0].buffer}
+        joined = {name: np.concatenate([c.buffer[name] for c in takers]) for name in takers[0].buffer}
+        for at in range(0, len(order), most):
+            yield {name: column[order[at:at + most]] for name, column in joined.items()}
+        del joined
         at = 0
         for c, n in zip(takers, sizes):
             c.take(taken[at:at + n])
             at += n
-        yield batch
 
 
 class _Tiles:
@@ -308,8 +310,8 @@ class _Tiles:
         self.schema_name = writer.schema_name
         self.delete_meta, self.with_timestamps = delete_meta, with_timestamps
         self.capacity = int(self.schema.capacity)
-        # a quarter of the limit: a round's cells, those waiting, and the writer's two copies of them
-        self.step = max(1, limit // (4 * per_cell * self.capacity)) * self.capacity
+        # a quarter of the limit (at most _BATCH): a round's cells, those waiting, and the writer's two copies
+        self.step = max(1, min(limit, _BATCH) // (4 * per_cell * self.capacity)) * self.capacity
         self.waiting, self.held, self.count, self.last = [], 0, 0, None
 
     def add(self, batch: dict) -> None:
