@@ -7,8 +7,10 @@
     python benchmarks/consolidate.py [--rounds 2] [--dir /dev/shm] [--only sparse100,sparse1000,dense]
 
 TileDB-Py writes each array once; every run consolidates a fresh copy in a child process of its own, whose
-peak RSS (ru_maxrss of the child) and wall time are reported (median of the rounds), with the memory of a
-child that only imports the library as its baseline. Both results are checked to read the same. Not a test.
+peak RSS (VmHWM of the child) and wall time are reported (median of the rounds), with the memory of a
+child that only imports the library as its baseline. ``tdbformat-least`` is tdbformat within the least
+``memory_budget`` it takes for the array (a tile of each fragment at once; the "budget MiB" column). The
+results are checked to read the same. Not a test.
 """
 
 from __future__ import annotations
@@ -27,18 +29,26 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _CHILD = r"""
-import json, resource, sys, time
+import json, re, resource, sys, time
 which, path = sys.argv[1], sys.argv[2]
-if which == "tdbformat":
+budget = None
+if which.startswith("tdbformat"):
     import tdbformat
-    run = (lambda: tdbformat.consolidate(path)) if path != "-" else (lambda: None)
+    if which == "tdbformat-least" and path != "-":  # the least budget the merge takes, which it names
+        try:
+            tdbformat.consolidate(path, memory_budget=1)
+        except ValueError as e:
+            budget = int(re.search(r"needs (\d+) bytes", str(e)).group(1))
+    run = (lambda: tdbformat.consolidate(path, memory_budget=budget)) if path != "-" else (lambda: None)
 else:
     import tiledb
     run = (lambda: tiledb.consolidate(path)) if path != "-" else (lambda: None)
 t = time.perf_counter()
 run()
-print(json.dumps({"seconds": time.perf_counter() - t,
-                  "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+# VmHWM: the peak RSS of this program (ru_maxrss also counts the parent's RSS at the fork, which exec keeps)
+hwm = [int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:")]
+peak = hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"seconds": time.perf_counter() - t, "budget_mib": (budget or 0) / 2**20, "peak_mib": peak / 1024}))
 """
 
 
@@ -96,26 +106,30 @@ def main(argv=None):
     args = p.parse_args(argv)
     work = tempfile.mkdtemp(dir=args.dir)
     try:
-        base = {w: _child(w, "-")["peak_mib"] for w in ("tdbformat", "tiledb")}
-        print(f"{'layout':<11} {'library':<10} {'seconds':>8} {'peak MiB':>9} {'over import':>12}")
+        libraries = ("tdbformat", "tiledb", "tdbformat-least")
+        base = {w: _child(w, "-")["peak_mib"] for w in libraries}
+        print(f"{'layout':<11} {'library':<15} {'seconds':>8} {'peak MiB':>9} {'over import':>12} {'budget MiB':>11}")
         for name in args.only.split(","):
             src = os.path.join(work, name)
             LAYOUTS[name](src)
-            runs = {"tdbformat": [], "tiledb": []}
+            runs = {w: [] for w in libraries}
             for r in range(args.rounds):
-                for which in (("tdbformat", "tiledb") if r % 2 == 0 else ("tiledb", "tdbformat")):
+                for which in (libraries if r % 2 == 0 else libraries[::-1]):
                     copy = os.path.join(work, f"{name}-{which}-{r}")
                     shutil.copytree(src, copy)
                     runs[which].append(_child(which, copy))
                     if r == args.rounds - 1:
                         runs[which + "_cells"] = _cells(copy)
                     shutil.rmtree(copy) if r < args.rounds - 1 else None
-            mine, theirs = runs.pop("tdbformat_cells"), runs.pop("tiledb_cells")
-            assert all(np.array_equal(mine[k], theirs[k]) for k in theirs), name
+            theirs = runs.pop("tiledb_cells")
+            for mine in (runs.pop("tdbformat_cells"), runs.pop("tdbformat-least_cells")):
+                assert all(np.array_equal(mine[k], theirs[k]) for k in theirs), name
             for which, got in runs.items():
                 secs = statistics.median(g["seconds"] for g in got)
                 peak = statistics.median(g["peak_mib"] for g in got)
-                print(f"{name:<11} {which:<10} {secs:>8.2f} {peak:>9.0f} {peak - base[which]:>12.0f}")
+                budget = statistics.median(g["budget_mib"] for g in got)
+                print(f"{name:<11} {which:<15} {secs:>8.2f} {peak:>9.0f} {peak - base[which]:>12.0f} "
+                      + (f"{budget:>11.1f}" if budget else ""))
             shutil.rmtree(src)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -202,6 +202,16 @@ FEATURES = _features(
             "(before, they pass them through)", since=20),
     Feature("double_delta_first_delta_bits", "double delta sizes its bit width over the first delta too",
             since=23),
+    Feature("vacuum_files", "consolidation lists the fragments it replaced in a .vac file (before, TileDB "
+            "deleted them at once)", since=5),
+    Feature("consolidation_with_timestamps", "sparse consolidation keeps every cell version and its timestamp "
+            "(constants::consolidation_with_timestamps_min_version); before, the newest of each cell", since=15),
+    Feature("consolidation_delete_meta", "sparse consolidation keeps the delete metadata of the cells a delete "
+            "removed (constants::deletes_min_version)", since=16),
+    Feature("consolidation_max_fragment_size", "consolidation cuts its fragment at "
+            "sm.consolidation.max_fragment_size (TileDB 2.13)", since=16),
+    Feature("relative_vacuum_uris", "vacuum file lines are relative to the array (absolute URIs before)",
+            since=19),
 )
 
 

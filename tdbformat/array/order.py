@@ -17,7 +17,7 @@ from ..enums import Layout
 from ..errors import FormatError
 
 __all__ = ["tile_grid", "tile_range", "tiles_in_order", "tile_position", "tile_box", "as_tile", "ranks", "tile_index",
-           "hilbert_values", "order_cells", "global_keys", "linear_keys"]
+           "hilbert_values", "order_cells", "global_order_keys", "ordinal_key", "global_keys", "linear_keys"]
 
 
 def tile_grid(dimensions) -> tuple[list, list]:
@@ -80,9 +80,7 @@ def ranks(column: np.ndarray) -> np.ndarray:
     """Integer sort keys of a column; var-sized (object) columns rank their bytes/strings."""
     if column.dtype == object:
         return np.unique(column, return_inverse=True)[1].reshape(-1)
-    if column.dtype.kind in "mM":  # datetimes sort as the int64 TileDB stores (tile arithmetic needs ints)
-        return column.view(np.int64)
-    return column
+    return ordinal_key(column)
 
 
 def hilbert_values(coords, domains) -> np.ndarray:
@@ -178,24 +176,37 @@ def order_cells(coords, layout: Layout, *, dom_lo=None, extents=None, tile_order
     (:func:`hilbert_values`), then row-major.
     The sort is stable, so cells with equal coordinates keep their incoming order.
     """
-    if layout == Layout.GLOBAL_ORDER and cell_order == Layout.HILBERT:
-        # no tile grid: the Hilbert value, then row-major coordinates, strings compared as signed chars the
-        # way TileDB 2.30's writer sorts a fragment (Domain::cell_order_cmp_impl<char>)
-        keys = [ranks(_signed_chars(c)) for c in coords]
-        return np.lexsort(keys[::-1] + [hilbert])
+    if layout == Layout.GLOBAL_ORDER:
+        return np.lexsort([ranks(k) for k in global_order_keys(coords, dom_lo=dom_lo, extents=extents,
+                                                               tile_order=tile_order, cell_order=cell_order,
+                                                               hilbert=hilbert)])
     keys = [ranks(c) for c in coords]
     if layout == Layout.ROW_MAJOR:
         return np.lexsort(keys[::-1]) if keys else np.arange(0)
     if layout == Layout.COL_MAJOR:
         return np.lexsort(keys)
-    if layout != Layout.GLOBAL_ORDER:
-        raise ValueError(f"no sort order for layout {layout!r}")
-    tiles = [tile_index(k, d, e) if e is not None else np.zeros_like(k, dtype=np.int64)
+    raise ValueError(f"no sort order for layout {layout!r}")
+
+
+def global_order_keys(coords, *, dom_lo, extents, tile_order, cell_order, hilbert=None) -> list:
+    """The keys whose ``np.lexsort`` (the last one primary) is the global order of cells (as
+    :func:`order_cells`), as values that compare across batches of cells: tile indexes, then coordinates
+    (datetimes as their int64, strings as bytes); with a Hilbert cell order, the ``hilbert`` values, then
+    row-major coordinates, strings compared as signed chars the way TileDB 2.30's writer sorts a fragment
+    (Domain::cell_order_cmp_impl<char>), and no tile grid."""
+    keys = [ordinal_key(c) for c in coords]
+    if cell_order == Layout.HILBERT:
+        return [_signed_chars(k) for k in keys][::-1] + [hilbert]
+    tiles = [tile_index(k, d, e) if e is not None else np.zeros(len(k), np.int64)
              for k, d, e in zip(keys, dom_lo, extents)]
     tiles = tiles[::-1] if tile_order == Layout.ROW_MAJOR else tiles
     cells = keys[::-1] if cell_order == Layout.ROW_MAJOR else keys
-    # lexsort's last key is the primary one
-    return np.lexsort(cells + tiles)
+    return cells + tiles
+
+
+def ordinal_key(column: np.ndarray) -> np.ndarray:
+    """A column as the values cells sort by: datetimes as the int64 TileDB stores (tile arithmetic needs ints)."""
+    return column.view(np.int64) if column.dtype.kind in "mM" else column
 
 
 def tile_index(keys: np.ndarray, lo, extent) -> np.ndarray:

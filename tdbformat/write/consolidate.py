@@ -24,37 +24,33 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import layout as directory
-from ..array import Array, check_ranges, open_array
-from ..array.cells import from_ordinal, nonempty_bound
-from ..array.dense import read_dense
-from ..array.fragment import field_index
-from ..array.evaluate import evaluate
-from ..array.sparse import _attribute_columns, read_sparse
+from ..array import Array, open_array
 from .create import new_uuid
-from .fragment_writer import fragment_name
+from .merge import merge_dense, merge_sparse
 from .writer import open_writer
 from .vacuum_lists import VACUUM_FILES, vacuum_lines
-from ..enums import ArrayType, Layout
+from ..enums import ArrayType
 from ..errors import FormatError
 from ..filters.pipeline import MAX_CHUNK
-from ..structs.array_schema import attributes
+from ..structs.array_schema import attributes, dimensions
 from ..structs.commits import VacuumFile
-from ..versions import FEATURES, Feature
+from ..versions import FEATURES
 
 __all__ = ["consolidate", "plan", "parse_config", "ConsolidationConfig"]
 
 _U32, _U64 = 2**32 - 1, 2**64 - 1
 MODES = ("fragments", "commits", "fragment_meta", "array_meta", "group_meta")
-#: TileDB's defaults (tiledb.Config() of TileDB 2.30)
+#: TileDB's defaults (tiledb.Config() of TileDB 2.30); buffer_size 0: not set (TileDB then sizes its buffers
+#: from sm.mem.total_budget, 10 GiB)
 _DEFAULTS = {"mode": "fragments", "step_min_frags": _U32, "step_max_frags": _U32, "step_size_ratio": 0.0,
-             "steps": _U32, "amplification": 1.0, "buffer_size": 50_000_000, "max_fragment_size": _U64,
+             "steps": _U32, "amplification": 1.0, "buffer_size": 0, "max_fragment_size": _U64,
              "purge_deleted_cells": False, "timestamp_start": 0, "timestamp_end": _U64}
 _PREFIX = "sm.consolidation."
+_TOTAL_BUDGET, _TOTAL_KEY = 10 * 2**30, "sm.mem.total_budget"
 
-#: sparse consolidation keeps every cell version and its timestamp (constants::consolidation_with_timestamps_min_version)
-WITH_TIMESTAMPS = Feature("consolidation_with_timestamps", "sparse consolidation keeps cell timestamps", since=15)
-#: delete commits exist (constants::deletes_min_version): consolidation keeps delete metadata
-DELETE_META = Feature("consolidation_delete_meta", "sparse consolidation keeps delete metadata", since=16)
+WITH_TIMESTAMPS = FEATURES["consolidation_with_timestamps"]
+DELETE_META = FEATURES["consolidation_delete_meta"]
+MAX_FRAGMENT_SIZE = FEATURES["consolidation_max_fragment_size"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +68,7 @@ class ConsolidationConfig:
     purge_deleted_cells: bool
     timestamp_start: int
     timestamp_end: int
+    total_budget: int = _TOTAL_BUDGET  # sm.mem.total_budget
 
 
 def _value(name: str, raw, default):
@@ -91,7 +88,7 @@ def _value(name: str, raw, default):
             return value
         return str(raw)
     except (TypeError, ValueError):
-        raise ValueError(f"config: {_PREFIX}{name} = {raw!r} is not a valid {type(default).__name__}") from None
+        raise ValueError(f"config: {name} = {raw!r} is not a valid {type(default).__name__}") from None
 
 
 def parse_config(config=None, timestamp=None, mode: str | None = None) -> ConsolidationConfig:
@@ -104,7 +101,9 @@ def parse_config(config=None, timestamp=None, mode: str | None = None) -> Consol
     values = dict(_DEFAULTS)
     for k, raw in items.items():
         if isinstance(k, str) and k.startswith(_PREFIX) and k[len(_PREFIX):] in _DEFAULTS:
-            values[k[len(_PREFIX):]] = _value(k[len(_PREFIX):], raw, _DEFAULTS[k[len(_PREFIX):]])
+            values[k[len(_PREFIX):]] = _value(k, raw, _DEFAULTS[k[len(_PREFIX):]])
+    if _TOTAL_KEY in items:
+        values["total_budget"] = _value(_TOTAL_KEY, items[_TOTAL_KEY], _U64 - 1)
     if mode is not None:
         values["mode"] = mode
     if timestamp is not None:
@@ -112,7 +111,7 @@ def parse_config(config=None, timestamp=None, mode: str | None = None) -> Consol
             raise ValueError(f"timestamp: expected (start, end) in ms, not {timestamp!r}")
         for name, t in zip(("timestamp_start", "timestamp_end"), timestamp):
             if t is not None:
-                values[name] = _value(name, t, _DEFAULTS[name])
+                values[name] = _value(_PREFIX + name, t, _DEFAULTS[name])
     cfg = ConsolidationConfig(**values)
     if cfg.mode not in MODES:
         raise ValueError(f"config: {_PREFIX}mode must be one of {', '.join(MODES)}, not {cfg.mode!r}")
@@ -122,8 +121,6 @@ def parse_config(config=None, timestamp=None, mode: str | None = None) -> Consol
         raise ValueError("config: step_size_ratio must be in [0.0, 1.0]")
     if cfg.amplification < 0:
         raise ValueError("config: amplification must be non-negative")
-    if cfg.max_fragment_size != _U64:
-        raise ValueError("config: sm.consolidation.max_fragment_size (splitting the result) is not supported yet")
     return cfg
 
 
@@ -229,11 +226,15 @@ def _fragment_size(arr, frag) -> int:
     return total + arr.storage.size(arr.storage.join(frag.path, directory.FRAGMENT_METADATA))
 
 
-def _infos(arr, cfg) -> tuple[list, list]:
+def _infos(arr, cfg, hidden=frozenset()) -> tuple[list, list]:
     """The fragments the step algorithm sees (FragmentInfo::load): those inside the config's window, and the
-    union of the non-empty domains of those that start before it (the anterior range)."""
+    union of the non-empty domains of those that start before it (the anterior range). ``hidden``: fragments
+    a step wrote after its first (cut at max_fragment_size), which TileDB's fragment info never loads
+    (load_and_replace adds the first alone)."""
     infos, anterior = [], []
     for f in arr.fragments:
+        if f.name in hidden:
+            continue
         t1, t2 = f.timestamp_range
         if t1 < cfg.timestamp_start:
             anterior = _union(anterior, f.non_empty_domain)
@@ -270,7 +271,7 @@ def plan(uri, config=None, key=None, timestamp=None) -> dict:
 # --- consolidating ---
 
 def _open_for_consolidation(uri, key) -> Array:
-    arr = open_array(uri, key=key)
+    arr = open_array(uri, key=key, timestamp=_U64 // 2)  # every fragment: TileDB loads up to timestamp_end
     if not isinstance(arr, Array):
         raise ValueError(f"uri: {uri} is an array from before format version 1, which TileDB never consolidated")
     version = arr.schema.version
@@ -287,15 +288,20 @@ def _open_for_consolidation(uri, key) -> Array:
 
 
 def consolidate(uri, config=None, key=None, timestamp=None, fragment_uris=None, dry_run: bool = False,
-                max_chunk_size: int = MAX_CHUNK):
+                max_chunk_size: int = MAX_CHUNK, memory_budget: int | None = None):
     """Consolidate the array at ``uri`` as TileDB-Py's ``tiledb.consolidate`` does, at the array's own
     format version (module doc). ``config``: TileDB config keys (``sm.consolidation.mode``, ``step_*``,
     ``steps``, ``amplification``, ``purge_deleted_cells``, ``timestamp_start``/``end``); ``timestamp``:
     (start, end) ms; ``fragment_uris``: merge exactly these fragments (names or URIs inside the array), in one
     step; ``dry_run``: only return :func:`plan`'s plan; ``max_chunk_size``: the writer's chunk bound (TileDB's
-    64 KiB; 192 bytes in the tiledb-py 0.19-0.25 wheels, as ``convert`` takes it). Returns the plan carried out, each step with the
-    name of the fragment it wrote (``"fragment"``)."""
+    64 KiB; 192 bytes in the tiledb-py 0.19-0.25 wheels, as ``convert`` takes it); ``memory_budget``: the bytes
+    of cells a step holds at once (default: ``sm.consolidation.buffer_size`` per buffer where the config sets
+    it, else ``sm.mem.total_budget``; :mod:`.merge`), a ValueError before the step writes anything where one
+    tile of each fragment it merges does not fit. Returns the plan carried out, each step with the name of the
+    fragment it wrote (``"fragment"``)."""
     cfg = parse_config(config, timestamp)
+    if memory_budget is not None:
+        memory_budget_of(cfg, None, memory_budget)  # (checked before anything is read)
     if cfg.mode != "fragments":
         from . import metadata_modes
         return metadata_modes.consolidate_mode(uri, cfg, key=key, dry_run=dry_run, max_chunk_size=max_chunk_size)
@@ -311,18 +317,21 @@ def consolidate(uri, config=None, key=None, timestamp=None, fragment_uris=None, 
         arr = _open_for_consolidation(uri, key)
         run = _chosen(arr, fragment_uris)
         if len(run) > 1:
-            done.append(_step(arr, run, _union_of(run), cfg, key, max_chunk_size))
+            done.append(_step(arr, run, _union_of(run), cfg, key, max_chunk_size, memory_budget))
         return {"steps": done}
+    hidden = set()
     while len(done) < cfg.steps:
         arr = _open_for_consolidation(uri, key)  # the fragments as the last step left them
-        infos, anterior = _infos(arr, cfg)
+        infos, anterior = _infos(arr, cfg, hidden)
         if len(infos) <= 1:
             break
         found = _next(infos, anterior, cfg, arr.schema.domain.dimensions, arr.schema.array_type == ArrayType.DENSE)
         if found is None or found[1] == found[0]:
             break
         names = {i.name for i in infos[found[0]:found[1] + 1]}
-        done.append(_step(arr, [f for f in arr.fragments if f.name in names], found[2], cfg, key, max_chunk_size))
+        done.append(_step(arr, [f for f in arr.fragments if f.name in names], found[2], cfg, key, max_chunk_size,
+                          memory_budget))
+        hidden.update(done[-1]["written"][1:])
     return {"steps": done}
 
 
@@ -356,59 +365,55 @@ def _chosen(arr, fragment_uris) -> list:
     return run
 
 
-def _step(arr, frags, union, cfg, key, max_chunk_size) -> dict:
-    """One step: the merged fragment, committed, then its vacuum file. A write that fails takes its
-    uncommitted folder away (as TileDB's consolidate_internal)."""
+def _step(arr, frags, union, cfg, key, max_chunk_size, memory_budget) -> dict:
+    """One step: the merged fragment (or fragments, cut at ``max_fragment_size``), committed, then its vacuum
+    file, named after the first. A write that fails takes its uncommitted folders away (as TileDB's
+    consolidate_internal)."""
     version = arr.schema.version
     t = (frags[0].timestamp_range[0], frags[-1].timestamp_range[1])
     writer = open_writer(arr.path, timestamp=t, key=key, max_chunk_size=max_chunk_size)
-    uuid = new_uuid()
-    name = fragment_name(version, t, uuid)
-    folder = arr.storage.join(arr.path, *([directory.FRAGMENTS_DIR] if FEATURES["fragments_folder"](version) else []),
-                              name)
-    try:
-        _merge(arr, writer, frags, union, cfg, uuid)
-    except BaseException:
-        if arr.storage.is_dir(folder):
-            arr.storage.remove_folder(folder)
-        raise
-    _write_vacuum_file(arr, name, frags, version)
-    return {"fragments": [f.name for f in frags], "timestamp_range": list(t), "fragment": name}
+    written = _merge(arr, writer, frags, union, cfg, new_uuid(), memory_budget_of(cfg, writer.schema, memory_budget))
+    _write_vacuum_file(arr, written[0], frags, version)
+    return {"fragments": [f.name for f in frags], "timestamp_range": list(t), "fragment": written[0],
+            "written": written}
 
 
-def _merge(arr, writer, frags, union, cfg, uuid) -> None:
-    schema = writer.schema
-    attrs = attributes(schema)
+def _merge(arr, writer, frags, union, cfg, uuid, budget) -> list:
+    """The merged fragments of ``frags``, in bounded memory (:mod:`.merge`); their names."""
+    version = writer.version
     with ThreadPoolExecutor(os.cpu_count()) as pool:
+        if cfg.max_fragment_size != _U64 and not MAX_FRAGMENT_SIZE(version):
+            raise ValueError(f"config: sm.consolidation.max_fragment_size: format version {version} has none (TileDB "
+                             f"2.13 brought it, writing version {MAX_FRAGMENT_SIZE.since})")
         if arr.schema.array_type == ArrayType.DENSE:
-            dims = arr.dims
-            ranges = check_ranges(dims, {d.name: tuple(nonempty_bound(d, v) for v in b) for d, b in zip(dims, union)})
-            cells = read_dense(arr, schema, frags, attrs, ranges, Layout.ROW_MAJOR, pool)
-            writer.write({a.name: _stored_text(cells[a.name]) for a in attrs},
-                         subarray=[(int(lo), int(hi)) for lo, hi in union], uuid=uuid)
-        elif WITH_TIMESTAMPS(writer.version):
-            merged = _with_timestamps(arr, schema, frags, cfg, pool)
-            merged["data"] = {k: _stored_text(v) for k, v in merged["data"].items()}
-            writer.write(uuid=uuid, **merged)
-        else:  # the newest version of each cell (duplicates too, if allowed), as a read at now sees them
-            cells = read_sparse(arr, schema, frags, attrs, {}, Layout.GLOBAL_ORDER, (0, _U64 - 1), [], pool)
-            writer.write({a.name: _stored_text(cells[a.name]) for a in attrs},
-                         coords=[_stored_text(cells[d.name]) for d in arr.dims], uuid=uuid)
+            if cfg.max_fragment_size != _U64:
+                raise ValueError("config: sm.consolidation.max_fragment_size: cutting a dense fragment into "
+                                 "rectangles is not supported yet (sparse arrays only)")
+            return merge_dense(arr, writer, frags, union, uuid, budget=budget, pool=pool)
+        first = frags[0].timestamp_range[0]
+        with_timestamps = WITH_TIMESTAMPS(version)
+        delete_meta = with_timestamps and DELETE_META(version) and not cfg.purge_deleted_cells and (
+            any(d.timestamp >= first for d in arr.deletes) or any(f.has_delete_meta for f in frags))
+        return merge_sparse(arr, writer, frags, uuid, budget=budget, with_timestamps=with_timestamps,
+                            delete_meta=delete_meta, purge=cfg.purge_deleted_cells,
+                            processed=[d.marker for d in arr.deletes] if DELETE_META(version) else None,
+                            max_fragment_size=None if cfg.max_fragment_size == _U64 else cfg.max_fragment_size,
+                            pool=pool)
 
 
-def _stored_text(values):
-    """A column of str that UTF-8 cannot hold (cells whose stored bytes are no UTF-8, read back with
-    surrogateescape) as those bytes: the merge copies cells as stored, as TileDB's does."""
-    data = np.ma.getdata(values) if isinstance(values, np.ma.MaskedArray) else values
-    if not (isinstance(data, np.ndarray) and data.dtype == object):
-        return values
-    try:
-        "".join(v for v in data.tolist() if isinstance(v, str)).encode()
-        return values
-    except UnicodeEncodeError:
-        out = np.empty(len(data), object)
-        out[:] = [v.encode("utf-8", "surrogateescape") if isinstance(v, str) else v for v in data.tolist()]
-        return np.ma.masked_array(out, np.ma.getmaskarray(values)) if isinstance(values, np.ma.MaskedArray) else out
+def memory_budget_of(cfg, schema, memory_budget=None) -> int:
+    """The bytes a step's merge may hold (:mod:`.merge`): ``memory_budget``; else, as TileDB sizes its
+    consolidation buffers, ``sm.consolidation.buffer_size`` per buffer where the config sets it (one a field,
+    one more for var offsets and for validity, three for cell timestamps and delete metadata), or
+    ``sm.mem.total_budget``."""
+    if memory_budget is not None:
+        if isinstance(memory_budget, bool) or not isinstance(memory_budget, (int, np.integer)) or memory_budget < 1:
+            raise ValueError(f"memory_budget: expected a positive number of bytes, not {memory_budget!r}")
+        return int(memory_budget)
+    if cfg.buffer_size:
+        fields = dimensions(schema) + attributes(schema)
+        return cfg.buffer_size * (sum(1 + f.var + f.nullable for f in fields) + 3)
+    return cfg.total_budget
 
 
 def _write_vacuum_file(arr, name: str, frags, version: int) -> None:
@@ -418,84 +423,3 @@ def _write_vacuum_file(arr, name: str, frags, version: int) -> None:
     lines = vacuum_lines(storage, root, [inner + (f.name,) for f in frags], version)
     folder = storage.join(root, directory.COMMITS_DIR) if FEATURES["fragments_folder"](version) else root
     storage.commit(storage.join(folder, name + ".vac"), VacuumFile.build({"uris": lines}))
-
-
-def _with_timestamps(arr, schema, frags, cfg, pool) -> dict:
-    """Every cell of ``frags`` with its timestamp and, where TileDB keeps it, its delete metadata, as the
-    writer's arguments (it puts them in global order, equal coordinates newest first)."""
-    version = schema.version
-    deletes = arr.deletes
-    first = frags[0].timestamp_range[0]
-    delete_meta = DELETE_META(version) and not cfg.purge_deleted_cells and (
-        any(d.timestamp >= first for d in deletes) or any(f.has_delete_meta for f in frags))
-    parts = [_cells(arr, schema, f, deletes, pool) for f in frags]
-    keep = [None if not cfg.purge_deleted_cells else p["delete_timestamps"] == np.uint64(_U64) for p in parts]
-
-    def joined(get):
-        cols = [get(p) for p in parts]
-        cols = [c if k is None else c[k] for c, k in zip(cols, keep)]
-        return np.concatenate(cols)
-    attrs = attributes(schema)
-    out = {"data": {a.name: joined(lambda p, a=a: p["data"][a.name]) for a in attrs},
-           "validity": {a.name: joined(lambda p, a=a: p["validity"][a.name]) for a in attrs if a.nullable},
-           "coords": [from_ordinal(joined(lambda p, j=j: p["coords"][j]), d) for j, d in enumerate(arr.dims)],
-           "cell_timestamps": joined(lambda p: p["timestamps"])}
-    if not len(out["cell_timestamps"]):
-        raise ValueError("uri: every cell of the fragments is deleted, and purge_deleted_cells drops them all "
-                         "(TileDB writes no fragment then either)")
-    if delete_meta:
-        out["delete_timestamps"] = joined(lambda p: p["delete_timestamps"])
-        out["delete_conditions"] = joined(lambda p: p["delete_conditions"])
-    if DELETE_META(version):
-        out["processed_conditions"] = [d.marker for d in deletes]
-    return out
-
-
-def _cells(arr, schema, frag, deletes, pool) -> dict:
-    """One fragment's cells as stored (every tile), its cell timestamps (the fragment's first timestamp where
-    it keeps none), and when and by which delete (an index into ``deletes``) each was removed: the delete
-    metadata it keeps, or that of the first delete that removes it, whichever is older (UINT64_MAX: none;
-    SparseGlobalOrderReader::copy_delete_meta_tiles)."""
-    names = [d.name for d in arr.dims]
-    tiles = list(range(frag.tile_num()))
-    attrs = attributes(schema)
-    stored = {a.name: idx for a in attrs if (idx := field_index(frag, a)) is not None}
-    extra = (["__timestamps"] if frag.has_timestamps else []) + (
-        ["__delete_timestamps", "__delete_condition_index"] if frag.has_delete_meta else [])
-    coords, decoded = arr.tiles.columns(frag, arr.dims, [*stored.values(), *map(frag.index, extra)], tiles, pool)
-    decoded = dict(zip([*stored, *extra], decoded))
-    n = len(coords[0])
-    data, validity = _attribute_columns(schema, frag, attrs, {k: decoded[k] for k in stored}, n)
-    for k in extra:
-        if len(decoded[k][0]) != n:
-            raise FormatError(f"fragment {frag.name}: {k} holds {len(decoded[k][0])} cells, its coordinates {n}",
-                              file=str(frag.path))
-    t1, t2 = frag.timestamp_range
-    stamps = decoded["__timestamps"][0].astype(np.uint64) if frag.has_timestamps else np.full(n, t1, np.uint64)
-    columns = dict(zip(names, coords), **data)
-    when, which = np.full(n, _U64, np.uint64), np.full(n, _U64, np.uint64)
-    open_cells = np.ones(n, bool)
-    for i, d in enumerate(deletes):  # SparseIndexReaderBase::apply_query_condition, oldest delete first
-        if d.timestamp < t1 or d.marker in frag.processed_conditions:
-            continue
-        hit = ~evaluate(d.condition, columns, validity, n)  # the stored condition is negated
-        if frag.has_timestamps and d.timestamp <= t2:
-            hit &= stamps <= np.uint64(d.timestamp)
-        when[hit & open_cells], which[hit & open_cells] = d.timestamp, i
-        open_cells &= ~hit
-    if frag.has_delete_meta:
-        old_when, old_which = (decoded[k][0].astype(np.uint64) for k in extra[-2:])
-        index = {d.marker: i for i, d in enumerate(deletes)}
-        processed = frag.processed_conditions
-        if len(old_which) and int(old_which[old_which != np.uint64(_U64)].max(initial=0)) >= max(len(processed), 1) \
-                and (old_which != np.uint64(_U64)).any():
-            raise FormatError(f"fragment {frag.name}: a delete condition index is past its {len(processed)} "
-                              "processed conditions", file=str(frag.path))
-        # a processed delete since vacuumed maps to 0, as TileDB's map lookup gives
-        converted = np.array([index.get(m, 0) for m in processed] + [0], np.uint64)
-        mapped = np.where(old_which == np.uint64(_U64), np.uint64(_U64),
-                          converted[np.minimum(old_which, np.uint64(len(processed))).astype(np.int64)])
-        older = when >= old_when
-        when, which = np.where(older, old_when, when), np.where(older, mapped, which)
-    return {"coords": coords, "data": data, "validity": validity, "timestamps": stamps,
-            "delete_timestamps": when, "delete_conditions": which}

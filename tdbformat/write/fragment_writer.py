@@ -13,6 +13,7 @@ import collections
 import contextlib
 import functools
 import os
+import sys
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -35,7 +36,7 @@ from ..versions import FEATURES, Feature
 from .rtree import FANOUT, build_levels
 from .tiling import terminated_cells, var_cells
 
-__all__ = ["FragmentWrite", "write_fragment", "fragment_name"]
+__all__ = ["FragmentWrite", "FragmentStream", "write_fragment", "fragment_name", "whole_write_var_bound"]
 
 _COMPRESSORS = {FilterType.GZIP, FilterType.ZSTD, FilterType.LZ4, FilterType.RLE, FilterType.BZIP2,
                 FilterType.DOUBLE_DELTA}
@@ -50,6 +51,14 @@ _DENSE_TILER = Feature("dense_tiler", "a dense write's var tiles allocated for t
 #: TileDB 2.12 (v16) computes a dense tile's statistics over the cell slabs the write copied in
 #: (DenseTiler::compute_tile_metadata); 2.7-2.11 over the whole tile, the zeroed padding included.
 _WRITTEN_CELL_STATS = Feature("written_cell_stats", "dense tile statistics of the cells written only", 16)
+
+
+def whole_write_var_bound(version: int) -> bool:
+    """Whether a dense write's var data is chunked by a bound of the whole write (not of each tile's), which a
+    write in batches is told (:class:`FragmentStream`'s ``var_bounds``)."""
+    return _BUFFER_VAR_CHUNKS(version) and _DENSE_TILER(version)
+
+
 _EMPTY_TILE = Tile.build(Container(num_chunks=0, chunks=ListContainer()))
 
 
@@ -130,12 +139,20 @@ class _Encoder:
         sels = written or [slice(None)] * len(tiles)
         return sum(len(var_cells(cells[sel], info.datatype.numpy_dtype)[0]) for cells, sel in zip(tiles, sels))
 
-    def field(self, info: FieldInfo, tiles, validity, stem, stats: bool, is_dim: bool, written=None,
-              dense: bool = False) -> _Out:
-        """Store a field's tiles, file by file as they are made (a data file is never held whole), filtered
-        :attr:`threads` tiles at once (:func:`_in_order`)."""
-        out = _Out()
-        var_bound = self.var_bound(info, tiles, dense, written) if tiles else None
+    def sinks(self, files: ExitStack, info: FieldInfo, stem: str) -> tuple:
+        """The fixed, var and validity files of a field (a ``_Sink(None)`` where it has none), open in ``files``
+        until the fragment's last tile is stored (a data file is never held whole)."""
+        def sink(suffix):
+            return _Sink.writing(files, self.storage, self.storage.join(self.folder, f"{stem}{suffix}.tdb"))
+        return sink(""), sink("_var") if info.var else _Sink(None), sink("_validity") if info.nullable else _Sink(None)
+
+    def encoded(self, info: FieldInfo, tiles, validity, stats: bool, is_dim: bool, written=None, dense: bool = False,
+                var_bound=None):
+        """A batch of a field's tiles filtered (:meth:`tile`'s tuples, in order), :attr:`threads` tiles at once
+        (:func:`_in_order`). ``var_bound``: :meth:`var_bound` of the whole fragment where a batch is not all of
+        it (None: of these tiles)."""
+        var_bound = var_bound if var_bound is not None else self.var_bound(info, tiles, dense, written) if tiles \
+            else None
         at_once = min(self.threads, len(tiles))
         chunk_threads = max(1, self.threads // max(1, at_once))  # a lone tile's chunks get every thread
 
@@ -143,29 +160,24 @@ class _Encoder:
             return self.tile(info, tiles[t], None if validity is None else validity[t], var_bound, chunk_threads,
                              stats and (slice(None) if written is None or not _WRITTEN_CELL_STATS(self.version)
                                         else written[t]), is_dim)
+        return _in_order(tile, len(tiles), at_once)
 
-        with ExitStack() as files:
-            def sink(suffix):
-                made = _Sink(files.enter_context(self.storage.writer(self.storage.join(self.folder,
-                                                                                         f"{stem}{suffix}.tdb"))))
-                files.callback(made.wait)  # (before the file closes)
-                return made
-            fixed = sink("")
-            var = sink("_var") if info.var else _Sink(None)
-            valid = sink("_validity") if info.nullable else _Sink(None)
-            for fixed_parts, var_parts, var_size, valid_parts, tile_stats in _in_order(tile, len(tiles), at_once):
-                out.offsets.append(fixed.size)
-                if info.var:
-                    out.var_offsets.append(var.size)
-                    out.var_sizes.append(var_size)
-                    var.put(var_parts)
-                fixed.put(fixed_parts)
-                if info.nullable:
-                    out.validity_offsets.append(valid.size)
-                    valid.put(valid_parts)
-                out.stats.append(tile_stats)
+    @staticmethod
+    def store(info: FieldInfo, encoded, sinks, out: _Out) -> None:
+        """Filtered tiles (:meth:`encoded`) into a field's ``sinks`` (:meth:`sinks`), added to ``out``."""
+        fixed, var, valid = sinks
+        for fixed_parts, var_parts, var_size, valid_parts, tile_stats in encoded:
+            out.offsets.append(fixed.size)
+            if info.var:
+                out.var_offsets.append(var.size)
+                out.var_sizes.append(var_size)
+                var.put(var_parts)
+            fixed.put(fixed_parts)
+            if info.nullable:
+                out.validity_offsets.append(valid.size)
+                valid.put(valid_parts)
+            out.stats.append(tile_stats)
         out.sizes = [fixed.size, var.size, valid.size]
-        return out
 
     def tile(self, info: FieldInfo, cells, validity, var_bound, threads, stats, is_dim) -> tuple:
         """(fixed parts, var parts, the var data's size, validity parts, statistics) of one tile; ``stats``: the
@@ -194,35 +206,41 @@ class _Encoder:
                                                              is_dim, var and tuple(var[:1]) + (var[1][stats], var[2][stats]))
         return fixed_parts, var_parts, var_size, valid_parts, tile_stats
 
-    def coords(self, tiles, dims) -> _Out:
-        """The v1-4 ``__coords`` field: every dimension's coordinates of a tile together, zipped (x1 y1 x2 y2...)
-        in v1 unless the coordinate pipeline compresses, else one dimension after the other."""
-        out = _Out()
+    def coords(self, tiles, dims, sink, out: _Out) -> None:
+        """The v1-4 ``__coords`` field (into ``sink``, adding to ``out``): every dimension's coordinates of a
+        tile together, zipped (x1 y1 x2 y2...) in v1 unless the coordinate pipeline compresses, else one
+        dimension after the other."""
         pipeline = self.schema.coords_filters
         zipped = FEATURES["zipped_coordinates"](self.version) and not (
             {FilterType(f.type) for f in pipeline.filters} & _COMPRESSORS)
         datatype = dims[0].datatype
-        with self.storage.writer(self.storage.join(self.folder, "__coords.tdb")) as f, ExitStack() as waits:
-            data = _Sink(f)
-            waits.callback(data.wait)
-            for cols in zip(*(tiles[d.name] for d in dims)):
-                out.offsets.append(data.size)
-                raw = np.stack(cols, axis=1) if zipped else np.concatenate(cols)
-                data.put(self.stored(_raw(raw.astype(datatype.numpy_dtype)), pipeline, datatype,
-                                     datatype.size * len(dims), dim_num=1 if zipped else len(dims)))
-                out.stats.append(None)
-        out.sizes = [data.size, 0, 0]
-        return out
+        for cols in zip(*(tiles[d.name] for d in dims)):
+            out.offsets.append(sink.size)
+            raw = np.stack(cols, axis=1) if zipped else np.concatenate(cols)
+            sink.put(self.stored(_raw(raw.astype(datatype.numpy_dtype)), pipeline, datatype,
+                                 datatype.size * len(dims), dim_num=1 if zipped else len(dims)))
+            out.stats.append(None)
+        out.sizes = [sink.size, 0, 0]
 
 
 class _Sink:
     """A data file written tile by tile; its size so far is the next tile's offset (None: no file).
 
     A tile goes to its file in a thread of its own while the next one is filtered (the write lets the GIL
-    go); at most one tile a file waits, and :meth:`wait` (before the file closes) raises what a write raised."""
+    go); at most one tile a file waits, and :meth:`wait` (before the file closes) raises what a write raised,
+    as the storage's writer of that file turns it into an error naming the file."""
 
-    def __init__(self, file):
-        self.file, self.size, self._pending = file, 0, None
+    def __init__(self, file, own: ExitStack | None = None):
+        self.file, self.size, self._pending, self._own = file, 0, None, own
+
+    @classmethod
+    def writing(cls, files: ExitStack, storage, path) -> "_Sink":
+        """A sink writing ``path``, closed with ``files`` (after its last tile is written)."""
+        own = ExitStack()
+        made = cls(own.enter_context(storage.writer(path)), own)
+        files.push(own)
+        files.callback(made.wait)  # (before the file closes)
+        return made
 
     def put(self, parts: list):
         self.wait()
@@ -232,7 +250,12 @@ class _Sink:
     def wait(self):
         if self._pending is not None:
             pending, self._pending = self._pending, None
-            pending.result()
+            try:
+                pending.result()
+            except BaseException:
+                if self._own is not None:
+                    self._own.__exit__(*sys.exc_info())  # raises the storage's error, which names the file
+                raise
 
 
 def _in_order(fn, n: int, threads: int):
@@ -393,52 +416,164 @@ def write_fragment(storage, root, fw: FragmentWrite, *, timestamp: int, uuid: st
     """Write the fragment ``fw`` into the array at ``root`` and commit it; returns the fragment's name.
     ``threads`` filter its tiles (default :func:`filters.set_threads`'); any number gives the same bytes.
     A write that fails before its commit takes its fragment folder back: the array is as it was."""
-    version = fw.schema.version
-    name = fragment_name(version, timestamp, uuid)
-    folder = storage.join(root, FRAGMENTS_DIR, name) if FEATURES["fragments_folder"](version) else \
-        storage.join(root, name)
-    if not FEATURES["commit_markers"](version):
-        commit = storage.join(folder, FRAGMENT_METADATA)  # v1-4: the metadata file is the commit
-    elif FEATURES["fragments_folder"](version):
-        commit = storage.join(root, COMMITS_DIR, f"{name}.wrt")
-    else:
-        commit = storage.join(root, f"{name}.ok")
-    if storage.is_dir(folder):
-        raise ValueError(f"uuid: the array already has a fragment {name}")
-    storage.makedirs(folder)
-    try:
-        _write_files(storage, fw, folder, key, max_chunk, threads, commit)
-    except BaseException:
-        # (a tile its pipeline cannot encode, a full disk, an interrupt); a commit that was made stays
-        with contextlib.suppress(Exception):
-            if not storage.is_file(commit):
-                storage.remove_folder(folder)
-        raise
-    return name
+    with FragmentStream(storage, root, fw.schema, timestamp=timestamp, uuid=uuid, key=key, max_chunk=max_chunk,
+                        threads=threads) as stream:
+        stream.add(fw)
+        stream.finish()
+    return stream.name
 
 
-def _write_files(storage, fw: FragmentWrite, folder, key, max_chunk, threads, commit) -> None:
-    """The data files and fragment metadata into ``folder``, then the ``commit`` file, last."""
-    schema = fw.schema
-    version = schema.version
-    enc = _Encoder(schema, version, key, max_chunk, storage, folder, thread_count(threads))
-    fields = _fields(fw, version)
-    stats = version >= 11
-    outs = {}
-    for i, info, is_dim in _index_data(fw, version):
-        stem = data_file_stem(version, i, fields, len(attributes(schema)))
-        outs[i] = enc.field(info, fw.tiles[info.name], fw.validity.get(info.name), stem, stats, is_dim, fw.written,
-                            fw.dense)
-    if not fw.dense and not FEATURES["coordinates_per_dimension"](version):
-        outs[len(attributes(schema))] = enc.coords(fw.tiles, dimensions(schema))
-    tile_num = len(next(iter(fw.tiles.values())))
-    metadata = _metadata(fw, version, key, fields, outs, tile_num, max_chunk)
-    if not FEATURES["commit_markers"](version):
-        storage.commit(commit, metadata)
-        return
-    storage.write(storage.join(folder, FRAGMENT_METADATA), metadata)
-    storage.makedirs(storage.parent(commit))
-    storage.commit(commit, b"")
+#: batches whose MBRs and tile bounds a stream keeps apart before joining them
+_COMPACT = 32
+
+
+class FragmentStream:
+    """One fragment written a batch of whole tiles at a time: :meth:`add` stores each batch (a
+    :class:`FragmentWrite` of consecutive tiles in global order, the last one's last tile may be partial) into
+    the data files, which stay open; :meth:`finish` writes the fragment metadata of every batch, then the
+    commit. Peak memory is a batch and its filtered tiles, whatever the fragment's size. Used as a context
+    manager, a stream left without its commit (an error, an interrupt) takes its folder back.
+
+    ``var_bounds``: per var attribute, the chunk bound of its v5-10 var data where it depends on the whole
+    write (:meth:`_Encoder.var_bound` of a dense fragment in ``_DENSE_TILER``'s versions)."""
+
+    def __init__(self, storage, root, schema, *, timestamp, uuid: str, key=None, max_chunk: int = MAX_CHUNK,
+                 threads: int | None = None, var_bounds: dict | None = None):
+        version = schema.version
+        self.storage, self.schema, self.var_bounds = storage, schema, var_bounds or {}
+        self.name = fragment_name(version, timestamp, uuid)
+        self.folder = storage.join(root, FRAGMENTS_DIR, self.name) if FEATURES["fragments_folder"](version) else \
+            storage.join(root, self.name)
+        if not FEATURES["commit_markers"](version):
+            self.commit = storage.join(self.folder, FRAGMENT_METADATA)  # v1-4: the metadata file is the commit
+        elif FEATURES["fragments_folder"](version):
+            self.commit = storage.join(root, COMMITS_DIR, f"{self.name}.wrt")
+        else:
+            self.commit = storage.join(root, f"{self.name}.ok")
+        if storage.is_dir(self.folder):
+            raise ValueError(f"uuid: the array already has a fragment {self.name}")
+        self.key, self.max_chunk = key, max_chunk
+        self._enc = _Encoder(schema, version, key, max_chunk, storage, self.folder, thread_count(threads))
+        self._files, self._outs, self._sinks = ExitStack(), {}, {}
+        self._first: FragmentWrite | None = None
+        self._tile_num, self._last, self._ned = 0, 0, None
+        self._mbrs, self._global_bounds = [], []
+        storage.makedirs(self.folder)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if exc[0] is None:
+            return self._files.close()  # (a finish closed them already)
+        try:  # (a tile its pipeline cannot encode, a full disk, an interrupt)
+            self._files.__exit__(*exc)
+        finally:
+            with contextlib.suppress(Exception):  # a commit that was made stays
+                if not self.storage.is_file(self.commit):
+                    self.storage.remove_folder(self.folder)
+
+    def add(self, fw: FragmentWrite, encoded: dict | None = None) -> None:
+        """Store the tiles of ``fw`` after those added before; ``encoded``: their filtered tiles by field
+        (:meth:`encode`, of these tiles), else they are filtered as they are stored."""
+        version = self.schema.version
+        if self._first is None:
+            self._first = fw
+            self._fields = _fields(fw, version)
+            for i, info, _ in _index_data(fw, version):
+                stem = data_file_stem(version, i, self._fields, len(attributes(self.schema)))
+                self._sinks[i], self._outs[i] = self._enc.sinks(self._files, info, stem), _Out()
+            if not fw.dense and not FEATURES["coordinates_per_dimension"](version):
+                coords = len(attributes(self.schema))
+                path = self.storage.join(self.folder, "__coords.tdb")
+                self._sinks[coords], self._outs[coords] = _Sink.writing(self._files, self.storage, path), _Out()
+        for i, info, is_dim in _index_data(fw, version):
+            self._enc.store(info, encoded[i] if encoded is not None else self._encoded(fw, i, info, is_dim),
+                            self._sinks[i], self._outs[i])
+        if not fw.dense and not FEATURES["coordinates_per_dimension"](version):
+            coords = len(attributes(self.schema))
+            self._enc.coords(fw.tiles, dimensions(self.schema), self._sinks[coords], self._outs[coords])
+        self._tile_num += len(next(iter(fw.tiles.values())))
+        self._last = fw.last_tile_cell_num
+        self._ned, dims = _joined_domain(self._ned, fw.non_empty_domain), dimensions(self.schema)
+        if fw.mbrs is not None:
+            self._mbrs.append(fw.mbrs)
+        if fw.global_bounds is not None:
+            self._global_bounds.append(fw.global_bounds)
+        if len(self._mbrs) >= _COMPACT:  # (many small batches: one array, not an array's overhead a batch)
+            self._mbrs, self._global_bounds = [_joined_mbrs(self._mbrs)], [_joined_bounds(self._global_bounds, dims)]
+
+    def _encoded(self, fw, i, info, is_dim):
+        return self._enc.encoded(info, fw.tiles[info.name], fw.validity.get(info.name), self.schema.version >= 11,
+                                 is_dim, fw.written, fw.dense, self.var_bounds.get(info.name))
+
+    def encode(self, fw: FragmentWrite) -> tuple[dict, np.ndarray]:
+        """The filtered tiles of ``fw`` by field (held, for :meth:`add`), and each tile's stored bytes over every
+        field (WriterTileTuple::filtered_size, summed as GlobalOrderWriter sizes fragments): for a fragment cut
+        by size (v5+: the coordinates of each dimension apart)."""
+        fields = _index_data(fw, self.schema.version)
+        encoded = {i: list(self._encoded(fw, i, info, is_dim)) for i, info, is_dim in fields}
+        sizes = np.zeros(len(next(iter(fw.tiles.values()))), np.int64)
+        for tiles in encoded.values():
+            for t, (fixed, var, _, valid, _) in enumerate(tiles):
+                sizes[t] += sum(map(len, fixed)) + sum(map(len, var or [])) + sum(map(len, valid or []))
+        return encoded, sizes
+
+    def finish(self, commit: bool = True) -> None:
+        """The data files closed, then the fragment metadata, then (unless ``commit`` is False: then
+        :meth:`commit` later) the commit, last."""
+        first = self._first
+        if first is None:
+            raise ValueError("a fragment needs at least one tile")
+        self._files.close()
+        dims = dimensions(self.schema)
+        whole = FragmentWrite(
+            self.schema, first.schema_name, first.dense, self._ned, {}, mbrs=_joined_mbrs(self._mbrs),
+            last_tile_cell_num=self._last,
+            global_bounds=_joined_bounds(self._global_bounds, dims) if self._global_bounds else None,
+            has_timestamps=first.has_timestamps, has_delete_meta=first.has_delete_meta,
+            processed_conditions=first.processed_conditions)
+        version = self.schema.version
+        metadata = _metadata(whole, version, self.key, self._fields, self._outs, self._tile_num, self.max_chunk)
+        if not FEATURES["commit_markers"](version):
+            self._metadata = metadata  # v1-4: the metadata file is the commit
+        else:
+            self.storage.write(self.storage.join(self.folder, FRAGMENT_METADATA), metadata)
+            self._metadata = b""
+        if commit:
+            self.commit_now()
+
+    def commit_now(self) -> None:
+        """The commit of a fragment :meth:`finish` left uncommitted: from here on readers see it."""
+        self.storage.makedirs(self.storage.parent(self.commit))
+        self.storage.commit(self.commit, self._metadata)
+
+
+def _joined_domain(ned, more) -> list:
+    """Two non-empty domains as one (the batches of a fragment): per dimension the lower low, the higher high."""
+    if ned is None:
+        return list(more)
+    out = []
+    for a, b in zip(ned, more):
+        if isinstance(a, dict):  # var: Container(start=, end=) of bytes
+            out.append(Container(start=min(a.start, b.start), end=max(a.end, b.end)))
+        else:
+            out.append(np.array([min(a[0], b[0]), max(a[1], b[1])], a.dtype))
+    return out
+
+
+def _joined_bounds(parts: list, dims) -> dict:
+    """The batches' first and last cells of each tile (``FragmentWrite.global_bounds``) as one."""
+    return {d.name: tuple(np.concatenate([g[d.name][k] for g in parts]) for k in (0, 1)) for d in dims}
+
+
+def _joined_mbrs(parts: list):
+    """The batches' MBRs as one: a structured array of fixed-size dimensions, a list of var ones."""
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate(parts) if isinstance(parts[0], np.ndarray) else [m for p in parts for m in p]
 
 
 def _per_field(outs, n, tile_num, what):

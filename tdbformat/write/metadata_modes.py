@@ -98,7 +98,7 @@ def _commits(storage, root, version, key, dry_run) -> dict:
               if (n.endswith(".wrt") or n.endswith(".del")) and f"{COMMITS_DIR}/{n}" not in held]
     if not lines:
         return {"steps": []}
-    name = _name(lines[0], lines[-1], version) + ".con"
+    name = commits_name(lines[0], lines[-1], version)
     if dry_run:
         return {"steps": [{"commits": lines, "file": name}]}
     entries = []
@@ -108,9 +108,21 @@ def _commits(storage, root, version, key, dry_run) -> dict:
             p = storage.join(root, *line.split("/"))
             delete = DeleteCommit.parse(storage.read(p, what="delete commit"), key=key, filename=str(p))
         entries.append(Container(uri=line, delete=delete if line.endswith(".del") else None))
+    commit_together(storage, root, name, entries, key)
+    return {"steps": [{"commits": lines, "file": name}]}
+
+
+def commit_together(storage, root, name: str, entries: list, key=None) -> None:
+    """One consolidated commits file ``__commits/<name>`` holding ``entries`` (Containers of ``uri``, the line,
+    and ``delete``, a parsed delete commit or None): everything it names is committed at once
+    (Consolidator::write_consolidated_commits_file, which a write of several fragments commits with too)."""
     storage.commit(storage.join(root, COMMITS_DIR, name), ConsolidatedCommits.build(Container(
         entries=ListContainer(entries)), key=key))
-    return {"steps": [{"commits": lines, "file": name}]}
+
+
+def commits_name(first: str, last: str, version) -> str:
+    """The name of a ``.con`` holding ``first`` to ``last`` (generate_consolidated_fragment_name)."""
+    return _name(first, last, version) + ".con"
 
 
 def _vacuum_commits(storage, root, key) -> dict:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 
 from ..storage import LocalStorage
-from ..versions import Feature
+from ..versions import FEATURES
 
 __all__ = ["VACUUM_FILES", "RELATIVE_VACUUM_URIS", "array_uri", "vacuum_lines"]
 
 #: consolidation lists what it replaced in a vacuum file (before, TileDB deleted the fragments at once)
-VACUUM_FILES = Feature("vacuum_files", "consolidation lists the fragments it replaced in a .vac file", since=5)
+VACUUM_FILES = FEATURES["vacuum_files"]
 #: a vacuum file's lines are relative to the array (write_vacuum_file); absolute URIs before
-RELATIVE_VACUUM_URIS = Feature("relative_vacuum_uris", "vacuum file lines are relative to the array", since=19)
+RELATIVE_VACUUM_URIS = FEATURES["relative_vacuum_uris"]
 
 
 def array_uri(arr=None, storage=None, path=None) -> str:

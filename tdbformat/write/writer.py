@@ -21,7 +21,7 @@ from ..storage import storage_for
 from ..structs.array_schema import attributes, dimensions, value_dtype
 from ..array.cells import cell_dtype, range_bound
 from .create import create, default_fill, new_uuid, now_ms
-from .fragment_writer import FragmentWrite, write_fragment
+from .fragment_writer import FragmentStream, FragmentWrite, write_fragment
 from .labels import prepare_labels, sparse_label_ranges, split_labels
 from .metadata import delete_metadata, put_metadata
 from .tiling import dense_box, dense_tiles, sparse_order, tile_bounds
@@ -56,7 +56,7 @@ def _padding(info, version: int):
     return fill if info.var else np.frombuffer(fill, cell_dtype(info))[0]
 
 
-def _dense_fragment(schema, schema_name, subarray, data, validity, lossy=False, enumerations=None) -> FragmentWrite:
+def dense_fragment(schema, schema_name, subarray, data, validity, lossy=False, enumerations=None) -> FragmentWrite:
     dims = dimensions(schema)
     shape = tuple(int(hi) - int(lo) + 1 for lo, hi in subarray)
     tiles, valid = {}, {}
@@ -105,7 +105,7 @@ def _ordinal(column: np.ndarray, info) -> np.ndarray:
     return column.view("<i8") if column.dtype.kind in "mM" else column
 
 
-def _sparse_fragment(schema, schema_name, coords, data, validity, meta=None, lossy=False,
+def sparse_fragment(schema, schema_name, coords, data, validity, meta=None, lossy=False,
                      enumerations=None) -> FragmentWrite:
     """``meta``: the cell timestamps and delete metadata of a consolidated fragment (:func:`_cell_meta`)."""
     dims = dimensions(schema)
@@ -267,6 +267,14 @@ class ArrayWriter:
         write one ``__meta`` file at the writer's timestamp."""
         return _WriteMeta(self)
 
+    def stream(self, uuid: str | None = None, var_bounds: dict | None = None) -> FragmentStream:
+        """A fragment written a batch of whole tiles at a time (:class:`~.fragment_writer.FragmentStream`),
+        at the writer's timestamp (default now), named by ``uuid``: batches from :func:`dense_fragment` and
+        :func:`sparse_fragment`, in global order."""
+        return FragmentStream(self.storage, self.root, self.schema, timestamp=now_ms() if self.timestamp is None
+                              else self.timestamp, uuid=_uuid(uuid), key=self.key, max_chunk=self.max_chunk_size,
+                              threads=self.threads, var_bounds=var_bounds)
+
     def __setitem__(self, index, value):
         self.write(value, **({"subarray": _subarray(self.schema, index)} if self.dense else
                              {"coords": index if isinstance(index, tuple) else (index,)}))
@@ -302,8 +310,8 @@ class ArrayWriter:
             subarray = (_subarray(self.schema, slice(None)) if subarray is None
                         else _check_subarray(self.schema, subarray))
             check_current_domain(self.schema, subarray)
-            fw = _dense_fragment(self.schema, self.schema_name, subarray, data, validity, lossy, self._enumerations())
-            write_labels = prepare_labels(self, subarray, labels, _dense_fragment)
+            fw = dense_fragment(self.schema, self.schema_name, subarray, data, validity, lossy, self._enumerations())
+            write_labels = prepare_labels(self, subarray, labels, dense_fragment)
         else:
             if subarray is not None:
                 raise ValueError("subarray: a sparse array is written by the coordinates of its cells (coords=)")
@@ -312,9 +320,9 @@ class ArrayWriter:
             if isinstance(coords, (str, bytes)) or not isinstance(coords, (list, tuple)):
                 raise TypeError(f"coords: expected one array of coordinates per dimension (a list or tuple), not "
                                 f"{type(coords).__name__}")
-            fw = _sparse_fragment(self.schema, self.schema_name, list(coords), data, validity, meta, lossy,
+            fw = sparse_fragment(self.schema, self.schema_name, list(coords), data, validity, meta, lossy,
                                   self._enumerations())
-            write_labels = prepare_labels(self, sparse_label_ranges(list(coords), labels), labels, _dense_fragment)
+            write_labels = prepare_labels(self, sparse_label_ranges(list(coords), labels), labels, dense_fragment)
         t = now_ms() if self.timestamp is None else self.timestamp
         write_labels(t)
         name = write_fragment(self.storage, self.root, fw, timestamp=t, uuid=uuid, key=self.key,

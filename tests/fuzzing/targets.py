@@ -94,7 +94,10 @@ def _ops(case: dict):
 
 #: maintenance writes, each run by the command line in a forked child on a copy of the case (its threads and
 #: memory end with it): a refusal (exit 1 or 2) must leave the copy as it was; a traceback is an escape
-_MAINTENANCE = [("consolidate", ["consolidate"]), ("vacuum", ["vacuum"])]
+_MAINTENANCE = [("consolidate", ["consolidate"]), ("vacuum", ["vacuum"]),
+                # the bounded merge a few tiles at a time (or refused for want of memory), and fragments cut
+                ("consolidate small budget", ["consolidate", "--config", "sm.consolidation.buffer_size=1024"]),
+                ("consolidate max_fragment_size", ["consolidate", "--config", "sm.consolidation.max_fragment_size=2000"])]
 
 
 class MaintenanceEscape(Exception):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import time
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ import tdbformat  # noqa: E402
 from tdbformat.errors import FormatError  # noqa: E402
 from tdbformat.write.consolidate import consolidate, plan  # noqa: E402
 from tdbformat.write.vacuum import vacuum  # noqa: E402
+from test_consolidate_corpus import least_budget  # noqa: E402
 
 _WRITES = [(10, [1, 5, 7]), (20, [5, 9, 3]), (30, [7, 1, 11, 12]), (40, [2, 5])]
 
@@ -63,6 +65,49 @@ def _dense(path, whole=False):
     return [t for t, _, _ in boxes]
 
 
+def _hilbert(path):
+    """A Hilbert-ordered sparse array (one int, one float dimension) whose writes interleave and overwrite."""
+    dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 999), tile=100, dtype=np.int32),
+                        tiledb.Dim("y", domain=(-1.0, 1.0), tile=0.5, dtype=np.float64))
+    tiledb.Array.create(str(path), tiledb.ArraySchema(domain=dom, sparse=True, cell_order="hilbert", capacity=4,
+                                                      attrs=[tiledb.Attr("a", dtype=np.int64),
+                                                             tiledb.Attr("s", dtype=str, var=True)]))
+    rng = np.random.default_rng(3)
+    for t in (10, 20, 30):
+        x = rng.choice(60, 20, replace=False).astype(np.int32) * 16
+        y = np.round(rng.uniform(-1, 1, 20), 2)
+        with tiledb.open(str(path), "w", timestamp=t) as A:
+            A[x, y] = {"a": x.astype(np.int64) * 1000 + t, "s": np.array([f"v{t}-{i}" for i in range(20)], object)}
+    return [10, 20, 30]
+
+
+def _evolved(path):
+    """Fragments written under three schemas: ``b`` added after the first write, ``a`` dropped after the
+    second (TileDB's array_evolve), a delete under the second. The schema of the create is at the real time:
+    every other timestamp is after it."""
+    t0 = int(time.time() * 1000) + 10**6
+    dom = tiledb.Domain(tiledb.Dim("x", domain=(0, 99), tile=10, dtype=np.int64))
+    tiledb.Array.create(str(path), tiledb.ArraySchema(domain=dom, sparse=True, capacity=3,
+                                                      attrs=[tiledb.Attr("a", dtype=np.int32)]))
+    with tiledb.open(str(path), "w", timestamp=t0 + 10) as A:
+        A[np.array([1, 5, 7, 9])] = np.array([10, 50, 70, 90], np.int32)
+    evolution = tiledb.ArraySchemaEvolution(tiledb.Ctx())
+    evolution.add_attribute(tiledb.Attr("b", dtype=np.float32, fill=-1.0))
+    evolution.timestamp(t0 + 15)
+    evolution.array_evolve(str(path))
+    with tiledb.open(str(path), "w", timestamp=t0 + 20) as A:
+        A[np.array([5, 9, 3])] = {"a": np.array([51, 91, 31], np.int32), "b": np.array([0.5, 0.9, 0.3], np.float32)}
+    with tiledb.open(str(path), "d", timestamp=t0 + 22) as A:  # (TileDB cannot consolidate a condition on a)
+        A.query(cond="x == 7").submit()
+    evolution = tiledb.ArraySchemaEvolution(tiledb.Ctx())
+    evolution.drop_attribute("a")
+    evolution.timestamp(t0 + 25)
+    evolution.array_evolve(str(path))
+    with tiledb.open(str(path), "w", timestamp=t0 + 30) as A:
+        A[np.array([2, 9, 11])] = np.array([0.2, 9.9, 1.1], np.float32)
+    return [t0 + t for t in (10, 15, 20, 22, 25, 30)]
+
+
 def _pair(tmp_path, build, **kw):
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
     times = build(ours, **kw)
@@ -104,15 +149,21 @@ CASES = {
     "sparse_float_dim": (_sparse, {"dim_dtype": np.float64, "delete": False}),
     "dense": (_dense, {}),
     "dense_whole": (_dense, {"whole": True}),
+    "sparse_hilbert": (_hilbert, {}),
+    "sparse_several_schemas": (_evolved, {}),
 }
 
 
+@pytest.mark.parametrize("budget", ["default", "least"])
 @pytest.mark.parametrize("case", CASES)
-def test_consolidate_and_vacuum_as_tiledb(tmp_path, case):
+def test_consolidate_and_vacuum_as_tiledb(tmp_path, case, budget):
+    """``least``: merged in the least memory the merge takes, a few tiles at a time (a tile of each fragment
+    at once, dense a tile at a time): the same bytes."""
     build, kw = CASES[case]
     ours, theirs, times = _pair(tmp_path, build, **kw)
     tiledb.consolidate(str(theirs), config=tiledb.Config({"sm.consolidation.mode": "fragments"}))
-    done = consolidate(str(ours), config={"sm.consolidation.mode": "fragments"})
+    done = consolidate(str(ours), config={"sm.consolidation.mode": "fragments"},
+                       memory_budget=least_budget(ours) if budget == "least" else None)
     _same_everywhere(ours, theirs, times)
     rng = done["steps"][-1]["timestamp_range"]
     # the copies share their delete commits and schema: the merged fragments are the same bytes
@@ -271,14 +322,13 @@ def test_a_failed_merge_takes_its_uncommitted_folder_away(tmp_path, monkeypatch)
     ours = tmp_path / "arr"
     _sparse(ours, delete=False)
     before = _tree_hash(ours)
-    from tdbformat.write import writer as writer_mod
-    from tdbformat.write.fragment_writer import fragment_name
+    from tdbformat.write.fragment_writer import FragmentStream
+    real = FragmentStream.add
 
-    def failing(storage, root, fw, *, timestamp, uuid, **kw):  # a data file written, then the disk is full
-        folder = storage.join(root, "__fragments", fragment_name(fw.schema.version, timestamp, uuid))
-        storage.write(storage.join(folder, "a0.tdb"), b"partial")
+    def failing(self, fw):  # a batch of tiles written, then the disk is full
+        real(self, fw)
         raise OSError("disk full")
-    monkeypatch.setattr(writer_mod, "write_fragment", failing)
+    monkeypatch.setattr(FragmentStream, "add", failing)
     with pytest.raises(OSError, match="disk full"):
         consolidate(str(ours))
     assert _tree_hash(ours) == before
@@ -331,3 +381,68 @@ def test_file_sizes_that_add_up_past_any_storage_are_a_format_error(tmp_path):
     with pytest.raises(FormatError, match="add up to"):
         consolidate(root, config={"sm.consolidation.step_min_frags": "2", "sm.consolidation.step_max_frags": "3"})
     assert sorted(p.name for p in root.rglob("*")) == before
+
+
+def _fragment_layout(path):
+    """Each fragment's timestamps, non-empty domain and cell count, sorted (fragments of one consolidation share
+    their timestamps: their order is their random names')."""
+    return sorted(repr((tuple(f.timestamp_range), f.non_empty_domain, f.cell_num))
+                  for f in tdbformat.open_array(str(path)).fragments)
+
+
+def _rows(path, t):
+    """The cells at ``t`` as sorted rows: a dups array's cells come in its fragments' order."""
+    out = _read(path, t)
+    return sorted(map(repr, zip(*[v[0] if isinstance(v, tuple) else v for v in out.values()])))
+
+
+@pytest.mark.parametrize("size", [300, 700, 2000])
+@pytest.mark.parametrize("case", ["sparse_deletes", "sparse_dups_deletes", "sparse_strings_var"])
+def test_max_fragment_size_cuts_the_merged_fragment_as_tiledb(tmp_path, case, size):
+    """sm.consolidation.max_fragment_size: a new fragment each time the next tile would pass the size, all
+    committed in one .con; a size under one tile is refused (TileDB: "Fragment size is too small to write a
+    single tile") and the array is left as it was."""
+    build, kw = CASES[case]
+    ours, theirs, times = _pair(tmp_path, build, **kw)
+    config = {"sm.consolidation.mode": "fragments", "sm.consolidation.max_fragment_size": str(size)}
+    try:
+        tiledb.consolidate(str(theirs), config=tiledb.Config(config))
+        refused = False
+    except tiledb.TileDBError as e:
+        assert "too small to write a single tile" in str(e)
+        refused = True
+    if refused:
+        before = _tree_hash(ours)
+        with pytest.raises(ValueError, match="max_fragment_size = .* is too small to write a single tile"):
+            consolidate(str(ours), config=config)
+        assert _tree_hash(ours) == before
+    else:
+        done = consolidate(str(ours), config=config)
+        assert len(done["steps"]) == 1 and len(done["steps"][0]["written"]) == len(tiledb.array_fragments(str(theirs)))
+    assert _fragment_layout(ours) == _fragment_layout(theirs)
+    kinds = [sorted(n.rsplit(".", 1)[-1] for n in os.listdir(p / "__commits")) for p in (ours, theirs)]
+    assert kinds[0] == kinds[1]
+    for t in sorted(set(times)) + [None]:
+        assert _rows(ours, t) == _rows(theirs, t), t
+    vacuum(str(ours))
+    tiledb.vacuum(str(theirs))
+    assert _fragment_layout(ours) == _fragment_layout(theirs)
+    assert _rows(ours, None) == _rows(theirs, None)
+
+
+def test_max_fragment_size_is_refused_before_format_version_16(tmp_path):
+    from tdbformat.write.create import create
+    from tdbformat.write.writer import write
+    from test_writer import py_schema
+
+    schema = py_schema(tmp_path, tiledb.ArraySchema(domain=tiledb.Domain(tiledb.Dim("x", domain=(0, 99), tile=10,
+                                                                                      dtype=np.int64)),
+                                                    attrs=[tiledb.Attr("a", dtype=np.int32)], sparse=True))
+    path = str(tmp_path / "a")
+    create(path, schema, 15)
+    for t in (1, 2):
+        write(path, {"a": np.arange(3, dtype=np.int32)}, coords=[np.arange(3) + t], timestamp=t)
+    before = _tree_hash(path)
+    with pytest.raises(ValueError, match="max_fragment_size: format version 15 has none"):
+        consolidate(path, config={"sm.consolidation.max_fragment_size": "100"})
+    assert _tree_hash(path) == before

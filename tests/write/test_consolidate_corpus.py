@@ -40,15 +40,19 @@ def _undo(array: Path):
     return kept, lines, parse_timestamped_name(name)
 
 
+@pytest.mark.parametrize("budget", ["default", "least"])
 @pytest.mark.parametrize("case", [c for c in CONSOLIDATED if _version(c) >= 5], ids=lambda c: c.parent.name)
-def test_consolidation_at_the_arrays_version_is_tiledbs(tmp_path, case):
+def test_consolidation_at_the_arrays_version_is_tiledbs(tmp_path, case, budget):
+    """``least``: the smallest memory budget the merge takes (a tile of each fragment at once; one tile of a
+    dense slab), which it names when refusing one byte less: merged a few tiles at a time, the same bytes."""
     array = tmp_path / "array"
     shutil.copytree(case / "array", array)
     theirs, listed, name = _undo(array)
     before = tdbformat.open_array(str(array)).read()
     # the chunk bound of the corpus writer's TileDB (README: 192 bytes in the tiledb-py 0.19-0.25 wheels)
     chunk = 192 if re.search(r"tiledb-py-0\.(19|2[0-5])\.", case.parent.name) else 65536
-    done = consolidate(str(array), max_chunk_size=chunk)
+    done = consolidate(str(array), max_chunk_size=chunk, memory_budget=least_budget(array) if budget == "least"
+                       else None)
     assert len(done["steps"]) == 1
     step = done["steps"][0]
     assert sorted(step["fragments"]) == sorted(listed)
@@ -66,6 +70,19 @@ def test_consolidation_at_the_arrays_version_is_tiledbs(tmp_path, case):
     after = tdbformat.open_array(str(array))
     assert [f.name for f in after.fragments] == [step["fragment"]]
     assert repr(after.read()) == repr(before)
+
+
+def least_budget(array) -> int:
+    """The budget a refused consolidation names as the least it needs; one byte less is refused too, and
+    neither writes anything."""
+    before = sorted((p, p.stat().st_size) for p in array.rglob("*"))
+    with pytest.raises(ValueError, match=r"memory_budget: 1 bytes cannot merge .* it needs (\d+) bytes") as got:
+        consolidate(str(array), memory_budget=1)
+    need = int(re.search(r"needs (\d+) bytes", str(got.value)).group(1))
+    with pytest.raises(ValueError, match=f"memory_budget: {need - 1} bytes cannot merge"):
+        consolidate(str(array), memory_budget=need - 1)
+    assert sorted((p, p.stat().st_size) for p in array.rglob("*")) == before
+    return need
 
 
 @pytest.mark.parametrize("case", [c for c in CONSOLIDATED if _version(c) < 5], ids=lambda c: c.parent.name)
