@@ -38,7 +38,7 @@ from ..structs import fragment as fragment_mod
 from ..structs.array_schema import VAR_NUM, attributes
 from .fragment_writer import whole_write_var_bound
 from .metadata_modes import commit_together, commits_name
-from .tiling import var_cells
+from .tiling import sparse_grid, var_cells
 from .writer import dense_fragment, sparse_fragment
 
 __all__ = ["merge_sparse", "merge_dense", "stored_text"]
@@ -143,9 +143,8 @@ def merge_sparse(arr, writer, frags, uuid: str, *, budget: int, with_timestamps:
 
     dims = schema.domain.dimensions
     var = [d.get("cell_val_num") == VAR_NUM for d in dims]
-    grid = dict(dom_lo=[None if v else d.domain[0] for v, d in zip(var, dims)],
-                extents=[None if v or d.tile_extent is None else d.tile_extent for v, d in zip(var, dims)],
-                tile_order=Layout(schema.tile_order), cell_order=Layout(schema.cell_order))
+    dom_lo, extents = sparse_grid(dims)
+    grid = dict(dom_lo=dom_lo, extents=extents, tile_order=Layout(schema.tile_order), cell_order=Layout(schema.cell_order))
     domains = [None if v else d.domain for v, d in zip(var, dims)]
 
     def keys_of(buffer, number):

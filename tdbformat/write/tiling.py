@@ -47,12 +47,20 @@ def dense_tiles(values: np.ndarray, subarray, dims, fill, tile_order: Layout, ce
     return split.transpose(tile_axes + cell_axes).reshape(int(np.prod(counts)), int(np.prod(extents)))
 
 
+def sparse_grid(dims) -> tuple[list, list]:
+    """(domain lows, tile extents) the global order of sparse cells uses, None for a var-sized dimension
+    (``dims``: the schema's dimension Containers); an extent that is not positive (a hostile schema file) is
+    a FormatError."""
+    var = [d.get("cell_val_num") == VAR_NUM for d in dims]
+    dom_lo, extents = zip(*((None, None) if v else g for v, g in zip(var, zip(*tile_grid(dims)))))
+    return list(dom_lo), list(extents)
+
+
 def sparse_order(coords, dims, tile_order: Layout, cell_order: Layout) -> np.ndarray:
     """The permutation that puts sparse cells (one column per dimension, datetimes as int64) in global order
     (``dims``: the schema's dimension Containers)."""
     var = [d.get("cell_val_num") == VAR_NUM for d in dims]
-    grid = zip(*tile_grid(dims))  # a schema's extent that is not positive (a hostile file) is a FormatError
-    dom_lo, extents = zip(*((None, None) if v else g for v, g in zip(var, grid)))
+    dom_lo, extents = sparse_grid(dims)
     hilbert = None
     if cell_order == Layout.HILBERT:
         hilbert = hilbert_values(coords, [None if v else d.domain for v, d in zip(var, dims)])
