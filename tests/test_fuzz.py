@@ -91,6 +91,8 @@ FINDS = {
     (20261152, 7714): "memory (a hang in the campaign): salvage, under repair --out, tried each of the 3.9 million "
                       "tiles a fragment's lied tile count named, where its offsets lists hold 4 (campaign 20261152 "
                       "on 87a7a6e)",
+    (3817031794, 802): "KeyError: repair --commit-complete looked for a dimension label's uncommitted fragment "
+                       "among the array's own (CI's slice on e383487)",
     (4141, 101): "OverflowError: consolidate sorted cells by a schema's int64 tile extent of -2**63 (a helper's "
                  "run on 6251600)",
 }

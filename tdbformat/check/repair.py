@@ -299,12 +299,15 @@ def _commit_complete(storage, root, key, report, version) -> None:
     """Each uncommitted folder set aside is committed instead where it checks out; else its reasons are said."""
     for f in report.fixes:
         if f.repair == "uncommitted":
-            name = f.paths[0].split("/")[-1]
-            marker, errors = uncommitted_complete(storage, root, key, name, version)
+            *inner, name = f.paths[0].split("/")
+            # the array that holds the folder: this one, or one inside it (a dimension label's)
+            inner = inner[:-1] if inner and inner[-1] == directory.FRAGMENTS_DIR else inner
+            marker, errors = uncommitted_complete(storage, storage.join(root, *inner), key, name, version)
             if errors:
                 f.detail = "not committed: " + "; ".join(errors)
             else:
-                f.action, f.files, f.data = "commit", ["/".join(marker)], {"/".join(marker): b""}
+                marker = "/".join([*inner, *marker])
+                f.action, f.files, f.data = "commit", [marker], {marker: b""}
                 f.detail = "every file is there and every tile checks out: committed"
 
 
