@@ -93,6 +93,11 @@ FINDS = {
                       "on 87a7a6e)",
     (3817031794, 802): "KeyError: repair --commit-complete looked for a dimension label's uncommitted fragment "
                        "among the array's own (CI's slice on e383487)",
+    (20261152, 41261): "memory: explain sized a set by a fragment's bit-flipped tile count (campaign 20261152 "
+                       "on 87a7a6e)",
+    (20261152, 57125): "ValueError: explain made an array of a footer's tile count of 2**63 (campaign 20261152)",
+    (20261152, 54014): "ValueError: convert of a group read a dense fragment whose bit-flipped non-empty domain runs "
+                       "backwards into an array of negative shape (campaign 20261152)",
     (4141, 101): "OverflowError: consolidate sorted cells by a schema's int64 tile extent of -2**63 (a helper's "
                  "run on 6251600)",
 }

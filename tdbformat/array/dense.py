@@ -145,6 +145,8 @@ def _read_dense(arr, schema, frags, wanted, ranges, layout, pool) -> dict:
     cell_num, cell_order = int(np.prod(extents)), arr.schema.cell_order
     lo, hi = read_box(arr, schema, ranges)
     shape = tuple(int(b) - int(a) + 1 for a, b in zip(lo, hi))
+    if min(shape, default=1) < 1:  # checked ranges never run backwards: a fragment's non-empty domain can
+        raise FormatError(f"the box {list(zip(lo, hi))} runs backwards: a fragment's non-empty domain is damaged")
     # a dense fragment holds every cell of its non-empty domain: one that covers the result leaves no fill
     result = _Result(schema, wanted, shape, any(f.dense and _covers(f.non_empty_domain, lo, hi) for f in frags))
 

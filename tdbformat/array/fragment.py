@@ -119,6 +119,17 @@ class Fragment:
         end = offsets[k + 1] if k + 1 < len(offsets) else sizes[idx]
         return file, int(offsets[k]), int(end)
 
+    def listed_tile_num(self) -> int:
+        """:meth:`tile_num`, but at most what the longest tile offsets list holds: loops and allocations are
+        sized by a count bytes back, never by a lied one."""
+        longest = 0
+        for idx in range(len(self.metadata.index_fields)):
+            try:
+                longest = max(longest, len(self._tile_offsets("", idx)[1]))
+            except FormatError:  # a field without offsets: the others still count
+                pass
+        return min(self.tile_num(), longest)
+
     def _tile_offsets(self, kind: str, idx: int) -> tuple:
         """(data file name, tile offsets, the file sizes) of index-space field ``idx``'s ``kind`` file."""
         meta = self.metadata

@@ -36,7 +36,6 @@ from ..filters.encryption import normalize_key
 from ..storage import storage_for
 from ..structs.array_schema import attributes, dimensions
 from ..structs.commits import DeleteCommit
-from .validate.tiles import field_offsets
 from ..structs.enumeration import Enumeration
 from ..structs.metadata import ArrayMetadata
 from .validate import validate
@@ -230,17 +229,11 @@ def _failing_fields(arr, frag, k, pool) -> str | None:
     return ", ".join(bad) or None
 
 
-def _listed_tiles(frag) -> int:
-    """The most tiles any field's tile offsets list holds (lists the metadata file's size bounds)."""
-    lists = (field_offsets(frag, "", i) for i in range(len(frag.metadata.index_fields)))
-    return max((len(found[0]) for found in lists if found is not None), default=0)
-
-
 def _sparse(arr, frag, dst, key, lost, pool) -> list:
     """``frag``'s readable tiles rewritten, one fragment per cell timestamp (one, unless consolidated with
     timestamps): the names of the fragments written."""
     capacity, parts = int(arr.schema.capacity), []
-    listed = min(frag.tile_num(), _listed_tiles(frag))
+    listed = frag.listed_tile_num()
     for k in range(listed):
         cells = (k * capacity, min(frag.cell_num, (k + 1) * capacity) - 1)
         try:

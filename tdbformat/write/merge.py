@@ -237,15 +237,21 @@ def _tiles_of(fw, start: int, end: int):
 
 def _tile_costs(frag, per_cell: int, schema) -> np.ndarray:
     """Decoded bytes of each tile of ``frag``: its cells times ``per_cell``, and its var data."""
-    n = frag.tile_num()
-    cells = np.full(n, int(schema.capacity), np.int64)
+    n, cap = frag.listed_tile_num(), int(schema.capacity)
+    last = int(frag.metadata.last_tile_cell_num) or cap
+    if max(cap, last) * max(per_cell, 1) >= 2**62:  # (a hostile capacity: no budget holds such a tile)
+        raise FormatError(f"fragment {frag.name}: tiles of {max(cap, last)} cells of {per_cell} bytes each")
+    cells = np.full(n, cap, np.int64)
     if n:
-        cells[-1] = int(frag.metadata.last_tile_cell_num) or int(schema.capacity)
+        cells[-1] = last
     costs = cells * per_cell
     meta = frag.metadata
     for i, info in enumerate(meta.index_fields):
         if info.var and meta.legacy is None:
-            costs += np.asarray(fragment_mod.read_section(meta, "tile_var_sizes", i), np.int64)[:n]
+            sizes = np.asarray(fragment_mod.read_section(meta, "tile_var_sizes", i), np.int64)[:n]
+            if len(sizes) < n:
+                raise FormatError(f"fragment {frag.name}: {len(sizes)} var tile sizes of field {i} for {n} tiles")
+            costs += sizes
     return costs
 
 
