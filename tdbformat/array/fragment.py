@@ -19,7 +19,7 @@ from ..structs.names import parse_timestamped_name
 from ..layout.stdsort import std_sort
 from .ranged import open_fragment_metadata
 
-__all__ = ["Fragment", "load_fragments", "in_tiledb_order", "mbr_bounds", "field_index"]
+__all__ = ["Fragment", "load_fragments", "in_tiledb_order", "mbr_bounds", "field_index", "listed_tile_num"]
 
 _KINDS = {"": ("tile_offsets", "file_sizes", 0), "_var": ("tile_var_offsets", "file_var_sizes", 1),
           "_validity": ("tile_validity_offsets", "file_validity_sizes", 2)}
@@ -119,17 +119,6 @@ class Fragment:
         end = offsets[k + 1] if k + 1 < len(offsets) else sizes[idx]
         return file, int(offsets[k]), int(end)
 
-    def listed_tile_num(self) -> int:
-        """:meth:`tile_num`, but at most what the longest tile offsets list holds: loops and allocations are
-        sized by a count bytes back, never by a lied one."""
-        longest = 0
-        for idx in range(len(self.metadata.index_fields)):
-            try:
-                longest = max(longest, len(self._tile_offsets("", idx)[1]))
-            except FormatError:  # a field without offsets: the others still count
-                pass
-        return min(self.tile_num(), longest)
-
     def _tile_offsets(self, kind: str, idx: int) -> tuple:
         """(data file name, tile offsets, the file sizes) of index-space field ``idx``'s ``kind`` file."""
         meta = self.metadata
@@ -154,6 +143,18 @@ class Fragment:
         else:
             leaves = rtree.levels[-1].mbrs
         return mbr_bounds(leaves, dims)
+
+
+def listed_tile_num(frag: Fragment) -> int:
+    """:meth:`Fragment.tile_num`, but at most what the longest tile offsets list holds: loops and allocations
+    are sized by a count bytes back, never by a lied one."""
+    longest = 0
+    for idx in range(len(frag.metadata.index_fields)):
+        try:
+            longest = max(longest, len(frag._tile_offsets("", idx)[1]))
+        except FormatError:  # a field without offsets: the others still count
+            pass
+    return min(frag.tile_num(), longest)
 
 
 def field_index(frag: Fragment, info) -> int | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..array.fragment import listed_tile_num
 from ..versions import FEATURES
 from .validate.tiles import field_offsets
 
@@ -55,13 +56,13 @@ def coordinate_tiles(arr, frags) -> dict:
     """``{fragment index: sorted tile numbers}`` whose coordinates :func:`count_shared` needs (the module doc)."""
     dups = bool(arr.schema.get("allows_dups"))
     whole = {i for i, f in enumerate(frags) if dups or f.has_timestamps}
-    tiles = {i: set(range(frags[i].listed_tile_num())) for i in whole}
+    tiles = {i: set(range(listed_tile_num(frags[i]))) for i in whole}
     mbrs = {}
     for i, j in zip(*np.nonzero(np.triu(overlapping(arr, frags)))):
         i, j = int(i), int(j)
         if i in whole and j in whole:
             continue
-        ni, nj = frags[i].listed_tile_num(), frags[j].listed_tile_num()
+        ni, nj = listed_tile_num(frags[i]), listed_tile_num(frags[j])
         if ni * nj > PAIRS:
             hit_i, hit_j = np.ones(ni, bool), np.ones(nj, bool)
         else:

@@ -26,7 +26,7 @@ from .. import layout
 from ..array import Array
 from ..array.cells import filled
 from ..write.create import create
-from ..array.fragment import field_index, load_fragments
+from ..array.fragment import field_index, listed_tile_num, load_fragments
 from ..array.tiles import Tiles
 from ..array import order
 from ..write.writer import write
@@ -233,7 +233,7 @@ def _sparse(arr, frag, dst, key, lost, pool) -> list:
     """``frag``'s readable tiles rewritten, one fragment per cell timestamp (one, unless consolidated with
     timestamps): the names of the fragments written."""
     capacity, parts = int(arr.schema.capacity), []
-    listed = frag.listed_tile_num()
+    listed = listed_tile_num(frag)
     for k in range(listed):
         cells = (k * capacity, min(frag.cell_num, (k + 1) * capacity) - 1)
         try:

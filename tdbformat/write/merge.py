@@ -28,7 +28,7 @@ from ..array import check_ranges
 from ..array.cells import from_ordinal, nonempty_bound
 from ..array.dense import read_dense
 from ..array.evaluate import evaluate
-from ..array.fragment import field_index
+from ..array.fragment import field_index, listed_tile_num
 from ..array.order import global_order_keys, hilbert_values, tile_range
 from ..array.sparse import _attribute_columns
 from ..enums import Layout
@@ -237,7 +237,7 @@ def _tiles_of(fw, start: int, end: int):
 
 def _tile_costs(frag, per_cell: int, schema) -> np.ndarray:
     """Decoded bytes of each tile of ``frag``: its cells times ``per_cell``, and its var data."""
-    n, cap = frag.listed_tile_num(), int(schema.capacity)
+    n, cap = listed_tile_num(frag), int(schema.capacity)
     last = int(frag.metadata.last_tile_cell_num) or cap
     if max(cap, last) * max(per_cell, 1) >= 2**62:  # (a hostile capacity: no budget holds such a tile)
         raise FormatError(f"fragment {frag.name}: tiles of {max(cap, last)} cells of {per_cell} bytes each")
