@@ -98,6 +98,8 @@ FINDS = {
     (20261152, 57125): "ValueError: explain made an array of a footer's tile count of 2**63 (campaign 20261152)",
     (20261152, 54014): "ValueError: convert of a group read a dense fragment whose bit-flipped non-empty domain runs "
                        "backwards into an array of negative shape (campaign 20261152)",
+    (20261153, 61112): "vacuum refused after removing fragments: a v7 fragment's name also under a stray "
+                       "__fragments folder made it delete the same .ok twice (campaign 20261153 on ef8e967)",
     (4141, 101): "OverflowError: consolidate sorted cells by a schema's int64 tile extent of -2**63 (a helper's "
                  "run on 6251600)",
 }

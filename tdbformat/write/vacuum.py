@@ -75,7 +75,7 @@ def _removal(storage, root, listing, names, key) -> dict:
             out["ignore"].append(commit)
         else:
             path = storage.join(commits_dir if v12 else root, commit)
-            if storage.is_file(path):
+            if storage.is_file(path) and path not in out["commits"]:
                 out["commits"].append(path)
         out["fragments"].append(entry.folder)
     return out
@@ -147,7 +147,8 @@ def _pairs(found) -> list:
     for p in found["commits"]:
         name = str(p).rsplit("/", 1)[-1]
         by_name[name[:name.rfind(".")]] = p
-    return [(by_name.get(str(f).rstrip("/").rsplit("/", 1)[-1]), f) for f in found["fragments"]]
+    # (a name the listing found twice, in the array folder and a __fragments folder: its commit goes once)
+    return [(by_name.pop(str(f).rstrip("/").rsplit("/", 1)[-1], None), f) for f in found["fragments"]]
 
 
 def _ignore_name(commits: list, version: int) -> str:
