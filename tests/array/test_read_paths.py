@@ -100,6 +100,26 @@ def _with_or_without_pyarrow(monkeypatch, arrow: bool):
     monkeypatch.setattr(strings_mod, "_pyarrow", arrow)
 
 
+def test_strings_through_pyarrow_do_not_import_pandas(tmp_path):
+    """pyarrow imports pandas (0.2 s) when given numpy arrays or asked for them: a process that reads
+    repeated var strings and writes dictionary-filtered ones through pyarrow never loads it."""
+    pytest.importorskip("pyarrow")
+    import subprocess
+    _strings(str(tmp_path / "read"), WORDS[np.arange(80_000) % len(WORDS)])
+    dim = tiledb.Dim("i", domain=(0, 79_999), tile=40_000, dtype=np.int64)
+    tiledb.Array.create(str(tmp_path / "write"), tiledb.ArraySchema(domain=tiledb.Domain(dim), attrs=[
+        tiledb.Attr("s", dtype=str, var=True, filters=[tiledb.DictionaryFilter()])]))
+    code = ("import sys, numpy as np, tdbformat\n"
+            "got = tdbformat.open_array(sys.argv[1]).read()['s']\n"
+            "tdbformat.write(sys.argv[2], {'s': got}, timestamp=1)\n"
+            "print('pyarrow' in sys.modules, 'pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "read"), str(tmp_path / "write")],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "False"]
+    with tiledb.open(str(tmp_path / "read")) as A, tiledb.open(str(tmp_path / "write")) as B:
+        assert B[:]["s"].tolist() == A[:]["s"].tolist()
+
+
 @pytest.mark.parametrize("arrow", [True, False])
 @pytest.mark.parametrize("datatype", list(EXPECTED))
 @pytest.mark.parametrize("repeat", [True, False])
