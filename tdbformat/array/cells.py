@@ -49,16 +49,18 @@ def empty_column(info, column: np.ndarray) -> np.ndarray:
     return np.empty(0, "U1" if info.datatype == Datatype.STRING_UTF8 else "S1")
 
 
-def split_var(data: bytes, offsets: np.ndarray, info) -> np.ndarray:
-    """A var tile's cells as an object array: str for UTF-8, bytes for other strings, arrays otherwise.
-    The offsets must start at 0, never decrease and stay within ``data``."""
+def split_var(data: bytes, offsets: np.ndarray, info, into=None) -> np.ndarray:
+    """A var tile's cells as an object array: str for UTF-8, bytes for other strings, arrays otherwise
+    (repeated strings put into ``into``, as :func:`entry_values`). The offsets must start at 0, never decrease
+    and stay within ``data``."""
     n = len(offsets)
     if n and (offsets[0] != 0 or np.any(offsets[1:] < offsets[:-1]) or offsets[-1] > len(data)):
         raise FormatError(f"var offsets do not rise from 0 to at most the {len(data)} bytes of the var tile")
     if info.datatype in _STRINGS:  # pyarrow's C loops where it is installed, else numpy
         pa = arrow(n)
         starts = offsets.astype(np.int64)
-        fast = _arrow_strings(pa, data, starts, info) if pa else _shared(data, starts, _lengths(starts, data), info)
+        fast = _arrow_strings(pa, data, starts, info, into) if pa else \
+            _shared(data, starts, _lengths(starts, data), info, into)
         if fast is not None:
             return fast
     ends = np.append(offsets[1:], np.uint64(len(data))).tolist()
@@ -78,8 +80,14 @@ def entry_values(entries, info, into=None) -> np.ndarray:
         codes = runs if codes is None else np.take(codes, runs)
     else:
         codes = entries.codes  # (ids the filter checked against its strings)
+    return _gather(values, codes, into)
+
+
+def _gather(values: np.ndarray, codes: np.ndarray, into=None) -> np.ndarray:
+    """``values[codes]``, put into ``into`` where that is an object array of as many cells (a place in the
+    read's result: no array of the tile's own, no second copy). Every code is in range."""
     if into is not None and len(into) == len(codes):
-        return np.take(values, codes, out=into, mode="clip")  # (every code is in range: no buffered check)
+        return np.take(values, codes, out=into, mode="clip")  # (clip: no buffered check of the codes)
     return np.take(values, codes, mode="clip")
 
 
@@ -118,13 +126,13 @@ def _values(cells: list, info) -> list:
     return [np.frombuffer(c, info.datatype.numpy_dtype) for c in cells]
 
 
-def _arrow_strings(pa, data: bytes, starts: np.ndarray, info):
+def _arrow_strings(pa, data: bytes, starts: np.ndarray, info, into=None):
     """Var string cells as an object array built by pyarrow from the offsets and bytes in C loops (about 4x
     faster than slicing and decoding cell by cell; benchmarks/read.py), or None where the cell-by-cell loop
     must run: UTF-8 that does not validate (the loop keeps bad bytes as surrogates)."""
     bounds = np.append(starts, len(data))
     cells = pa.Array.from_buffers(pa.large_binary(), len(starts), [None, pa.py_buffer(bounds), pa.py_buffer(data)])
-    shared = _arrow_shared(pa, cells, info)
+    shared = _arrow_shared(pa, cells, info, into)
     return shared if shared is not None else _arrow_values(pa, cells, data, bounds, info)
 
 
@@ -147,7 +155,7 @@ def _arrow_values(pa, cells, data, bounds: np.ndarray, info):
     return out
 
 
-def _arrow_shared(pa, cells, info):
+def _arrow_shared(pa, cells, info, into=None):
     """:func:`_shared` through pyarrow: a hash pass in C (``dictionary_encode``), the loop's conversion of each
     distinct value, then a gather (2.7 ms a tile of 100,000 cells of 1,000 words, where numpy's table takes
     6.3)."""
@@ -158,15 +166,15 @@ def _arrow_shared(pa, cells, info):
         return None
     coded = cells.dictionary_encode()
     values = _objects(_values(coded.dictionary.to_pylist(), info))
-    return np.take(values, arrow_ints(coded.indices))
+    return _gather(values, arrow_ints(coded.indices), into)
 
 
-def _shared(data: bytes, starts: np.ndarray, lengths: np.ndarray, info):
+def _shared(data: bytes, starts: np.ndarray, lengths: np.ndarray, info, into=None):
     """Where a sample shows the strings ``data`` [start, start+length) repeat, their values as an object array
     holding one value per distinct byte string, shared by its cells (as pandas' ``to_pandas`` does by
     default); None where they do not repeat enough to pay, or are too long for their words to be cheap."""
     grouped = _grouped(data, starts, lengths, info)
-    return None if grouped is None else np.take(*grouped)
+    return None if grouped is None else _gather(*grouped, into)
 
 
 def _grouped(data: bytes, starts: np.ndarray, lengths: np.ndarray, info):
