@@ -15,7 +15,7 @@ import numpy as np
 from ..enums import CombinationOp, NodeType, QueryConditionOp
 from ..errors import FormatError
 
-__all__ = ["evaluate"]
+__all__ = ["evaluate", "kept_by_delete"]
 
 _COMPARE = {
     QueryConditionOp.LT: operator.lt, QueryConditionOp.LE: operator.le, QueryConditionOp.GT: operator.gt,
@@ -83,3 +83,13 @@ def evaluate(node, columns: dict, validity: dict, n: int) -> np.ndarray:
         found = np.isin(column, _members(node, column))
         return valid & (found if op == QueryConditionOp.IN else ~found)
     return valid & np.asarray(_COMPARE[op](column, _value(node, column)), dtype=bool)
+
+
+def kept_by_delete(delete, columns: dict, validity: dict, n: int) -> np.ndarray:
+    """The mask of the ``n`` cells a delete commit (``layout.Delete``) keeps: its stored condition, which is
+    negated. A condition on a field the array no longer has (dropped since) names the commit; TileDB
+    refuses such a read too ("Field doesn't exist")."""
+    try:
+        return evaluate(delete.condition, columns, validity, n)
+    except FormatError as err:
+        raise FormatError(err.reason, file=delete.marker, structure="delete condition") from None

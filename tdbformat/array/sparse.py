@@ -12,7 +12,7 @@ from . import order
 from .cells import empty_column, filled, from_ordinal, like, masked, result_dtype
 from .fetch_ahead import fetched_ahead
 from .fragment import field_index
-from .evaluate import evaluate
+from .evaluate import kept_by_delete
 
 __all__ = ["read_sparse", "sparse_tiles"]
 
@@ -120,7 +120,7 @@ def _fragment_cells(arr, schema, frag, fields, ranges, window, deletes, pool, lo
     for d in deletes:  # SparseIndexReaderBase::apply_query_condition
         if d.timestamp < frag.timestamp_range[0] or d.marker in frag.processed_conditions:
             continue
-        kept = evaluate(d.condition, cols, validity, n)  # the stored condition is negated
+        kept = kept_by_delete(d, cols, validity, n)
         # with cell timestamps, only cells written at or before the delete are hit
         alive = _and(alive, kept | (t > d.timestamp) if frag.has_timestamps else kept)
     return cols, validity, (t, tile_of), alive, keep

@@ -27,7 +27,7 @@ from construct import Container
 from ..array import check_ranges
 from ..array.cells import from_ordinal, nonempty_bound
 from ..array.dense import read_dense
-from ..array.evaluate import evaluate
+from ..array.evaluate import kept_by_delete
 from ..array.fragment import field_index, listed_tile_num
 from ..array.order import global_order_keys, hilbert_values, tile_range
 from ..array.sparse import _attribute_columns
@@ -408,7 +408,7 @@ def _cells(arr, schema, frag, deletes, pool, tiles) -> dict:
     for i, d in enumerate(deletes):  # SparseIndexReaderBase::apply_query_condition, oldest delete first
         if d.timestamp < t1 or d.marker in frag.processed_conditions:
             continue
-        hit = ~evaluate(d.condition, columns, validity, n)  # the stored condition is negated
+        hit = ~kept_by_delete(d, columns, validity, n)
         if frag.has_timestamps and d.timestamp <= t2:
             hit &= stamps <= np.uint64(d.timestamp)
         when[hit & open_cells], which[hit & open_cells] = d.timestamp, i

@@ -227,6 +227,35 @@ def test_purge_deleted_cells_as_tiledb(tmp_path):
     _same_everywhere(ours, theirs, times)
 
 
+def test_a_delete_on_a_dropped_attribute_is_refused_naming_the_delete(tmp_path):
+    """A delete whose condition names an attribute dropped since: TileDB refuses to read or consolidate the
+    array ("Field doesn't exist"); so do we, naming the delete commit, and the array stays as it was."""
+    path = str(tmp_path / "a")
+    dim = tiledb.Dim("d", domain=(0, 99), tile=10, dtype=np.int64)
+    tiledb.Array.create(path, tiledb.ArraySchema(domain=tiledb.Domain(dim), sparse=True, attrs=[
+        tiledb.Attr("a", dtype=np.int64), tiledb.Attr("b", dtype=np.int64)]))
+    with tiledb.open(path, "w", timestamp=1) as A:
+        A[np.arange(10)] = {"a": np.arange(10), "b": np.arange(10)}
+    with tiledb.open(path, "d", timestamp=2) as A:
+        A.query(cond="b > 5").submit()
+    evolution = tiledb.ArraySchemaEvolution(tiledb.Ctx())
+    evolution.drop_attribute("b")
+    evolution.timestamp(3)
+    evolution.array_evolve(path)
+    with tiledb.open(path, "w", timestamp=4) as A:
+        A[np.arange(10, 20)] = {"a": np.arange(10)}
+    for refused in (lambda: tiledb.open(path)[:], lambda: tiledb.consolidate(path)):
+        with pytest.raises(tiledb.TileDBError, match="Field doesn't exist"):
+            refused()
+    before = _tree_hash(path)
+    delete = next(n for n in os.listdir(os.path.join(path, "__commits")) if n.endswith(".del"))
+    for refused in (lambda: tdbformat.open_array(path)[:], lambda: consolidate(path)):
+        with pytest.raises(FormatError, match="'b'") as err:
+            refused()
+        assert err.value.file == f"__commits/{delete}" and err.value.structure == "delete condition"
+    assert _tree_hash(path) == before
+
+
 @pytest.mark.parametrize("cfg", [{"sm.consolidation.step_min_frags": "2", "sm.consolidation.step_max_frags": "2"},
                                  {"sm.consolidation.step_min_frags": "2", "sm.consolidation.step_max_frags": "3",
                                   "sm.consolidation.steps": "1"},
