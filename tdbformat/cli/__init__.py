@@ -166,6 +166,10 @@ def _maintenance_parsers(sub, key_help: str) -> None:
     s.add_argument("--config", action="append", metavar="KEY=VALUE", help="a TileDB config key (repeatable), e.g. "
                    "sm.consolidation.step_max_frags=4")
     s.add_argument("--dry-run", action="store_true", help="print the steps TileDB's algorithm takes; write nothing")
+    s.add_argument("--memory-budget", type=int, metavar="BYTES", help="bytes of cells a step holds at once "
+                   "(default: sm.consolidation.buffer_size per buffer where --config sets it, else "
+                   "sm.mem.total_budget); refused before anything is written where a tile of each fragment "
+                   "does not fit")
     s.add_argument("--key", help=key_help)
     s.add_argument("--json", action="store_true", help="print the steps as JSON")
     s.set_defaults(func=cmd_consolidate)

@@ -625,7 +625,7 @@ def cmd_consolidate(args) -> int:
         if not sep:
             raise ValueError(f"--config: expected KEY=VALUE, not {item!r}")
         config[k.strip()] = v.strip()
-    done = consolidate(args.path, config=config, key=args.key, dry_run=args.dry_run)
+    done = consolidate(args.path, config=config, key=args.key, dry_run=args.dry_run, memory_budget=args.memory_budget)
     if args.json:
         print_json(envelope("consolidate", args.path, dry_run=args.dry_run, **done))
     elif not done.get("steps") and args.mode == "fragments":

@@ -49,6 +49,21 @@ def test_consolidate_vacuum_clean_json(tmp_path, capsys):
         assert A[:]["a"].tolist() == [1, 2, 3, 4]
 
 
+def test_memory_budget_bounds_the_merge_and_a_too_small_one_writes_nothing(tmp_path, capsys):
+    """--memory-budget is consolidate's memory_budget: too small for a tile of each fragment, a usage error
+    naming it, and the array as it was; enough, the merge TileDB-Py reads as before."""
+    path = tmp_path / "a"
+    _array(path)
+    before = sorted(p.relative_to(path) for p in path.rglob("*"))
+    assert main(["consolidate", str(path), "--memory-budget", "10"]) == 2
+    assert "memory_budget: 10 bytes cannot merge" in capsys.readouterr().err
+    assert sorted(p.relative_to(path) for p in path.rglob("*")) == before
+    assert main(["consolidate", str(path), "--memory-budget", str(1 << 20)]) == 0
+    with tiledb.open(str(path)) as A:
+        assert A[:]["a"].tolist() == [1, 2, 3, 4]
+        assert len(tiledb.array_fragments(str(path))) == 1
+
+
 def test_a_bad_config_item_is_a_usage_error(tmp_path, capsys):
     path = tmp_path / "a"
     _array(path)
