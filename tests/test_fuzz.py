@@ -100,6 +100,8 @@ FINDS = {
                        "backwards into an array of negative shape (campaign 20261152)",
     (20261153, 61112): "vacuum refused after removing fragments: a v7 fragment's name also under a stray "
                        "__fragments folder made it delete the same .ok twice (campaign 20261153 on ef8e967)",
+    (20261154, 49490): "MemoryError: consolidate sized a dense merge by a bit-flipped non-empty domain past the "
+                       "domain, 268,435,466 cells (campaign 20261154 on 75296a1)",
     (4141, 101): "OverflowError: consolidate sorted cells by a schema's int64 tile extent of -2**63 (a helper's "
                  "run on 6251600)",
 }

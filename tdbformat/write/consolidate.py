@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import layout as directory
 from ..array import Array, open_array
+from ..array.dense_tiles import check_in_domain
 from .create import new_uuid
 from .merge import merge_dense, merge_sparse
 from .writer import open_writer
@@ -284,6 +285,8 @@ def _open_for_consolidation(uri, key) -> Array:
         if f.version != version:
             raise ValueError(f"uri: fragment {f.name} is of format version {f.version}, the array of {version}: "
                              "convert the array first")
+        if f.dense:  # (before its non-empty domain sizes a merge)
+            check_in_domain(arr.schema.domain.dimensions, f)
     return arr
 
 

@@ -129,6 +129,28 @@ def test_non_empty_domain_outside_the_domain(arrays, tmp_path):
     _read_fails(dst, "not inside its domain")
 
 
+def test_non_empty_domain_outside_the_domain_is_refused_before_a_merge_sizes_anything(arrays, tmp_path):
+    """Consolidation sizes a dense merge by the union of non-empty domains: one that leaves the domain (a
+    flipped bit: 268,435,466 cells, fuzz campaign 20261154 case 49490) is refused before any allocation."""
+    from tdbformat import consolidate
+    dst = _copy(arrays, "dense", tmp_path)
+    with tiledb.open(str(dst), "w") as A:
+        A[51:61] = np.arange(10, dtype=np.int32)
+    def lie(footer):
+        footer.non_empty_domain = [np.array([1, 2**28], r.dtype) for r in footer.non_empty_domain]
+    _rewrite_footer(_fragment(dst), lie)
+    before = sorted(p.relative_to(dst) for p in dst.rglob("*"))
+    tracemalloc.start()
+    try:
+        with pytest.raises(FormatError, match="not inside its domain"):
+            consolidate(str(dst))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20, f"{peak} bytes allocated before the error"
+    assert sorted(p.relative_to(dst) for p in dst.rglob("*")) == before
+
+
 def _rewrite_schema(dst, change):
     path = next(p for p in (dst / "__schema").iterdir() if p.is_file())
     schema = ArraySchema.parse(path.read_bytes())
