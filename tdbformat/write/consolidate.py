@@ -385,11 +385,9 @@ def _merge(arr, writer, frags, union, cfg, uuid, budget) -> list:
         if cfg.max_fragment_size != _U64 and not MAX_FRAGMENT_SIZE(version):
             raise ValueError(f"config: sm.consolidation.max_fragment_size: format version {version} has none (TileDB "
                              f"2.13 brought it, writing version {MAX_FRAGMENT_SIZE.since})")
+        max_size = None if cfg.max_fragment_size == _U64 else cfg.max_fragment_size
         if arr.schema.array_type == ArrayType.DENSE:
-            if cfg.max_fragment_size != _U64:
-                raise ValueError("config: sm.consolidation.max_fragment_size: cutting a dense fragment into "
-                                 "rectangles is not supported yet (sparse arrays only)")
-            return merge_dense(arr, writer, frags, union, uuid, budget=budget, pool=pool)
+            return merge_dense(arr, writer, frags, union, uuid, budget=budget, max_fragment_size=max_size, pool=pool)
         first = frags[0].timestamp_range[0]
         with_timestamps = WITH_TIMESTAMPS(version)
         delete_meta = with_timestamps and DELETE_META(version) and not cfg.purge_deleted_cells and (
@@ -397,7 +395,7 @@ def _merge(arr, writer, frags, union, cfg, uuid, budget) -> list:
         return merge_sparse(arr, writer, frags, uuid, budget=budget, with_timestamps=with_timestamps,
                             delete_meta=delete_meta, purge=cfg.purge_deleted_cells,
                             processed=[d.marker for d in arr.deletes] if DELETE_META(version) else None,
-                            max_fragment_size=None if cfg.max_fragment_size == _U64 else cfg.max_fragment_size,
+                            max_fragment_size=max_size,
                             pool=pool)
 
 
