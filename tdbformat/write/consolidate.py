@@ -9,7 +9,8 @@ timestamp (``__timestamps``), and from v16, unless ``purge_deleted_cells``, the 
 with its timestamp and index (``__delete_timestamps``, ``__delete_condition_index``) when a delete follows
 the first fragment or a fragment carries them; the new fragment lists every delete commit as processed.
 Dense arrays merge into one dense fragment over the union of the non-empty domains (fill values where no
-fragment wrote), once TileDB's checks say no older fragment shows through.
+fragment wrote), or cut at ``max_fragment_size`` into several, each a rectangle of tiles, once TileDB's
+checks say no older fragment shows through.
 
 The new fragment is invisible until its commit (``.wrt``/``.ok``) is renamed into place; the old fragments
 stay readable until the vacuum file lands, and are removed only by :func:`~tdbformat.write.vacuum.vacuum`.

@@ -28,7 +28,7 @@ import numpy as np
 from construct import Container
 
 from ..array import check_ranges
-from ..array.cells import from_ordinal, nonempty_bound
+from ..array.cells import filled, from_ordinal, nonempty_bound
 from ..array.dense import read_dense
 from ..array.evaluate import evaluate
 from ..array.fragment import field_index, listed_tile_num
@@ -466,9 +466,11 @@ def merge_dense(arr, writer, frags, union, uuid: str, *, budget: int, max_fragme
     slabs = list(_slabs(grid, budget // need))
 
     def cells(sub):
-        ranges = check_ranges(arr.dims, {d.name: tuple(nonempty_bound(d, v) for v in b) for d, b in zip(arr.dims, sub)})
+        grown = _whole_tiles(grid, sub)
+        inside = [(lo, min(hi, int(d.domain[1]))) for (lo, hi), d in zip(grown, dims)]
+        ranges = check_ranges(arr.dims, {d.name: tuple(nonempty_bound(d, v) for v in b) for d, b in zip(arr.dims, inside)})
         got = read_dense(arr, schema, frags, attrs, ranges, Layout.ROW_MAJOR, pool)
-        return {a.name: stored_text(got[a.name]) for a in attrs}
+        return _as_stored(schema, attrs, frags, got, grown, inside)
 
     # a var attribute's chunk bound of the whole write, where TileDB's dense tiler makes it of that
     bounds = _dense_var_bounds(schema, attrs, slabs, cells) if len(slabs) > 1 else {}
@@ -476,8 +478,32 @@ def merge_dense(arr, writer, frags, union, uuid: str, *, budget: int, max_fragme
         output = _Output(writer, uuid, None, streams, bounds) if max_fragment_size is None else \
             _Rectangles(writer, uuid, max_fragment_size, streams, grid)
         for sub in slabs:
-            output.add(dense_fragment(schema, writer.schema_name, sub, cells(sub), None), final=False)
+            output.add(dense_fragment(schema, writer.schema_name, _whole_tiles(grid, sub), cells(sub), None,
+                                      non_empty_domain=sub), final=False)
         return output.finish()
+
+
+def _as_stored(schema, attrs, frags, got: dict, grown, inside) -> dict:
+    """The cells of the whole tiles ``grown`` as TileDB's merge stores them (it reads the union grown to whole
+    tiles): ``got`` (the read of ``inside``, ``grown`` within the domain) where a fragment wrote, the fill value
+    as stored everywhere else (the default string fill one zero byte, which reads show as "")."""
+    shape = tuple(hi - lo + 1 for lo, hi in grown)
+    written = np.zeros(shape, bool)
+    for f in frags:
+        written[tuple(slice(max(int(n[0]), lo) - lo, max(min(int(n[1]), hi) - lo + 1, 0))
+                      for n, (lo, hi) in zip(f.non_empty_domain, grown))] = True
+    at = tuple(slice(0, hi - lo + 1) for lo, hi in inside)
+    stored = {a.name: a for a in schema.attributes}
+    out = {}
+    for a in attrs:
+        values = filled(a, stored[a.name], shape, stored=True)
+        values[written] = np.ma.getdata(got[a.name])[written[at]]
+        if a.nullable:
+            valid = np.full(shape, bool(stored[a.name].get("fill_value_validity")))
+            valid[written] = ~np.ma.getmaskarray(got[a.name])[written[at]]
+            values = np.ma.masked_array(values, ~valid)
+        out[a.name] = stored_text(values)
+    return out
 
 
 #: is_rectangular_domain's answers (tiledb/sm/tile/arithmetic.h): a run of tiles is a rectangle, is not one
@@ -612,6 +638,12 @@ def _run_box(grid: _Grid, start: int, n: int) -> list:
         out.append((max(lo, grid.origin[a] + (grid.first[a] + t0) * grid.ext[a]),
                     min(hi, grid.origin[a] + (grid.first[a] + t1 + 1) * grid.ext[a] - 1)))
     return out
+
+
+def _whole_tiles(grid: _Grid, box) -> list:
+    """``box`` grown to whole tiles of ``grid`` (past the domain's end where its last tile is cut short)."""
+    return [(o + (lo - o) // e * e, o + ((hi - o) // e + 1) * e - 1)
+            for (lo, hi), o, e in zip(box, grid.origin, grid.ext)]
 
 
 def _slabs(grid: _Grid, most: int):
