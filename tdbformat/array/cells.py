@@ -213,18 +213,19 @@ def _distinct_values(data: bytes, starts, lengths, info, pa) -> np.ndarray:
 _WORDS = 8
 
 
-def filled(info, attribute, shape, empty: bool = False) -> np.ndarray:
+def filled(info, attribute, shape, empty: bool = False, stored: bool = False) -> np.ndarray:
     """A dense result array of ``shape`` holding ``attribute``'s fill value (uninitialised, or None for var
-    fields, if ``empty``)."""
+    fields, if ``empty``; ``stored``: a default string fill as the bytes TileDB stores, not as TileDB-Py
+    shows it)."""
     fill = schema_mod.fill_value(attribute)
     if info.var and empty:  # (None in every cell until the read puts its values)
         return np.empty(shape, object)
     if info.var:
         data = bytes(fill) if fill is not None else _default_fill(info).tobytes()
-        if info.datatype.is_string and data == b"\0":  # the default string fill, which TileDB-Py shows as ""
-            data = b""
+        nul = info.datatype.is_string and data == b"\0"  # the default, which TileDB-Py shows as ""
+        value = split_var(b"" if nul else data, np.zeros(1, U64), info)[0]
         out = np.empty(shape, object)
-        out.fill(split_var(data, np.zeros(1, U64), info)[0])  # each cell the value: an array is not broadcast
+        out.fill((b"\0" if isinstance(value, bytes) else "\0") if nul and stored else value)
         return out
     dtype = cell_dtype(info)
     if empty:

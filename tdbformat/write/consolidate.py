@@ -9,7 +9,8 @@ timestamp (``__timestamps``), and from v16, unless ``purge_deleted_cells``, the 
 with its timestamp and index (``__delete_timestamps``, ``__delete_condition_index``) when a delete follows
 the first fragment or a fragment carries them; the new fragment lists every delete commit as processed.
 Dense arrays merge into one dense fragment over the union of the non-empty domains (fill values where no
-fragment wrote), once TileDB's checks say no older fragment shows through.
+fragment wrote), or cut at ``max_fragment_size`` into several, each a rectangle of tiles, once TileDB's
+checks say no older fragment shows through.
 
 The new fragment is invisible until its commit (``.wrt``/``.ok``) is renamed into place; the old fragments
 stay readable until the vacuum file lands, and are removed only by :func:`~tdbformat.write.vacuum.vacuum`.
@@ -388,11 +389,9 @@ def _merge(arr, writer, frags, union, cfg, uuid, budget) -> list:
         if cfg.max_fragment_size != _U64 and not MAX_FRAGMENT_SIZE(version):
             raise ValueError(f"config: sm.consolidation.max_fragment_size: format version {version} has none (TileDB "
                              f"2.13 brought it, writing version {MAX_FRAGMENT_SIZE.since})")
+        max_size = None if cfg.max_fragment_size == _U64 else cfg.max_fragment_size
         if arr.schema.array_type == ArrayType.DENSE:
-            if cfg.max_fragment_size != _U64:
-                raise ValueError("config: sm.consolidation.max_fragment_size: cutting a dense fragment into "
-                                 "rectangles is not supported yet (sparse arrays only)")
-            return merge_dense(arr, writer, frags, union, uuid, budget=budget, pool=pool)
+            return merge_dense(arr, writer, frags, union, uuid, budget=budget, max_fragment_size=max_size, pool=pool)
         first = frags[0].timestamp_range[0]
         with_timestamps = WITH_TIMESTAMPS(version)
         delete_meta = with_timestamps and DELETE_META(version) and not cfg.purge_deleted_cells and (
@@ -400,7 +399,7 @@ def _merge(arr, writer, frags, union, cfg, uuid, budget) -> list:
         return merge_sparse(arr, writer, frags, uuid, budget=budget, with_timestamps=with_timestamps,
                             delete_meta=delete_meta, purge=cfg.purge_deleted_cells,
                             processed=[d.marker for d in arr.deletes] if DELETE_META(version) else None,
-                            max_fragment_size=None if cfg.max_fragment_size == _U64 else cfg.max_fragment_size,
+                            max_fragment_size=max_size,
                             pool=pool)
 
 

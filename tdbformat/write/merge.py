@@ -9,7 +9,9 @@ feeding the global-order writer): the new fragment is written a batch of whole t
   them to the writer, which cuts them into tiles of ``capacity`` cells. Cursors whose cells are all taken
   read their next tiles.
 - Dense: the union of the non-empty domains is read and written a slab of whole tiles at a time, slabs in
-  tile order (the same tiles, in the same order, as one write of the union).
+  tile order (the same tiles, in the same order, as one write of the union). Cut at a max fragment size,
+  each new fragment is a rectangle of tiles (:class:`_Rectangles`); the tiles past the last rectangle of
+  the fragment being written wait, filtered, until it is known which fragment they fall in.
 
 The ``budget`` bounds the decoded cells held at once: the cursors' tiles take a third of it, a round's sort a
 third, and the cells being written a third; each fragment gets at least its largest tile, and a budget that
@@ -20,12 +22,13 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 from construct import Container
 
 from ..array import check_ranges
-from ..array.cells import from_ordinal, nonempty_bound
+from ..array.cells import filled, from_ordinal, nonempty_bound
 from ..array.dense import read_dense
 from ..array.evaluate import kept_by_delete
 from ..array.fragment import field_index, listed_tile_num
@@ -174,10 +177,20 @@ class _Output:
     it (GlobalOrderWriter::identify_fragment_tile_boundaries; the last tile, not full, goes to the last
     fragment whatever its size); all committed at the end, as TileDB commits them when the write finalizes."""
 
-    def __init__(self, writer, uuid, max_size, streams: ExitStack):
-        self.writer, self.max_size, self.streams = writer, max_size, streams
-        self.done = [streams.enter_context(writer.stream(uuid))]
+    def __init__(self, writer, uuid, max_size, streams: ExitStack, var_bounds: dict | None = None):
+        self.writer, self.max_size, self.streams, self.var_bounds = writer, max_size, streams, var_bounds
+        self.done = [streams.enter_context(writer.stream(uuid, var_bounds=var_bounds))]
         self.size = 0
+
+    def _too_large(self, size: int) -> None:
+        if size > self.max_size:
+            raise ValueError(f"config: sm.consolidation.max_fragment_size = {self.max_size} is too small to "
+                             f"write a single tile ({size} bytes stored)")
+
+    def _next(self) -> None:
+        """The current fragment done (committed with the others at :meth:`finish`), a new one begun."""
+        self.done[-1].finish(commit=False)
+        self.done.append(self.streams.enter_context(self.writer.stream(var_bounds=self.var_bounds)))
 
     def add(self, fw, final: bool) -> None:
         stream = self.done[-1]
@@ -188,14 +201,11 @@ class _Output:
         n, start = len(sizes), 0
         whole = n - 1 if final and fw.last_tile_cell_num < int(self.writer.schema.capacity) else n
         for t in range(whole):
-            if sizes[t] > self.max_size:
-                raise ValueError(f"config: sm.consolidation.max_fragment_size = {self.max_size} is too small to "
-                                 f"write a single tile ({sizes[t]} bytes stored)")
+            self._too_large(int(sizes[t]))
             if self.size + sizes[t] > self.max_size:
                 if t > start:
                     self.done[-1].add(_tiles_of(fw, start, t), {i: e[start:t] for i, e in encoded.items()})
-                self.done[-1].finish(commit=False)
-                self.done.append(self.streams.enter_context(self.writer.stream()))
+                self._next()
                 self.size, start = 0, t
             self.size += int(sizes[t])
         self.done[-1].add(_tiles_of(fw, start, n), {i: e[start:] for i, e in encoded.items()})
@@ -437,9 +447,10 @@ def _cells(arr, schema, frag, deletes, pool, tiles) -> dict:
 MIN_TILES = 3
 
 
-def merge_dense(arr, writer, frags, union, uuid: str, *, budget: int, pool) -> list:
+def merge_dense(arr, writer, frags, union, uuid: str, *, budget: int, max_fragment_size: int | None, pool) -> list:
     """Merge the dense ``frags`` over ``union`` into a new fragment of ``writer`` (named by ``uuid``), a slab
-    of whole tiles at a time (module doc)."""
+    of whole tiles at a time (module doc), or into several of at most ``max_fragment_size`` stored bytes, each
+    a rectangle of tiles (:class:`_Rectangles`); returns their names."""
     schema = writer.schema
     attrs = attributes(schema)
     dims = schema.domain.dimensions
@@ -451,20 +462,133 @@ def merge_dense(arr, writer, frags, union, uuid: str, *, budget: int, pool) -> l
         raise ValueError(f"memory_budget: {budget} bytes cannot merge a dense tile of {tile_cells} cells: a tile "
                          f"is {tile_cells * cell_bytes} bytes decoded and the merge holds it {MIN_TILES} times: it "
                          f"needs {need} bytes")
-    slabs = list(_slabs(dims, box, Layout(schema.tile_order), budget // need))
+    grid = _grid(dims, box, Layout(schema.tile_order))
+    slabs = list(_slabs(grid, budget // need))
 
     def cells(sub):
-        ranges = check_ranges(arr.dims, {d.name: tuple(nonempty_bound(d, v) for v in b) for d, b in zip(arr.dims, sub)})
+        grown = _whole_tiles(grid, sub)
+        inside = [(lo, min(hi, int(d.domain[1]))) for (lo, hi), d in zip(grown, dims)]
+        ranges = check_ranges(arr.dims, {d.name: tuple(nonempty_bound(d, v) for v in b) for d, b in zip(arr.dims, inside)})
         got = read_dense(arr, schema, frags, attrs, ranges, Layout.ROW_MAJOR, pool)
-        return {a.name: stored_text(got[a.name]) for a in attrs}
+        return _as_stored(schema, attrs, frags, got, grown, inside)
 
     # a var attribute's chunk bound of the whole write, where TileDB's dense tiler makes it of that
     bounds = _dense_var_bounds(schema, attrs, slabs, cells) if len(slabs) > 1 else {}
-    with writer.stream(uuid, var_bounds=bounds) as stream:
+    with ExitStack() as streams:
+        output = _Output(writer, uuid, None, streams, bounds) if max_fragment_size is None else \
+            _Rectangles(writer, uuid, max_fragment_size, streams, grid)
         for sub in slabs:
-            stream.add(dense_fragment(schema, writer.schema_name, sub, cells(sub), None))
-        stream.finish()
-    return [stream.name]
+            output.add(dense_fragment(schema, writer.schema_name, _whole_tiles(grid, sub), cells(sub), None,
+                                      non_empty_domain=sub), final=False)
+        return output.finish()
+
+
+def _as_stored(schema, attrs, frags, got: dict, grown, inside) -> dict:
+    """The cells of the whole tiles ``grown`` as TileDB's merge stores them (it reads the union grown to whole
+    tiles): ``got`` (the read of ``inside``, ``grown`` within the domain) where a fragment wrote, the fill value
+    as stored everywhere else (the default string fill one zero byte, which reads show as "")."""
+    shape = tuple(hi - lo + 1 for lo, hi in grown)
+    written = np.zeros(shape, bool)
+    for f in frags:
+        written[tuple(slice(max(int(n[0]), lo) - lo, max(min(int(n[1]), hi) - lo + 1, 0))
+                      for n, (lo, hi) in zip(f.non_empty_domain, grown))] = True
+    at = tuple(slice(0, hi - lo + 1) for lo, hi in inside)
+    stored = {a.name: a for a in schema.attributes}
+    out = {}
+    for a in attrs:
+        values = filled(a, stored[a.name], shape, stored=True)
+        values[written] = np.ma.getdata(got[a.name])[written[at]]
+        if a.nullable:
+            valid = np.full(shape, bool(stored[a.name].get("fill_value_validity")))
+            valid[written] = ~np.ma.getmaskarray(got[a.name])[written[at]]
+            values = np.ma.masked_array(values, ~valid)
+        out[a.name] = stored_text(values)
+    return out
+
+
+#: is_rectangular_domain's answers (tiledb/sm/tile/arithmetic.h): a run of tiles is a rectangle, is not one
+#: but more tiles can make it one, or can never be one
+YES, NO, NEVER = "yes", "no", "never"
+
+
+def rectangle(hyperrows, start: int, num: int) -> str:
+    """Whether tiles ``start`` to ``start + num - 1`` (in tile order) of a grid are a rectangle:
+    ``hyperrows[j]`` is the number of tiles of a hyperrow of the grid's ``j``-th slowest dimension (the
+    product of the counts of the faster ones). A run may cross a hyperrow only from its start, and then
+    covers whole ones."""
+    for h in hyperrows:
+        offset = start % h
+        if offset + num > h:
+            if offset:
+                return NEVER
+            if num % h:
+                return NO
+    return YES
+
+
+class _Rectangles(_Output):
+    """The dense fragments of a step cut at ``max_size`` as GlobalOrderWriter::identify_fragment_tile_boundaries
+    cuts a dense write. Tiles go in tile order; each run that is a rectangle (:func:`rectangle`) moves
+    ``end`` past it; when the next tile would take the fragment past the size, or the fragment can never
+    again be a rectangle, it ends at ``end`` and the tiles after wait (``pending``) for the next. Each
+    fragment's non-empty domain is its tiles' box, cropped to the union (domain_tile_offset)."""
+
+    def __init__(self, writer, uuid, max_size, streams: ExitStack, grid):
+        super().__init__(writer, uuid, max_size, streams)
+        self.grid = grid
+        # tile numbers of the union: the fragment's first, past its last rectangle (None: none yet), the next
+        self.start, self.end, self.seen = 0, None, 0
+        self.running, self.size = 0, 0  # stored bytes from start: of every tile seen, of those before end
+        self.pending = []  # (FragmentWrite, its filtered tiles, its first tile's number) not yet stored
+
+    def add(self, fw, final: bool) -> None:
+        encoded, sizes = self.done[-1].encode(fw)
+        self.pending.append((fw, encoded, self.seen))
+        hyperrows = self.grid.hyperrows
+        for size in sizes.tolist():
+            t = self.seen
+            self._too_large(size)
+            if self.running + size > self.max_size or rectangle(hyperrows, self.start, t - self.start + 1) == NEVER:
+                if self.end is None:  # (TileDB's writer would go on from tile 0 and write out of its buffers)
+                    raise ValueError(f"config: sm.consolidation.max_fragment_size = {self.max_size}: TileDB's "
+                                     f"writer cannot cut this dense array: the fragment from tile {self.start} is "
+                                     f"no rectangle of tiles yet where tile {t} must begin the next")
+                self._store(self.end)
+                self._next()
+                self.running -= self.size
+                self.start, self.end = self.end, None
+            if rectangle(hyperrows, self.start, t - self.start + 1) == YES:
+                self.size, self.end = self.running + size, t + 1
+            self.running += size
+            self.seen += 1
+        if self.end is not None:
+            self._store(self.end)
+
+    def finish(self) -> list:
+        self._store(self.seen)
+        return super().finish()
+
+    def _store(self, end: int) -> None:
+        """The waiting tiles before tile ``end`` into the current fragment."""
+        keep = []
+        for fw, encoded, first in self.pending:
+            n = len(next(iter(fw.tiles.values())))
+            k = min(max(end - first, 0), n)
+            if k:
+                self.done[-1].add(self._part(fw, first, 0, k), {i: e[:k] for i, e in encoded.items()})
+            if k < n:
+                keep.append((self._part(fw, first, k, n), {i: e[k:] for i, e in encoded.items()}, first + k))
+        self.pending = keep
+
+    def _part(self, fw, first: int, start: int, end: int):
+        """Tiles ``start`` to ``end`` of ``fw`` (whose first tile is the union's ``first``), as one."""
+        if (start, end) == (0, len(next(iter(fw.tiles.values())))):
+            return fw
+        box = _run_box(self.grid, first + start, end - start)
+        return replace(fw, tiles={k: v[start:end] for k, v in fw.tiles.items()},
+                       validity={k: v[start:end] for k, v in fw.validity.items()},
+                       written=None if fw.written is None else fw.written[start:end],
+                       non_empty_domain=[np.array(b, n.dtype) for b, n in zip(box, fw.non_empty_domain)])
 
 
 def _var_per_cell(frag, attrs) -> int:
@@ -478,40 +602,67 @@ def _var_per_cell(frag, attrs) -> int:
     return total
 
 
-def _slabs(dims, box, tile_order: Layout, most: int):
-    """Sub-boxes of ``box`` that are runs of whole tiles in ``tile_order`` (each at most ``most`` tiles, and
-    at least one), in tile order: the tiles of the union in the order one write of it stores them."""
-    lo_dom = [int(d.domain[0]) for d in dims]
+class _Grid(NamedTuple):
+    """The tiles of a box (the union of a dense merge): per dimension the domain's start, the tile extent, the
+    box's first tile and its number of tiles; the dimensions from the slowest to the fastest in tile order,
+    and the tiles of a hyperrow of each (:func:`rectangle`)."""
+
+    origin: list
+    ext: list
+    first: list
+    counts: list
+    axes: list
+    hyperrows: list
+    box: list
+
+
+def _grid(dims, box, tile_order: Layout) -> _Grid:
+    origin = [int(d.domain[0]) for d in dims]
     ext = [int(d.tile_extent) for d in dims]
-    first, last = tile_range(lo_dom, ext, [lo for lo, _ in box], [hi for _, hi in box])
-    axes = list(range(len(dims)))
-    if tile_order == Layout.COL_MAJOR:
-        axes = axes[::-1]
+    first, last = tile_range(origin, ext, [lo for lo, _ in box], [hi for _, hi in box])
     counts = [b - a + 1 for a, b in zip(first, last)]
+    axes = list(range(len(dims)))[::-1 if tile_order == Layout.COL_MAJOR else 1]
+    hyperrows = [int(np.prod([counts[a] for a in axes[j + 1:]], dtype=object)) for j in range(len(axes))]
+    return _Grid(origin, ext, first, counts, axes, hyperrows, box)
+
+
+def _run_box(grid: _Grid, start: int, n: int) -> list:
+    """The box of tiles ``start`` to ``start + n - 1`` (in tile order) of ``grid``: per dimension the span of
+    its tiles over the run, cropped to the grid's box."""
+    out, end, spans = [], start + n - 1, {}
+    for a, h in zip(grid.axes, grid.hyperrows):
+        q0, q1, c = start // h, end // h, grid.counts[a]
+        spans[a] = (q0 % c, q1 % c) if q1 - q0 < c and q0 % c <= q1 % c else (0, c - 1)
+    for a, (lo, hi) in enumerate(grid.box):
+        t0, t1 = spans[a]
+        out.append((max(lo, grid.origin[a] + (grid.first[a] + t0) * grid.ext[a]),
+                    min(hi, grid.origin[a] + (grid.first[a] + t1 + 1) * grid.ext[a] - 1)))
+    return out
+
+
+def _whole_tiles(grid: _Grid, box) -> list:
+    """``box`` grown to whole tiles of ``grid`` (past the domain's end where its last tile is cut short)."""
+    return [(o + (lo - o) // e * e, o + ((hi - o) // e + 1) * e - 1)
+            for (lo, hi), o, e in zip(box, grid.origin, grid.ext)]
+
+
+def _slabs(grid: _Grid, most: int):
+    """Sub-boxes of the grid's box that are runs of whole tiles in tile order (each at most ``most`` tiles, and
+    at least one, and a rectangle), in tile order: the tiles of the union in the order one write of it stores
+    them."""
+    counts = [grid.counts[a] for a in grid.axes]
     # the slowest axes fixed a tile at a time, then a run along the next one, every tile of the faster ones
-    inner, split = 1, len(axes)
-    while split > 0 and inner * counts[axes[split - 1]] <= most:
+    inner, split = 1, len(counts)
+    while split > 0 and inner * counts[split - 1] <= most:
         split -= 1
-        inner *= counts[axes[split]]
+        inner *= counts[split]
     if split == 0:
-        yield box
+        yield grid.box
         return
-    run = max(1, most // inner)
-    outer = [range(first[a], last[a] + 1) for a in axes[:split - 1]]
-    along = axes[split - 1]
-    for fixed in np.ndindex(*[len(r) for r in outer]) if outer else [()]:
-        for start in range(first[along], last[along] + 1, run):
-            tiles = {a: (r.start + i, r.start + i) for a, r, i in zip(axes, outer, fixed)}
-            tiles[along] = (start, min(start + run - 1, last[along]))
-            sub = []
-            for a in range(len(dims)):
-                if a in tiles:
-                    t0, t1 = tiles[a]
-                    sub.append((max(box[a][0], lo_dom[a] + t0 * ext[a]),
-                                min(box[a][1], lo_dom[a] + (t1 + 1) * ext[a] - 1)))
-                else:
-                    sub.append(box[a])
-            yield sub
+    along, run = counts[split - 1], max(1, most // inner)
+    for row in range(int(np.prod(counts[:split - 1], dtype=object))):
+        for start in range(0, along, run):
+            yield _run_box(grid, (row * along + start) * inner, min(run, along - start) * inner)
 
 
 def _dense_var_bounds(schema, attrs, slabs, cells) -> dict:

@@ -56,7 +56,9 @@ def _padding(info, version: int):
     return fill if info.var else np.frombuffer(fill, cell_dtype(info))[0]
 
 
-def dense_fragment(schema, schema_name, subarray, data, validity, lossy=False, enumerations=None) -> FragmentWrite:
+def dense_fragment(schema, schema_name, subarray, data, validity, lossy=False, enumerations=None,
+                   non_empty_domain=None) -> FragmentWrite:
+    """``non_empty_domain``: where not ``subarray`` (a consolidation's whole tiles over the union it merges)."""
     dims = dimensions(schema)
     shape = tuple(int(hi) - int(lo) + 1 for lo, hi in subarray)
     tiles, valid = {}, {}
@@ -70,7 +72,7 @@ def dense_fragment(schema, schema_name, subarray, data, validity, lossy=False, e
     written = None  # whole tiles: every cell written
     if list(shape) != [c * e for c, e in zip(counts, extents)]:
         written = list(dense_tiles(np.ones(shape, bool), subarray, schema.domain.dimensions, False, *order))
-    ned = [np.array([lo, hi], value_dtype(d.datatype)) for d, (lo, hi) in zip(dims, subarray)]
+    ned = [np.array([lo, hi], value_dtype(d.datatype)) for d, (lo, hi) in zip(dims, non_empty_domain or subarray)]
     return FragmentWrite(schema, schema_name, True, ned, tiles, valid, last_tile_cell_num=cells, written=written)
 
 
