@@ -155,10 +155,15 @@ def _cell_num(r) -> int:
     return out
 
 
-def _expand_to_tiles(r, dims):
-    """``r`` grown to whole tiles (Domain::expand_to_tiles): exact integers, no float."""
+def _expand_to_tiles(r, schema):
+    """``r`` grown to whole tiles of ``schema`` (CurrentDomain::expand_to_tiles): exact integers, no float.
+    Where the schema sets a current domain (v22+), TileDB 2.30 grows a copy of each range and leaves ``r``
+    as it is (spec_versions/DISCREPANCIES.md), which its step algorithm's amplification then counts."""
+    current = schema.get("current_domain")
+    if current is not None and not current.empty:
+        return list(r)
     out = []
-    for (lo, hi), d in zip(r, dims):
+    for (lo, hi), d in zip(r, schema.domain.dimensions):
         start, ext = int(d.domain[0]), int(d.tile_extent)
         out.append((start + (int(lo) - start) // ext * ext, start + ((int(hi) - start) // ext + 1) * ext - 1))
     return out
@@ -243,7 +248,7 @@ def _infos(arr, cfg, hidden=frozenset()) -> tuple[list, list]:
         elif t2 <= cfg.timestamp_end:
             ned = list(f.non_empty_domain)
             infos.append(_Info(f.name, (t1, t2), _fragment_size(arr, f), ned,
-                               _expand_to_tiles(ned, arr.schema.domain.dimensions) if f.dense else ned, f.dense))
+                               _expand_to_tiles(ned, f.schema) if f.dense else ned, f.dense))
     return infos, anterior
 
 
@@ -265,7 +270,7 @@ def plan(uri, config=None, key=None, timestamp=None) -> dict:
         t = (run[0].timestamp_range[0], run[-1].timestamp_range[1])
         steps.append({"fragments": [i.name for i in run], "timestamp_range": list(t)})
         merged = _Info(f"(the fragment of step {len(steps)})", t, sum(i.size for i in run), union,
-                       _expand_to_tiles(union, arr.schema.domain.dimensions) if dense else union, dense)
+                       _expand_to_tiles(union, arr.schema) if dense else union, dense)
         infos[first:last + 1] = [merged]
     return {"steps": steps}
 
@@ -361,7 +366,7 @@ def _chosen(arr, fragment_uris) -> list:
         raise ValueError(f"fragment_uris: found {len(run)} of the {len(wanted)} fragments named")
     if arr.schema.array_type == ArrayType.DENSE and run:
         last = max(f.timestamp_range[1] for f in run)
-        grown = _expand_to_tiles(_union_of(run), arr.schema.domain.dimensions)
+        grown = _expand_to_tiles(_union_of(run), arr.schema)
         for f in arr.fragments:
             if f.name not in wanted and f.timestamp_range[0] <= last and _overlap(grown, f.non_empty_domain):
                 raise ValueError(f"fragment_uris: fragment {f.name} overlaps the union of the fragments named and "

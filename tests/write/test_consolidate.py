@@ -231,6 +231,43 @@ def test_purge_deleted_cells_as_tiledb(tmp_path):
     _same_everywhere(ours, theirs, times)
 
 
+def _current_domain_pair(tmp_path):
+    """Two copies of a dense array with a current domain (d in 0-99, current 0-24, tiles of 10) written at
+    d 3-10 and 12-24."""
+    paths = [str(tmp_path / n) for n in ("ours", "theirs")]
+    for path in paths:
+        dom = tiledb.Domain(tiledb.Dim("d", domain=(0, 99), tile=10, dtype=np.int64))
+        schema = tiledb.ArraySchema(domain=dom, attrs=[tiledb.Attr("a", dtype=np.int64)])
+        current, rect = tiledb.CurrentDomain(tiledb.Ctx()), tiledb.NDRectangle(tiledb.Ctx(), dom)
+        rect.set_range(0, 0, 24)
+        current.set_ndrectangle(rect)
+        schema.set_current_domain(current)
+        tiledb.Array.create(path, schema)
+        with tiledb.open(path, "w", timestamp=1) as A:
+            A[3:11] = np.arange(8)
+        with tiledb.open(path, "w", timestamp=2) as A:
+            A[12:25] = np.arange(13)
+    return paths
+
+
+@pytest.mark.parametrize("amplification, merged", [(None, False), ("1.04", False), ("1.05", True)])
+def test_a_current_domain_leaves_non_empty_domains_unexpanded_as_tiledb(tmp_path, amplification, merged):
+    """With a current domain, TileDB 2.30's step algorithm counts the fragments' non-empty domains as they
+    are, not grown to tiles: a union of 22 cells over 8 + 13 is an amplification of 1.048, which the default
+    1.0 refuses. The same steps as TileDB-Py's, planned and carried out."""
+    ours, theirs = _current_domain_pair(tmp_path)
+    cfg = {} if amplification is None else {"sm.consolidation.amplification": amplification}
+    tiledb.consolidate(theirs, config=tiledb.Config(cfg))
+    steps = consolidate(ours, config=cfg, dry_run=True)["steps"]
+    consolidate(ours, config=cfg)
+    want = [f.nonempty_domain for f in tiledb.array_fragments(theirs)]
+    assert [f.nonempty_domain for f in tiledb.array_fragments(ours)] == want
+    assert want == ([((3, 24),)] if merged else [((3, 10),), ((12, 24),)])
+    assert len(steps) == merged
+    with tiledb.open(ours) as A:
+        assert A[3:25]["a"].tolist() == list(range(8)) + [np.iinfo(np.int64).min] + list(range(13))
+
+
 def test_a_delete_on_a_dropped_attribute_is_refused_naming_the_delete(tmp_path):
     """A delete whose condition names an attribute dropped since: TileDB refuses to read or consolidate the
     array ("Field doesn't exist"); so do we, naming the delete commit, and the array stays as it was."""
