@@ -55,6 +55,8 @@ from tdbformat import schema as S
 op, path = sys.argv[1], sys.argv[2]
 if op == "consolidate":
     tdbformat.consolidate(path)
+elif op == "consolidate-cut":  # several fragments, committed together
+    tdbformat.consolidate(path, config={"sm.consolidation.max_fragment_size": os.environ["MAX_SIZE"]})
 elif op == "vacuum":
     tdbformat.vacuum(path)
 elif op == "evolve":
@@ -113,8 +115,10 @@ def _run(op, path, kill_at) -> bool:
 
 
 @pytest.mark.parametrize("dense, ops", [(False, ("consolidate", "vacuum")), (True, ("consolidate", "vacuum")),
-                                        (False, ("evolve",))])
-def test_killed_at_every_write_the_array_reads_as_before_or_after(tmp_path, dense, ops):
+                                        (False, ("evolve",)), (False, ("consolidate-cut", "vacuum")),
+                                        (True, ("consolidate-cut", "vacuum"))])
+def test_killed_at_every_write_the_array_reads_as_before_or_after(tmp_path, dense, ops, monkeypatch):
+    monkeypatch.setenv("MAX_SIZE", "400" if dense else "3000")  # (two fragments each)
     base = tmp_path / "base"
     _build(base, dense)
     for op in ops:
@@ -136,5 +140,7 @@ def test_killed_at_every_write_the_array_reads_as_before_or_after(tmp_path, dens
             assert _reads(copy, times) in (before, after), (op, kill_at)
             shutil.rmtree(copy)
         assert kills >= 2, op  # it changed files, and was killed before each change
+        if op == "consolidate-cut":  # (the cut made two fragments, committed together)
+            assert len(tdbformat.open_array(str(finished)).fragments) == 2
         shutil.rmtree(base)
         shutil.copytree(finished, base)  # the next operation starts from this one's result
