@@ -5,7 +5,8 @@ at ``--threads`` threads (a cloud machine gives TileDB one per core), alternatin
     python benchmarks/remote_latency.py [--latency 20] [--threads 16] [--repeat 3]
 
 Rows: opening a 100-fragment sparse array (and reading its array metadata, three files); reading it whole; a
-~1% box of it; a ~1% box of a 1M-cell sparse array. The table
+~1% box of it; a ~1% box of a 1M-cell sparse array; reading a 64 MiB dense array whole (float64 zstd, 81 tiles
+of 362 x 362, as ``benchmarks/remote.py``). The table
 gives times, their ratio tdbformat / TileDB-Py and the requests each sent (issue #46: ratio <= 1.0 with
 fewer requests).
 """
@@ -136,6 +137,12 @@ def _bench(args, server, proxy, fsspec, tiledb, tdbformat):
             with tiledb.open(uri, "w", timestamp=f + 1, ctx=ctx) as A:
                 cells = rng.choice(1_000_000, n, replace=False)
                 A[cells // 1000 * 100, cells % 1000 * 100] = rng.random(n)
+    dense, side = "s3://bench/dense", int(np.sqrt(64 * 2**20 / 8))
+    dom = tiledb.Domain(*(tiledb.Dim(f"d{i}", (0, side - 1), tile=362, dtype=np.int64) for i in range(2)))
+    tiledb.Array.create(dense, tiledb.ArraySchema(domain=dom, attrs=[
+        tiledb.Attr("v", np.float64, filters=[tiledb.ZstdFilter()])]), ctx=ctx)
+    with tiledb.open(dense, "w", timestamp=1, ctx=ctx) as A:
+        A[:] = rng.random((side, side)).round(3)
     for t, (k, v) in enumerate({"unit": "metres", "scale": 0.5, "axes": (1, 2, 3)}.items()):  # three metadata files
         with tiledb.open(many, "w", timestamp=1000 + t, ctx=ctx) as A:
             A.meta[k] = v
@@ -154,7 +161,9 @@ def _bench(args, server, proxy, fsspec, tiledb, tdbformat):
             ("100 fragments, a 1% box", lambda: tdbformat.open_array(many).multi_index[box[0]:box[1]]["a"],
              py(many, lambda A: A.multi_index[box[0]:box[1]]["a"])),
             ("1M-cell sparse, a 1% box", lambda: tdbformat.open_array(one).multi_index[box[0]:box[1]]["a"],
-             py(one, lambda A: A.multi_index[box[0]:box[1]]["a"]))]
+             py(one, lambda A: A.multi_index[box[0]:box[1]]["a"])),
+            ("64 MiB dense, read whole", lambda: tdbformat.open_array(dense).read()["v"].reshape(-1),
+             py(dense, lambda A: A[:]["v"].reshape(-1)))]
     print(f"moto S3 behind a {args.latency:g} ms proxy, TileDB-Py at {args.threads} threads, median of "
           f"{args.repeat}, alternating")
     print(f"{'read':<44} {'tdbformat s':>11} {'TileDB-Py s':>11} {'ratio':>6} {'requests':>9} {'TileDB-Py':>9}")

@@ -147,3 +147,35 @@ def test_fsync_false_syncs_nothing_and_writes_the_same(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert [op for op, _ in calls if op == "fsync"] == []
     assert _tiledb_cells(tmp_path / "c") == _tiledb_cells(tmp_path / "a")
+
+
+def _record_writebacks(monkeypatch) -> list:
+    """(path, offset, length) of every write-back a local writer started (sync_file_range), the real call made."""
+    real, calls = storage_module._sync_file_range(), []
+
+    def start(fd, offset, length, flags):
+        calls.append((os.readlink(f"/proc/self/fd/{fd}"), offset, length))
+        return real(fd, offset, length, flags)
+    monkeypatch.setattr(storage_module, "_sync_file_range", lambda: start)
+    return calls
+
+
+@pytest.mark.skipif(storage_module._sync_file_range() is None, reason="sync_file_range is Linux's")
+def test_each_tile_starts_for_the_disk_as_it_is_written_and_the_sync_still_ends_it(tmp_path, monkeypatch):
+    """A data file's tiles are handed to the disk as each is written, so that the sync at its close waits for the
+    last ones only; the ranges are the file's bytes in order, each once; with fsync off none is."""
+    monkeypatch.delenv("TDBFORMAT_FSYNC", raising=False)
+    dom = S.Domain(S.Dim("d", domain=(0, 4095), tile=256, dtype=np.int64))
+    tdbformat.create(tmp_path / "a", S.ArraySchema(domain=dom, attrs=[S.Attr("a", dtype=np.int64)]))
+    calls = _record_writebacks(monkeypatch)
+    syncs = _record_syncs(monkeypatch)
+    tdbformat.write(tmp_path / "a", {"a": np.arange(4096)}, timestamp=1)
+    tdbformat.write(tmp_path / "a", {"a": np.arange(4096)}, timestamp=2, fsync=False)
+    monkeypatch.undo()
+    (data,) = {p for p, _, _ in calls}
+    tile = 8 + 12 + 256 * 8  # a stored tile (spec, tile.md): its chunk count, one chunk's three sizes, its data
+    assert Path(data).name == "a0.tdb" and Path(data).stat().st_size == 16 * tile
+    assert [(o, n) for _, o, n in calls] == [(k * tile, tile) for k in range(16)]
+    assert ("fsync", data) in syncs  # the sync at close is still made, after the write-backs it waits for
+    got = tdbformat.open_array(tmp_path / "a").read(timestamp=(1, 1))["a"]
+    assert got.tolist() == list(range(4096))
