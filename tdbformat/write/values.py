@@ -17,6 +17,7 @@ from numpy.lib.recfunctions import structured_to_unstructured
 from ..enums import Datatype
 from ..structs.array_schema import value_dtype
 from ..array.cells import cell_dtype
+from .tiling import Utf8Column
 
 __all__ = ["column", "cast", "validity", "check_coordinates", "check_current_domain", "check_codes"]
 
@@ -186,7 +187,9 @@ def _var_column(data, info, name, shape, nullable_none, ascii_only) -> np.ndarra
         out = out.copy()
         out[np.equal(out, None)] = b""
     if info.datatype in _STRINGS:
-        _check_strings(values, name, nullable_none, ascii_only)
+        utf8 = _check_strings(values, name, nullable_none, ascii_only)
+        if utf8 is not None and out.flags.c_contiguous:
+            out = Utf8Column.of(out, utf8)
     else:
         for i, v in enumerate(values):
             if v is None and nullable_none:
@@ -198,32 +201,45 @@ def _var_column(data, info, name, shape, nullable_none, ascii_only) -> np.ndarra
     return out
 
 
-def _check_strings(values: list, name, nullable_none, ascii_only) -> None:
+def _check_strings(values: list, name, nullable_none, ascii_only) -> bytes | None:
     """Every cell str or bytes (None where null), its text UTF-8 can hold, ASCII only for ASCII dimensions;
-    in whole-column C loops where the cells are all str or all bytes (a Python loop cost 0.3 s a million)."""
-    texts, raw = _joined(values, ""), None
-    if texts is None:
-        raw = _joined(values, b"")
-        if raw is None:  # mixed: each cell checked, the text and bytes apart
-            for i, v in enumerate(values):
-                if not (isinstance(v, (str, _BYTES)) or v is None and nullable_none):
-                    what = "None in a non-nullable field" if v is None else type(v).__name__
-                    raise TypeError(f"{name}: cell {i} is {what}, expected str or bytes")
-            texts = "".join(v for v in values if isinstance(v, str))
-            raw = b"".join(bytes(v) for v in values if isinstance(v, _BYTES))
-        texts = texts or ""
-    if ascii_only and raw is not None and not raw.isascii():
-        raise ValueError(f"{name}: an ASCII dimension holds bytes 0-127 only")
-    if texts.isascii():
-        return
-    if ascii_only:
-        i = next(i for i, v in enumerate(values) if isinstance(v, str) and not v.isascii())
-        raise ValueError(f"{name}: cell {i} ({values[i]!r}) is not ASCII, and the dimension is STRING_ASCII")
+    in whole-column C loops where the cells are all str or all bytes (a Python loop cost 0.3 s a million).
+    Where every cell is str, returns their UTF-8 each followed by a NUL: made once, for this check and for
+    the tiles (:class:`~.tiling.Utf8Column`)."""
     try:
-        texts.encode("utf-8")
+        utf8 = ("\0".join(values) + "\0").encode() if values else None
+    except TypeError:  # not all str
+        utf8 = None
     except UnicodeEncodeError:
-        i = next(i for i, v in enumerate(values) if isinstance(v, str) and not _encodes(v))
+        i = next(i for i, v in enumerate(values) if not _encodes(v))
         raise ValueError(f"{name}: cell {i} ({values[i]!r}) is not text UTF-8 can hold (a lone surrogate)") from None
+    if utf8 is not None:
+        if ascii_only and not utf8.isascii():
+            _not_ascii(values, name)
+        return utf8
+    texts, raw = None, _joined(values, b"")
+    if raw is None:  # mixed: each cell checked, the text and bytes apart
+        for i, v in enumerate(values):
+            if not (isinstance(v, (str, _BYTES)) or v is None and nullable_none):
+                what = "None in a non-nullable field" if v is None else type(v).__name__
+                raise TypeError(f"{name}: cell {i} is {what}, expected str or bytes")
+        texts = "".join(v for v in values if isinstance(v, str))
+        raw = b"".join(bytes(v) for v in values if isinstance(v, _BYTES))
+    if ascii_only and not raw.isascii():
+        raise ValueError(f"{name}: an ASCII dimension holds bytes 0-127 only")
+    if not texts or texts.isascii():
+        return None
+    if ascii_only:
+        _not_ascii(values, name)
+    if not _encodes(texts):
+        i = next(i for i, v in enumerate(values) if isinstance(v, str) and not _encodes(v))
+        raise ValueError(f"{name}: cell {i} ({values[i]!r}) is not text UTF-8 can hold (a lone surrogate)")
+    return None
+
+
+def _not_ascii(values: list, name):
+    i = next(i for i, v in enumerate(values) if isinstance(v, str) and not v.isascii())
+    raise ValueError(f"{name}: cell {i} ({values[i]!r}) is not ASCII, and the dimension is STRING_ASCII")
 
 
 def _joined(values: list, empty):
