@@ -232,11 +232,16 @@ def _run(reader: Tiles, frag, idx: int, kind: str, tiles, spans, threads: int, c
     plan = reader.plan(frag, idx, kind)
     spans_of = [frag.tile_span(kind, idx, k) for k in tiles]
     cap = max(1, int(frag.schema.capacity))
-    expected = None if frag.dense else [max(0, min(cap, frag.cell_num - k * cap)) * cell for k in tiles]
+    cells = 0 if frag.dense else frag.cell_num  # (a property that computes: once, not once a tile)
+    expected = None if frag.dense else [max(0, min(cap, cells - k * cap)) * cell for k in tiles]
     # stored bytes as far as the file proves them (spans may lie: they are checked when read)
     stored = min(sum(max(0, e - s) for _, s, e in spans_of),
                  reader.storage.size_of(plan.path(reader.storage, spans_of[0][0]), "data file") if spans_of else 0)
     if expected is None or sum(expected) > 16 * stored + (1 << 20):
+        if expected is not None:
+            values = _whole_tiles(reader, plan, kind, spans_of, spans, None, threads, 16 * stored + (1 << 20))
+            if values is not None and len(values) == sum(expected):
+                return memoryview(values), np.array(expected, np.int64) // cell
         chunks, sizes = _chunks(reader, plan, kind, spans_of, spans)
         counts = np.array(sizes, np.int64)
         if np.any(counts % cell):
@@ -248,10 +253,21 @@ def _run(reader: Tiles, frag, idx: int, kind: str, tiles, spans, threads: int, c
         while last < len(tiles) and (last == first or stored + spans_of[last][2] - spans_of[last][1] <= BLOCK):
             stored, last = stored + spans_of[last][2] - spans_of[last][1], last + 1
         size = sum(expected[first:last])
-        chunks, _ = _chunks(reader, plan, kind, spans_of[first:last], spans)
-        plan.filters.unfilter(dict(num_chunks=len(chunks), chunks=chunks), out=dest[at:at + size], threads=threads)
+        if not _whole_tiles(reader, plan, kind, spans_of[first:last], spans, dest[at:at + size], threads):
+            chunks, _ = _chunks(reader, plan, kind, spans_of[first:last], spans)
+            plan.filters.unfilter(dict(num_chunks=len(chunks), chunks=chunks), out=dest[at:at + size],
+                                  threads=threads)
         at, first = at + size, last
     return memoryview(dest), np.array(expected, np.int64) // cell
+
+
+def _whole_tiles(reader: Tiles, plan, kind: str, spans_of, spans, out, threads: int, limit: int = 0):
+    """The tiles at ``spans_of`` decoded by the filter plan's whole-tile path where it has one for them
+    (:meth:`FilterPlan.unfilter_tiles`: into ``out``, or a new array within ``limit`` until proven)."""
+    tiles = [spans.get(kind, plan.path(reader.storage, name), start, end) for name, start, end in spans_of]
+    if None in tiles:
+        return False if out is not None else None
+    return plan.filters.unfilter_tiles(tiles, out, threads, limit)
 
 
 def _chunks(reader: Tiles, plan, kind: str, spans_of, spans) -> tuple[list, list]:

@@ -504,6 +504,16 @@ class FilterPlan:
                 at += 1
         return memoryview(dest)
 
+    def unfilter_tiles(self, tiles: list, out=None, threads: int = 1, limit: int = 0):
+        """Stored tiles (their bytes) unfiltered back to back by their codec's ``reverse_tiles`` where the
+        pipeline is one stage that has one (zstd): into ``out`` (uint8; True), or with ``out`` None into a new
+        array (returned) allocated up to ``limit`` bytes until decoded output proves more. False (None) where
+        not, or where that codec declines the tiles: :meth:`unfilter` then decodes them chunk by chunk."""
+        reverse = getattr(self.stages[0][1], "reverse_tiles", None) if len(self.stages) == 1 else None
+        if reverse is None:
+            return False if out is not None else None
+        return reverse(self.stages[0][2], tiles, out, threads, limit)
+
     def filter(self, data, *, offsets=None, sizes=None, var=None, dim_num=1, max_chunk=MAX_CHUNK,
                threads=None, terminated=False) -> Container:
         """See :func:`filter_tile`."""

@@ -556,3 +556,32 @@ def test_a_field_that_compresses_little_holds_a_block_of_its_stored_tiles(tmp_pa
         tracemalloc.stop()
     assert np.array_equal(got, values)
     assert peak < values.nbytes + 4 * (128 << 10) + (256 << 10), peak
+
+
+@pytest.mark.parametrize("order", ["U", "G", "C"])
+def test_sparse_zstd_tiles_decoded_whole_equal_tiledb_py(tmp_path, monkeypatch, order):
+    """A sparse array of zstd tiles (coordinates that compress 30 times and more, which the whole-tile path
+    decodes a round at a time, and float64 that do not) reads through ``FilterPlan.unfilter_tiles`` for
+    every field, equal to TileDB-Py, a box of it too."""
+    uri = str(tmp_path / "a")
+    dims = [tiledb.Dim(d, domain=(0, 99_999), tile=1000, dtype=np.int64) for d in "xy"]
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(*dims), sparse=True, capacity=2000, attrs=[
+        tiledb.Attr("a", dtype=np.float64, filters=[tiledb.ZstdFilter()])]))
+    rng = np.random.default_rng(7)
+    cells = np.arange(300_000)  # a full grid of 750 x 400: x repeats in runs (2.4 MB that compress 100 times)
+    with tiledb.open(uri, "w") as A:
+        A[cells // 400 * 100, cells % 400 * 100] = rng.random(len(cells))
+    from tdbformat.filters import FilterPlan
+    whole, real = [], FilterPlan.unfilter_tiles
+
+    def counted(self, tiles, out=None, threads=1, limit=0):
+        got = real(self, tiles, out, threads, limit)
+        whole.append((out is None, got is True or out is None and got is not None))
+        return got
+    monkeypatch.setattr(FilterPlan, "unfilter_tiles", counted)
+    with tiledb.open(uri) as A:
+        want, box = A.query(order=order)[:], A.query(order=order).multi_index[1000:30_000, 5000:90_000]
+    arr = open_array(uri)
+    assert_same(arr.query(order=order)[:], want)
+    assert_same(arr.query(order=order).multi_index[1000:30_000, 5000:90_000], box)
+    assert {into for into, _ in whole} == {False, True} and all(done for _, done in whole), whole
