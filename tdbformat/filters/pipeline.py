@@ -625,8 +625,9 @@ def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cel
     have 192-byte chunks), which the file does not record. ``sizes`` overrides the chunking: before v11
     TileDB chunked var data by the buffer it had allocated (the writer passes that rule's sizes).
     ``threads`` filter the chunks (default: :func:`set_threads`); any number gives the same bytes.
-    ``terminated``: for string RLE/dictionary only, each cell at ``offsets`` is followed by one byte that is
-    not its own (a writer's NUL after each cell: the codecs read the cells in place, no copy without them).
+    ``terminated``: each var cell at ``offsets`` is followed by one byte that is not its own, a writer's NUL
+    (no cell holding one): string RLE and dictionary read the cells in place, other pipelines store them
+    without the NULs, each chunk dropping its own in the thread that filters it.
     Many tiles of one pipeline: make a :class:`FilterPlan` once and call its ``filter``.
     """
     return FilterPlan(pipeline, datatype=datatype, version=version, cell_size=cell_size, key=key,
@@ -634,8 +635,28 @@ def filter_tile(data: bytes, pipeline, *, datatype=Datatype.CHAR, version=0, cel
                                             max_chunk=max_chunk, threads=threads, terminated=terminated)
 
 
+def _without_nuls(plan: FilterPlan, raw, offsets, sizes, var, max_chunk) -> tuple:
+    """(raw, data, offsets, sizes, cut) for ``terminated`` var cells (a NUL after each, ``offsets`` into
+    ``raw``) through a pipeline that stores them without: where TileDB chunks var data between cells (v11+,
+    no sizes given), the chunk sizes of the cells without NULs and each chunk's place in ``raw`` (``cut``), for
+    its thread to drop them; else the NULs dropped here (``data`` and ``offsets`` without them, ``cut`` None).
+    Chunks never split a cell, so a chunk's bytes are its cells' with their NULs."""
+    n = len(offsets)
+    plain = np.asarray(offsets, np.int64) - np.arange(n)
+    raw = raw if isinstance(raw, bytes) else bytes(raw)
+    version = plan.version
+    if sizes is not None or not var or version and FEATURES["pipeline_chunk_bound"](version) or \
+            not uses_chunking(plan.pipeline, plan.datatype, version, var) or not FEATURES["var_chunking"](version):
+        return raw, memoryview(raw.translate(None, b"\0")), plain.astype("<u8"), sizes, None
+    nbytes = len(raw) - n
+    sizes = var_chunk_sizes(plain, nbytes, plan.cell_size, max_chunk)
+    starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+    cut = starts + np.searchsorted(np.append(plain[1:], nbytes), starts, "right")  # + the NULs of the cells before
+    return raw, None, plain.astype("<u8"), sizes, cut.tolist()
+
+
 def _filter(plan: FilterPlan, data, offsets, sizes, var, dim_num, max_chunk, threads, terminated) -> Container:
-    data = memoryview(data).cast("B")
+    raw, data = data, memoryview(data).cast("B")
     var = offsets is not None if var is None else var
     pipeline, stages, version, cell_size = plan.pipeline, plan.stages, plan.version, plan.cell_size
     chunks = ListContainer()
@@ -647,8 +668,9 @@ def _filter(plan: FilterPlan, data, offsets, sizes, var, dim_num, max_chunk, thr
             chunk.unfiltered_size = len(data) - terminated * len(offsets)
             chunks.append(chunk)
         return Container(num_chunks=len(chunks), chunks=chunks)
+    cut = None  # with ``terminated``: where each chunk's cells lie in ``raw``, their NULs included
     if terminated:
-        raise ValueError("terminated: only string RLE and dictionary read terminated cells")
+        raw, data, offsets, sizes, cut = _without_nuls(plan, raw, offsets, sizes, var, max_chunk)
     if sizes is None:
         if version and FEATURES["pipeline_chunk_bound"](version):  # the pipeline's bound, even 0 (one cell)
             sizes = chunk_sizes(len(data), cell_size, pipeline["max_chunk_size"], dim_num)
@@ -660,8 +682,11 @@ def _filter(plan: FilterPlan, data, offsets, sizes, var, dim_num, max_chunk, thr
             sizes = chunk_sizes(len(data), cell_size, max_chunk)
     starts = [0, *itertools.accumulate(sizes)]
 
+    def piece(r):  # (a chunk's NULs dropped in the thread that filters it: they overlap the compressors)
+        return data[starts[r]:starts[r + 1]] if cut is None else raw[cut[r]:cut[r + 1]].translate(None, b"\0")
+
     def run(indices):
-        out = _forward_run(stages, [([], [data[starts[r]:starts[r + 1]]]) for r in indices])
+        out = _forward_run(stages, [([], [piece(r)]) for r in indices])
         for r, chunk in zip(indices, out):
             chunk.unfiltered_size = starts[r + 1] - starts[r]
         return out

@@ -185,14 +185,18 @@ class _Encoder:
         var_parts = valid_parts = mask = var_size = var = None
         if info.var:
             in_place = skips_offsets(info.filters, info.datatype, self.version)  # string RLE or dictionary
-            data, offsets, terminated = _var_data(cells, info, in_place)
+            # the cells' NULs kept: the codecs read them in place, or each chunk drops its own (not v5-10's bound)
+            data, offsets, terminated = _var_data(cells, info, in_place or var_bound is None)
             if stats is not False and _has_min_max(info, is_dim):  # (only string min and max read them)
                 starts = offsets.astype(np.int64)
                 var = np.frombuffer(data, np.uint8), starts, np.diff(starts, append=len(data)) - terminated
-            fixed_parts = [_EMPTY_TILE] if in_place else \
-                self.stored(offsets, self.schema.cell_var_offsets_filters, Datatype.UINT64, 8, threads=threads)
+            stored_offsets = offsets - np.arange(len(offsets), dtype=np.uint64) if terminated else offsets
+            # a lone tile (all the threads its own) filters its offsets beside its data, not before
+            fixed = None if in_place else (_sides().submit if threads > 1 else _now)(
+                self.stored, stored_offsets, self.schema.cell_var_offsets_filters, Datatype.UINT64, 8, threads=threads)
             var_parts = self.stored(data, info.filters, info.datatype, info.datatype.size, offsets=offsets,
                                     var_bound=var_bound, threads=threads, terminated=terminated)
+            fixed_parts = [_EMPTY_TILE] if in_place else fixed.result()
             var_size = len(data) - terminated * len(offsets)
         else:
             fixed_parts = self.stored(_raw(cells), info.filters, info.datatype, info.datatype.size * info.cell_val_num,
@@ -286,7 +290,22 @@ def _writes() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(1, thread_name_prefix="tdbformat-writes")  # one: a file's tiles stay in order
 
 
-for _cache in (_writes, _encodes):  # a forked child has none of the parent's threads
+@functools.cache
+def _sides() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(1, thread_name_prefix="tdbformat-offsets")
+
+
+def _now(fn, *args, **kwargs) -> futures.Future:
+    """``fn(*args, **kwargs)`` called here, as a done future (what ``submit`` gives, without a thread)."""
+    done = futures.Future()
+    try:
+        done.set_result(fn(*args, **kwargs))
+    except BaseException as e:
+        done.set_exception(e)
+    return done
+
+
+for _cache in (_writes, _encodes, _sides):  # a forked child has none of the parent's threads
     os.register_at_fork(after_in_child=_cache.cache_clear)
 
 

@@ -416,3 +416,25 @@ def test_unshuffles_write_into_the_rows_they_are_given(size, k, bits, data):
         assert np.shares_memory(got, place) == writes
 
 
+
+
+@PROPS
+@given(st.lists(st.binary(max_size=300).map(lambda b: b.replace(b"\0", b"x")), max_size=400),
+       st.sampled_from([None, FilterType.ZSTD, FilterType.LZ4, FilterType.GZIP, FilterType.BITSHUFFLE]),
+       st.sampled_from([64, 200, 1024, 65536]), st.sampled_from([5, 10, 11, 22]), st.sampled_from([1, 2]))
+def test_terminated_var_cells_filter_to_the_bytes_of_the_cells_without_their_nuls(cells, ftype, max_chunk, version,
+                                                                                   threads):
+    """A writer's var cells each followed by a NUL (``terminated``) filter to the same tile as the cells
+    without them: from v11 each chunk drops its own cells' NULs (empty cells, cells larger than a chunk and
+    chunk ends among them), before v11 the NULs go first."""
+    pipeline = _pipeline(*([] if ftype is None else [_filter(ftype, level=3)]))
+    lengths = np.array([len(c) for c in cells], np.uint64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype("<u8") if cells else np.zeros(0, "<u8")
+    plain = filter_tile(b"".join(cells), pipeline, datatype=Datatype.STRING_UTF8, version=version, offsets=offsets,
+                        max_chunk=max_chunk, threads=threads)
+    if not cells:
+        return
+    terminated = filter_tile(b"".join(c + b"\0" for c in cells), pipeline, datatype=Datatype.STRING_UTF8,
+                             version=version, offsets=offsets + np.arange(len(cells), dtype=np.uint64),
+                             max_chunk=max_chunk, threads=threads, terminated=True)
+    assert Tile.build(terminated) == Tile.build(plain)
