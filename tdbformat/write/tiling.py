@@ -145,15 +145,16 @@ def terminated_cells(column: np.ndarray) -> tuple[bytes, np.ndarray] | None:
     strings: 22 ms, cell by cell 61), or sliced from a :class:`Utf8Column`'s; None for other cells, text UTF-8
     cannot hold, or a cell holding a NUL."""
     made = column.utf8.run(column) if isinstance(column, Utf8Column) and column.utf8 is not None else None
-    if made is not None:
+    if made is not None or not len(column):
         return made
     values = column.tolist()
+    values.append("")  # (a NUL after the last cell too: concatenating one copied the whole column)
     try:
-        raw = ("\0".join(values) + "\0").encode()
+        raw = "\0".join(values).encode()
     except (TypeError, UnicodeEncodeError):
         return None
     ends = np.flatnonzero(np.frombuffer(raw, np.uint8) == 0)
-    if len(ends) != len(values):  # a cell holds a NUL of its own: the NULs are not the cells' ends
+    if len(ends) != len(values) - 1:  # a cell holds a NUL of its own: the NULs are not the cells' ends
         return None
     lengths = np.diff(ends, prepend=-1).view(np.uint64)
     lengths -= np.uint64(1)

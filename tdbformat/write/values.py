@@ -206,13 +206,16 @@ def _check_strings(values: list, name, nullable_none, ascii_only) -> bytes | Non
     in whole-column C loops where the cells are all str or all bytes (a Python loop cost 0.3 s a million).
     Where every cell is str, returns their UTF-8 each followed by a NUL: made once, for this check and for
     the tiles (:class:`~.tiling.Utf8Column`)."""
+    values.append("")  # (a NUL after the last cell too; concatenating one copied the whole column)
     try:
-        utf8 = ("\0".join(values) + "\0").encode() if values else None
+        utf8 = "\0".join(values).encode() if len(values) > 1 else None
     except TypeError:  # not all str
         utf8 = None
     except UnicodeEncodeError:
         i = next(i for i, v in enumerate(values) if not _encodes(v))
         raise ValueError(f"{name}: cell {i} ({values[i]!r}) is not text UTF-8 can hold (a lone surrogate)") from None
+    finally:
+        values.pop()
     if utf8 is not None:
         if ascii_only and not utf8.isascii():
             _not_ascii(values, name)
