@@ -4,6 +4,7 @@ cells (REFERENCE.md §4, §11). The one path from a data tile on disk to numpy v
 from __future__ import annotations
 
 import functools
+import math
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -224,25 +225,27 @@ def _joined(reader: Tiles, frag, idx: int, tiles, spans, pool):
 def _run(reader: Tiles, frag, idx: int, kind: str, tiles, spans, threads: int, cell: int):
     """(the unfiltered bytes of ``tiles`` of ``kind``'s file back to back, the cells of each tile).
 
-    A sparse fragment's tiles hold ``capacity`` cells but its last: where that many bytes are within what
+    A sparse fragment's tiles hold ``capacity`` cells but its last, a dense one's its tile's: where that many bytes are within what
     the stored bytes may unfilter to (16 times, and 1 MiB), the output is allocated once and the tiles
     decode into it about :data:`BLOCK` stored bytes at a time, each block let go once decoded (a field that
     compresses little held all its stored tiles beside its output). Otherwise, or where the tiles' chunks
     claim other sizes (an error then, and the caller goes tile by tile), in one run."""
     plan = reader.plan(frag, idx, kind)
     spans_of = [frag.tile_span(kind, idx, k) for k in tiles]
-    cap = max(1, int(frag.schema.capacity))
-    cells = 0 if frag.dense else frag.cell_num  # (a property that computes: once, not once a tile)
-    expected = None if frag.dense else [max(0, min(cap, cells - k * cap)) * cell for k in tiles]
+    if frag.dense:  # whole tiles, each of the schema's tile extents
+        expected = [math.prod(int(d.tile_extent) for d in frag.schema.domain.dimensions) * cell] * len(tiles)
+    else:
+        cap, cells = max(1, int(frag.schema.capacity)), frag.cell_num  # (cell_num computes: once, not a tile)
+        expected = [max(0, min(cap, cells - k * cap)) * cell for k in tiles]
     # stored bytes as far as the file proves them (spans may lie: they are checked when read)
     stored = min(sum(max(0, e - s) for _, s, e in spans_of),
                  reader.storage.size_of(plan.path(reader.storage, spans_of[0][0]), "data file") if spans_of else 0)
-    if expected is None or sum(expected) > 16 * stored + (1 << 20):
-        if expected is not None:
-            values = _whole_tiles(reader, plan, kind, spans_of, spans, None, threads, 16 * stored + (1 << 20))
-            if values is not None and len(values) == sum(expected):
-                return memoryview(values), np.array(expected, np.int64) // cell
-        chunks, sizes = _chunks(reader, plan, kind, spans_of, spans)
+    if sum(expected) > 16 * stored + (1 << 20):
+        tiles_stored = _stored(reader, plan, kind, spans_of, spans)
+        values = plan.filters.unfilter_tiles(tiles_stored, None, threads, 16 * stored + (1 << 20))
+        if values is not None and len(values) == sum(expected):
+            return memoryview(values), np.array(expected, np.int64) // cell
+        chunks, sizes = _chunks(tiles_stored)
         counts = np.array(sizes, np.int64)
         if np.any(counts % cell):
             raise FormatError("a tile holds no whole number of cells")
@@ -253,30 +256,30 @@ def _run(reader: Tiles, frag, idx: int, kind: str, tiles, spans, threads: int, c
         while last < len(tiles) and (last == first or stored + spans_of[last][2] - spans_of[last][1] <= BLOCK):
             stored, last = stored + spans_of[last][2] - spans_of[last][1], last + 1
         size = sum(expected[first:last])
-        if not _whole_tiles(reader, plan, kind, spans_of[first:last], spans, dest[at:at + size], threads):
-            chunks, _ = _chunks(reader, plan, kind, spans_of[first:last], spans)
+        tiles_stored = _stored(reader, plan, kind, spans_of[first:last], spans)
+        if not plan.filters.unfilter_tiles(tiles_stored, dest[at:at + size], threads):  # (one stage of zstd)
+            chunks, _ = _chunks(tiles_stored)
             plan.filters.unfilter(dict(num_chunks=len(chunks), chunks=chunks), out=dest[at:at + size],
                                   threads=threads)
         at, first = at + size, last
     return memoryview(dest), np.array(expected, np.int64) // cell
 
 
-def _whole_tiles(reader: Tiles, plan, kind: str, spans_of, spans, out, threads: int, limit: int = 0):
-    """The tiles at ``spans_of`` decoded by the filter plan's whole-tile path where it has one for them
-    (:meth:`FilterPlan.unfilter_tiles`: into ``out``, or a new array within ``limit`` until proven)."""
-    tiles = [spans.get(kind, plan.path(reader.storage, name), start, end) for name, start, end in spans_of]
-    if None in tiles:
-        return False if out is not None else None
-    return plan.filters.unfilter_tiles(tiles, out, threads, limit)
-
-
-def _chunks(reader: Tiles, plan, kind: str, spans_of, spans) -> tuple[list, list]:
-    """(the chunks of the tiles at ``spans_of`` (file name, start, end), the bytes each tile claims)."""
-    chunks, sizes = [], []
+def _stored(reader: Tiles, plan, kind: str, spans_of, spans) -> list:
+    """The stored bytes of the tiles at ``spans_of`` (file name, start, end)."""
+    out = []
     for name, start, end in spans_of:
         data = spans.get(kind, plan.path(reader.storage, name), start, end)
         if data is None:
             raise FormatError("the tile is not in the batch")
+        out.append(data)
+    return out
+
+
+def _chunks(stored: list) -> tuple[list, list]:
+    """(the chunks of the ``stored`` tiles, the bytes each tile claims)."""
+    chunks, sizes = [], []
+    for data in stored:
         tile = read_tile(data)
         chunks += tile["chunks"]
         sizes.append(sum(c["unfiltered_size"] for c in tile["chunks"]))
