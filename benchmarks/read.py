@@ -1,8 +1,11 @@
 """Reads with tdbformat against TileDB-Py, in the shapes issues #15 and #46 name.
 
 Every read runs once untimed (first-use costs), then ``ROUNDS`` times with each reader, alternating in one
-process; the table shows median times, their ratio tdbformat / TileDB-Py (goal: <= 1.0) and the peak memory
-each read added (VmHWM after a reset through /proc/self/clear_refs, Linux; "-" elsewhere). Run:
+process; then each reader alone, in fresh processes of its own (``--alone``: one untimed call, ``ROUNDS``
+timed; two processes each, alternating). Alternating in one process, each library's read faults in afresh the
+pages the other's freed memory gave back to the system (a 4 MB dense result: 1,000 page faults, 2 ms of a
+4 ms read), which no user of one library sees; alone, each reuses its own. The table shows median times,
+their ratio tdbformat / TileDB-Py (goal: <= 1.0) both ways, and the peak memory each read added (VmHWM after a reset through /proc/self/clear_refs, Linux; "-" elsewhere). Run:
 ``python benchmarks/read.py [WORDS...]`` (only the rows whose name holds one of the words).
 
 The peaks are only real if memory a read frees leaves the process, and if the heap holds no free memory
@@ -125,6 +128,20 @@ def _peak_here(tmp: str, name: str, reader: str):
     print("-" if peak is None else peak, end="")
 
 
+def _alone(tmp: str, name: str, reader: str) -> list:
+    """``ROUNDS`` times of row ``name`` read by ``reader`` in a fresh process of its own, after an untimed read."""
+    out = subprocess.run([sys.executable, __file__, "--alone", tmp, name, reader], capture_output=True, text=True,
+                         check=True).stdout
+    return [float(t) for t in out.split()]
+
+
+def _alone_here(tmp: str, name: str, reader: str):
+    row = next(r for r in cases(Path(tmp)) if r[0] == name)
+    fn = row[3] if reader == "ours" else row[4]
+    fn()
+    print(" ".join(str(measure(fn)[0]) for _ in range(ROUNDS)))
+
+
 def with_open(uri, read):
     with tiledb.open(uri) as A:
         return read(A)
@@ -187,7 +204,8 @@ def _release_freed_memory():
 
 def main():
     table = Table(title=f"tdbformat vs TileDB-Py, median of {ROUNDS}, alternating in one run")
-    for col in ("read", "tdbformat ms", "TileDB-Py ms", "ratio", "tdbformat peak MiB", "TileDB-Py peak MiB"):
+    for col in ("read", "tdbformat ms", "TileDB-Py ms", "ratio", "alone: tdbformat ms", "TileDB-Py ms", "ratio",
+                "tdbformat peak MiB", "TileDB-Py peak MiB"):
         table.add_column(col, justify="left" if col == "read" else "right")
     with tempfile.TemporaryDirectory() as tmp:
         rows = list(cases(Path(tmp)))  # every array is written; the rows timed hold one of the arguments
@@ -205,11 +223,16 @@ def main():
                 b.append(measure(theirs)[0])
             times[name] = statistics.median(a), statistics.median(b)
             print(name, f"{times[name][0] * 1e3:.1f} ms vs {times[name][1] * 1e3:.1f} ms", flush=True)
-        for name in (r[0] for r in rows if r[0] in keep):  # then the peaks, each in a fresh process
+        for name in (r[0] for r in rows if r[0] in keep):  # then each alone, and the peaks, in fresh processes
+            alone = {"ours": [], "theirs": []}
+            for who in ("ours", "theirs", "theirs", "ours"):
+                alone[who] += _alone(tmp, name, who)
+            sa, sb = statistics.median(alone["ours"]), statistics.median(alone["theirs"])
             (ta, tb), peaks = times[name], [_peak(tmp, name, who) for who in ("ours", "theirs")]
-            table.add_row(name, f"{ta * 1e3:.1f}", f"{tb * 1e3:.1f}", f"{ta / tb:.2f}",
-                          *("-" if m is None else f"{m / 2**20:.1f}" for m in peaks))
-    Console(width=140).print(table)
+            print(name, f"alone: {sa * 1e3:.1f} ms vs {sb * 1e3:.1f} ms", flush=True)
+            table.add_row(name, f"{ta * 1e3:.1f}", f"{tb * 1e3:.1f}", f"{ta / tb:.2f}", f"{sa * 1e3:.1f}",
+                          f"{sb * 1e3:.1f}", f"{sa / sb:.2f}", *("-" if m is None else f"{m / 2**20:.1f}" for m in peaks))
+    Console(width=170).print(table)
     alone = next((v[0] for k, v in times.items() if "decoded alone" in k), None)
     if alone is None or any(f"sparse 1M, 1 fragment, order {o}" not in times for o in "UG"):
         return
@@ -218,4 +241,9 @@ def main():
 
 
 if __name__ == "__main__":
-    _peak_here(*sys.argv[2:5]) if sys.argv[1:2] == ["--peak"] else main()
+    if sys.argv[1:2] == ["--peak"]:
+        _peak_here(*sys.argv[2:5])
+    elif sys.argv[1:2] == ["--alone"]:
+        _alone_here(*sys.argv[2:5])
+    else:
+        main()
