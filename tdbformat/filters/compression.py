@@ -47,6 +47,8 @@ _NUM_CHUNKS = struct.Struct("<Q")
 #: a chunk's header (unfiltered, data and metadata sizes) and, as its metadata, a compressor's of one part
 #: (no metadata parts, one data part, its uncompressed and compressed sizes)
 _ZSTD_CHUNK = struct.Struct("<7I")
+#: the frames decompressed in one call of the whole-tile path: the library's buffer for them is this, not a field
+_ROUND = 1 << 20
 _U64 = struct.Struct("<Q")
 
 
@@ -226,13 +228,17 @@ class Zstd(CompressionCodec):
         dest = out if out is not None else np.empty(min(sum(sizes), max(limit, 1)), np.uint8)
         first, at, total = 0, 0, sum(sizes)
         while first < len(frames):
-            last, claimed = first, 0  # a round: the frames whose claims fit in what is allocated
-            while last < len(frames) and at + claimed + sizes[last] <= len(dest):
+            last, claimed = first, 0  # a round: the frames whose claims fit in what is allocated, about a MiB
+            while last < len(frames) and at + claimed + sizes[last] <= len(dest) and (last == first or
+                                                                                      claimed < _ROUND):
                 claimed, last = claimed + sizes[last], last + 1
             if last == first:  # decoded output proves the bytes so far: the allocation may double
                 if not at:
                     return None
-                dest = np.concatenate([dest[:at], np.empty(min(total, 2 * at) - at, np.uint8)])
+                try:  # in place (realloc remaps a large block), as the chunk-by-chunk path grows its output
+                    dest.resize(min(total, 2 * at))
+                except ValueError:
+                    dest = np.concatenate([dest[:at], np.empty(min(total, 2 * at) - at, np.uint8)])
                 continue
             try:
                 done = _decompressor().multi_decompress_to_buffer(
