@@ -104,6 +104,8 @@ FINDS = {
                        "domain, 268,435,466 cells (campaign 20261154 on 75296a1)",
     (4141, 101): "OverflowError: consolidate sorted cells by a schema's int64 tile extent of -2**63 (a helper's "
                  "run on 6251600)",
+    (20261157, 915): "OverflowError: repair numbered a sparse fragment's cells by a schema capacity of 2**64 - 1 "
+                     "(tile 1 starts past int64; campaign 20261157 on 95e9804)",
 }
 
 

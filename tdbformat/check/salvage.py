@@ -246,7 +246,7 @@ def _sparse(arr, frag, dst, key, lost, pool) -> list:
             lost.append(Loss(frag.name, str(e), field=_failing_fields(arr, frag, k, pool), tile=k, cells=cells,
                              box=box, count=cells[1] - cells[0] + 1))
             continue
-        parts.append(part + (np.arange(len(part[0][0])) + k * capacity,))
+        parts.append(part + (np.full(len(part[0][0]), k, np.int64), np.arange(len(part[0][0]))))  # (tile, place)
     if frag.tile_num() > listed:  # a count no offsets list backs (a lie): lost in one piece, not tile by tile
         first = listed * capacity
         lost.append(Loss(frag.name, f"the fragment metadata counts {frag.tile_num()} tiles, its tile offsets "
@@ -257,13 +257,14 @@ def _sparse(arr, frag, dst, key, lost, pool) -> list:
     coords = [np.concatenate([p[0][j] for p in parts]) for j in range(len(arr.dims))]
     values = {a.name: np.concatenate([p[1][a.name] for p in parts]) for a in arr.attrs}
     valid = {a.name: np.concatenate([p[2][a.name] for p in parts]) for a in arr.attrs if a.nullable}
-    stamps, alive, positions = (np.concatenate([p[i] for p in parts]) for i in (3, 4, 5))
+    stamps, alive, tiles, places = (np.concatenate([p[i] for p in parts]) for i in (3, 4, 5, 6))
     # a coordinate may repeat only as versions of a cell (timestamps), unless the schema allows duplicates
     keep = alive & (_first_copies(coords + [stamps], alive) if not arr.schema.allows_dups else True)
     for i in np.flatnonzero(alive & ~keep):
+        at = int(tiles[i]) * capacity + int(places[i])  # (Python ints: a lying capacity may pass 2**63)
         lost.append(Loss(frag.name, "a later copy of coordinates the fragment already holds; the schema forbids "
-                                    "duplicates", tile=int(positions[i]) // capacity,
-                         cells=(int(positions[i]), int(positions[i])), box=[(c[i], c[i]) for c in coords], count=1))
+                                    "duplicates", tile=int(tiles[i]), cells=(at, at), box=[(c[i], c[i]) for c in coords],
+                         count=1))
     written = []
     for t in np.unique(stamps[keep]):
         sel = keep & (stamps == t)
