@@ -100,6 +100,24 @@ def array_root(storage: Storage, path):
         folder = up
 
 
+class _Joined:
+    """A listed entry: its ``name``, and its ``path``, joined when first asked for (also as ``(name, path)``)."""
+
+    __slots__ = ("storage", "folder", "name", "_path")
+
+    def __init__(self, storage, folder, name: str):
+        self.storage, self.folder, self.name, self._path = storage, folder, name, None
+
+    @property
+    def path(self):
+        if self._path is None:
+            self._path = self.storage.join(self.folder, self.name)
+        return self._path
+
+    def __iter__(self):
+        return iter((self.name, self.path))
+
+
 def schema_files(storage: Storage, root) -> list:
     """The schema files of the array at ``root`` in TileDB's order: the legacy ``__array_schema.tdb``,
     then ``__schema/`` files by name (a listing: by name, not by timestamp; DISCREPANCIES.md)."""
@@ -253,10 +271,11 @@ class Listing:
         return out
 
     def _files(self, folder):
-        # loading asks for the root and the commits folder more than once: each is listed and joined once
+        """(name, path) of each entry of ``folder``, listed once; a path is joined when first used (a
+        ``_Joined``: the open of 200 fragments spent 0.2 ms joining the names of their commits)."""
         key = str(folder)
         if key not in self._listed:
-            self._listed[key] = [(n, self.storage.join(folder, n)) for n in self.storage.list(folder)]
+            self._listed[key] = [_Joined(self.storage, folder, n) for n in self.storage.list(folder)]
         return self._listed[key]
 
     def _parse(self, struct, path, what, **kw):
@@ -265,11 +284,14 @@ class Listing:
     def _load(self):
         root, commit_dir = self.root, self.storage.join(self.root, COMMITS_DIR)
         committed, ignored, deletes = set(), set(), {}
-        for name, p in self._files(root) + self._files(commit_dir):
+        for entry in self._files(root) + self._files(commit_dir):
+            name = entry.name
             suffix = _suffix(name)
-            if suffix in (".ok", ".wrt"):
+            if suffix in (".ok", ".wrt"):  # (their paths are never used: not joined)
                 committed.add(name[:-len(suffix)])
-            elif suffix == ".vac":
+                continue
+            p = entry.path
+            if suffix == ".vac":
                 uris = self.lists[str(p)] = self._parse(commits.VacuumFile, p, "vacuum file").uris
                 self.vacuums.append((parse_timestamped_name(name), {name_from_uri(u) for u in uris}))
             elif suffix == ".ign":
@@ -280,10 +302,12 @@ class Listing:
             elif suffix == ".upd":  # TileDB's readers apply an update's condition as a delete, not its values
                 deletes[name] = self._parse(commits.UpdateCommit, p, "update commit", key=self.key).condition
         consolidated = set()
-        for name, p in self._files(commit_dir):
+        for listed in self._files(commit_dir):
+            name = listed.name
             if _suffix(name) == ".con" and name not in ignored:
-                entries = self._parse(commits.ConsolidatedCommits, p, "consolidated commits", key=self.key).entries
-                self.lists[str(p)] = [e.uri for e in entries]
+                entries = self._parse(commits.ConsolidatedCommits, listed.path, "consolidated commits",
+                                      key=self.key).entries
+                self.lists[str(listed.path)] = [e.uri for e in entries]
                 for entry in entries:
                     entry_name = name_from_uri(entry.uri)
                     if entry_name in ignored:
@@ -297,18 +321,21 @@ class Listing:
         self.deletes = sorted((Delete(f"{COMMITS_DIR}/{n}", parse_timestamped_name(n).t1, c) for n, c in deletes.items()),
                               key=lambda d: d.timestamp)
         self._load_fragments(committed, consolidated)
-        meta = [(n, p) for n, p in self._files(root) + self._files(self.storage.join(root, FRAGMENT_META_DIR))
-                if _suffix(n) == ".meta"]
+        meta = [(e.name, e.path) for e in self._files(root) + self._files(self.storage.join(root, FRAGMENT_META_DIR))
+                if _suffix(e.name) == ".meta"]
         self.consolidated_metadata = [p for n, p in sorted(meta, key=lambda e: (parse_timestamped_name(e[0]).t1, e[0]))]
 
     def _load_fragments(self, committed, consolidated):
         """The committed fragments in TileDB's list before its sort by timestamp (ArrayDirectory,
         load_commits_dir_uris_v12_or_higher): those in the array folder (v1-v11), those a .con file commits,
         then those their own .wrt does, each group by name."""
-        root = sorted(((n, p) for n, p in self._files(self.root)
-                       if n not in SPECIAL_DIRS and n.startswith("__") and self.storage.is_dir(p)),
+        folders = self.storage.folders_in(self.root)
+        root = sorted(((e.name, e.path) for e in self._files(self.root)
+                       if e.name not in SPECIAL_DIRS and e.name.startswith("__") and e.name in folders),
                       key=lambda e: e[0])
-        v12 = [(n, p) for n, p in self._files(self.storage.join(self.root, FRAGMENTS_DIR)) if self.storage.is_dir(p)]
+        fragments_dir = self.storage.join(self.root, FRAGMENTS_DIR)
+        folders = self.storage.folders_in(fragments_dir)
+        v12 = [(n, p) for n, p in self._files(fragments_dir) if n in folders]
         v12.sort(key=lambda e: (e[0] not in consolidated, e[0]))
         for name, folder in root + v12:
             marked = FEATURES["commit_markers"](parse_timestamped_name(name).version)

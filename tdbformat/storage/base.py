@@ -121,6 +121,10 @@ class Storage(_Listings, _Requests):
     def is_dir(self, path) -> bool:
         raise NotImplementedError
 
+    def folders_in(self, folder) -> set[str]:
+        """The names in ``folder`` (as :meth:`list` gives them) that are folders."""
+        return {n for n in self.list(folder) if self.is_dir(self.join(folder, n))}
+
     def _read(self, path, start: int, length: int) -> bytes:
         raise NotImplementedError
 

@@ -77,6 +77,9 @@ class LocalStorage(_LocalMoves, Storage):
     def is_dir(self, path) -> bool:
         return self._is(path, stat.S_ISDIR)
 
+    def folders_in(self, folder) -> set[str]:
+        return _folders_in(folder)
+
     @staticmethod
     def _is(path, test) -> bool:
         """``test`` of the file mode at ``path``, False where nothing is (as pathlib's ``is_dir``, with one
@@ -221,6 +224,24 @@ def _sync_file_range():
     call.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
     call.restype = ctypes.c_int
     return call
+
+
+def _folders_in(folder) -> set[str]:
+    """The names in ``folder`` that are folders (or links to folders, as ``is_dir`` follows them), from one
+    ``os.scandir``, whose entries know their type without a ``stat`` each (200 of them cost an open of 200
+    fragments 0.37 ms); none if there is no such folder."""
+    try:
+        with os.scandir(folder) as entries:
+            return {e.name for e in entries if _is_folder(e)}
+    except (OSError, ValueError):  # (as is_dir: no such folder, or a path no folder can have)
+        return set()
+
+
+def _is_folder(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:  # (a link whose target is gone, as is_dir's stat finds)
+        return False
 
 
 def _sync_folders(storage: LocalStorage) -> None:

@@ -107,3 +107,41 @@ def test_file_kinds_of_an_array_written_by_tiledb_py(tmp_path):
         kinds.setdefault(layout.file_kind(storage, p), set()).add(p.relative_to(root_).parts[0])
     assert kinds == {"array_schema": {"__schema"}, "commit": {"__commits"}, "vacuum": {"__commits"},
                      "fragment_metadata": {"__fragments"}, "data": {"__fragments"}, "metadata": {"__meta"}}
+
+
+def test_fragment_folders_are_told_from_files_without_a_stat_each(tmp_path, monkeypatch):
+    """An open finds the fragment folders of ``__fragments`` from one listing of entry types, not a ``stat`` per
+    fragment; a folder linked in is still one (as a stat follows links), a stray file or a dangling link with a
+    fragment's name is not, and the array reads as TileDB-Py reads it."""
+    import os
+    import tiledb
+
+    from tdbformat import open_array
+    uri = str(tmp_path / "a")
+    dim = tiledb.Dim("d", domain=(0, 99), tile=10, dtype=np.int64)
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(dim), sparse=True,
+                                                attrs=[tiledb.Attr("a", dtype=np.int32)]))
+    for t in range(1, 13):
+        with tiledb.open(uri, "w", timestamp=t) as A:
+            A[[t, t + 50]] = np.array([t, -t], np.int32)
+    frags = tmp_path / "a" / "__fragments"
+    moved = sorted(frags.iterdir())[3]
+    shutil.move(str(moved), str(tmp_path / "elsewhere"))
+    os.symlink(tmp_path / "elsewhere", moved)  # a fragment folder linked in
+    (frags / "__99_99_0123456789abcdef0123456789abcdef_22").write_bytes(b"")  # a stray file, no commit
+    os.symlink(tmp_path / "gone", frags / "__98_98_0123456789abcdef0123456789abcdef_22")  # dangling
+    with tiledb.open(uri) as A:
+        want = A[:]
+    stats, real = [], os.stat
+
+    def stat(path, *args, **kwargs):
+        stats.append(str(path))
+        return real(path, *args, **kwargs)
+    monkeypatch.setattr(os, "stat", stat)
+    arr = open_array(uri)
+    monkeypatch.undo()
+    assert len(arr.fragments) == 12
+    assert not [p for p in stats if p.rstrip("/").rsplit("/", 1)[-1].startswith("__") and
+                p.rstrip("/").endswith(("_22",))], stats  # no fragment folder statted
+    got = arr[:]
+    assert {k: v.tolist() for k, v in got.items()} == {k: v.tolist() for k, v in want.items()}
