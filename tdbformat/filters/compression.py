@@ -178,20 +178,34 @@ class Gzip(CompressionCodec):
 _local = threading.local()  # one zstd context per thread: creating one per chunk costs more than the chunk
 
 
+def _compressor(ctx) -> "zstandard.ZstdCompressor":
+    """This thread's compressor of the filter's level: making one costs more than a 64 KiB chunk."""
+    level = ctx.options["level"]
+    # (libzstd takes levels past its maximum as the maximum, which TileDB passes on; python-zstandard refuses)
+    level = 3 if level < -7 else min(level, zstandard.MAX_COMPRESSION_LEVEL)
+    compressors = vars(_local).setdefault("zstd_compressors", {})
+    if level not in compressors:
+        compressors[level] = zstandard.ZstdCompressor(level=level)
+    return compressors[level]
+
+
 @register(FilterType.ZSTD)
 class Zstd(CompressionCodec):
     def compress(self, ctx, raw):
-        level = ctx.options["level"]
-        # (libzstd takes levels past its maximum as the maximum, which TileDB passes on; python-zstandard refuses)
-        level = 3 if level < -7 else min(level, zstandard.MAX_COMPRESSION_LEVEL)
-        # one context per thread and level, as for decompression: making one costs more than a 64 KiB chunk
-        compressors = vars(_local).setdefault("zstd_compressors", {})
-        if level not in compressors:
-            compressors[level] = zstandard.ZstdCompressor(level=level)
-        return compressors[level].compress(raw)
+        return _compressor(ctx).compress(raw)
 
     def decompress(self, ctx, packed, orig_size):
         return _bounded(_unzstd, packed, orig_size, "zstd")
+
+    def forward_many(self, ctx, chunks):
+        """Chunks of one data part each (no earlier filter's header) compress in one call, in C with the GIL
+        released: a call per 64 KiB chunk took the GIL back for each, which two threads waited for in turn."""
+        if len(chunks) < 2 or any(md or len(parts) != 1 or not len(parts[0]) for md, parts in chunks):
+            return super().forward_many(ctx, chunks)
+        out = _compressor(ctx).multi_compress_to_buffer([parts[0] for _, parts in chunks], threads=1)
+        done = [memoryview(out[i]) for i in range(len(chunks))]
+        return [([write_part_sizes([], [(len(parts[0]), len(packed))])], [packed])
+                for (_, parts), packed in zip(chunks, done)]
 
     def reverse_many(self, ctx, chunks):
         """The parts of chunks of one data part, and at most one metadata part (an earlier filter's header),

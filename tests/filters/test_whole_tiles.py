@@ -97,3 +97,60 @@ def test_other_pipelines_have_no_whole_tile_path():
     plan = FilterPlan(lz4, datatype=Datatype.INT64, version=22, cell_size=8)
     assert plan.unfilter_tiles([b""], np.zeros(0, np.uint8), 1) is False
     assert plan.unfilter_tiles([b""], None, 1, limit=10) is None
+
+
+@pytest.mark.parametrize("level, libzstd_level", [(3, 3), (-1, -1), (-7, -7), (19, 19), (30, 22), (-10, 3)])
+@pytest.mark.parametrize("nbytes", [1, 65536, 3 * 65536 + 17, 40 * 65536])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_zstd_tile_compressed_in_one_call_a_run_is_libzstds_frame_of_each_chunk(level, libzstd_level, nbytes,
+                                                                                  threads, monkeypatch):
+    """A one-stage zstd pipeline compresses a run of chunks in one libzstd call (``Zstd.forward_many``); the
+    tile is, byte for byte, what the format says of each 64 KiB chunk: its sizes, the compressor's header (no
+    metadata part, one data part: its size and its frame's) and python-zstandard's one-shot frame of it at the
+    level TileDB gives libzstd (past the maximum: the maximum; below -7: 3)."""
+    rng = np.random.default_rng(nbytes)
+    raw = np.cumsum(rng.integers(-3, 4, nbytes)).astype(np.uint8).tobytes()
+    pipeline = Container(max_chunk_size=65536, filters=ListContainer([
+        Container(type=FilterType.ZSTD, options=Container(level=level))]))
+    from tdbformat.filters import compression
+    runs, made = [], compression._compressor
+
+    class Counted:  # (the C type's methods cannot be replaced: the calls are counted through a stand-in)
+        def __init__(self, ctx):
+            self.inner = made(ctx)
+
+        def multi_compress_to_buffer(self, chunks, threads):
+            runs.append(len(chunks))
+            return self.inner.multi_compress_to_buffer(chunks, threads=threads)
+
+        def compress(self, raw):
+            runs.append(1)
+            return self.inner.compress(raw)
+    monkeypatch.setattr(compression, "_compressor", Counted)
+    got = write_tile(filter_tile(raw, pipeline, datatype=Datatype.UINT8, version=22, cell_size=1, threads=threads))
+    chunks = [raw[i:i + 65536] for i in range(0, nbytes, 65536)]
+    assert sum(runs) == len(chunks) and (len(runs) < len(chunks) or len(chunks) < 40)  # (40: runs of several)
+    want = [struct.pack("<Q", len(chunks))]
+    for chunk in chunks:
+        frame = zstandard.ZstdCompressor(level=libzstd_level).compress(chunk)
+        header = struct.pack("<IIII", 0, 1, len(chunk), len(frame))
+        want += [struct.pack("<III", len(chunk), len(frame), len(header)), header, frame]
+    assert got == b"".join(want)
+    assert bytes(unfilter(Tile.parse(got), pipeline, datatype=Datatype.UINT8, version=22, cell_size=1)) == raw
+
+
+@pytest.mark.parametrize("first", [FilterType.BYTESHUFFLE, FilterType.DELTA, FilterType.DOUBLE_DELTA])
+def test_zstd_after_a_filter_compresses_its_parts_as_chunk_by_chunk(first, monkeypatch):
+    """Whatever a filter before zstd hands on (a header part, as delta's, or none), the tile equals the one
+    zstd makes chunk by chunk (``forward_many`` of the base class), and reads back to the cells."""
+    from tdbformat.filters import compression
+    from tdbformat.filters.pipeline import Codec
+    raw = np.cumsum(np.random.default_rng(1).integers(-3, 4, 100_000)).astype("<i8").tobytes()
+    pipeline = Container(max_chunk_size=65536, filters=ListContainer([
+        Container(type=first, options=Container(reinterpret_datatype=0) if first != FilterType.BYTESHUFFLE
+                  else Container()),
+        Container(type=FilterType.ZSTD, options=Container(level=3))]))
+    got = write_tile(filter_tile(raw, pipeline, datatype=Datatype.INT64, version=22, cell_size=8))
+    monkeypatch.setattr(compression.Zstd, "forward_many", Codec.forward_many)
+    assert got == write_tile(filter_tile(raw, pipeline, datatype=Datatype.INT64, version=22, cell_size=8))
+    assert bytes(unfilter(Tile.parse(got), pipeline, datatype=Datatype.INT64, version=22, cell_size=8)) == raw
