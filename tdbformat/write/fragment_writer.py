@@ -34,7 +34,7 @@ from ..structs.names import timestamped_name
 from ..structs.tile import Tile, tile_parts
 from ..versions import FEATURES, Feature
 from .rtree import FANOUT, build_levels
-from .tiling import terminated_cells, var_cells
+from .tiling import encoded_run, terminated_cells, var_cells
 
 __all__ = ["FragmentWrite", "FragmentStream", "write_fragment", "fragment_name", "whole_write_var_bound"]
 
@@ -742,8 +742,12 @@ def _bounds(info, values):
 
 
 def _var_data(cells, info, terminated=False) -> tuple[bytes, np.ndarray, bool]:
-    """(var data, u64 offsets, whether a NUL follows each cell) of var cells; ``terminated``: the NULs
-    :func:`terminated_cells` puts there may stay (string RLE and dictionary read the cells in place)."""
+    """(var data, u64 offsets, whether a NUL follows each cell) of var cells: sliced from what the write's check
+    encoded where it can be (:func:`encoded_run`); ``terminated``: else the NULs :func:`terminated_cells` puts
+    there may stay (string RLE and dictionary read the cells in place)."""
+    encoded = encoded_run(cells)
+    if encoded is not None:
+        return encoded[0], encoded[1], False
     found = terminated_cells(cells) if terminated else None
     data, lengths = found or var_cells(cells, info.datatype.numpy_dtype)
     offsets = np.zeros(len(lengths), "<u8")

@@ -17,7 +17,7 @@ from numpy.lib.recfunctions import structured_to_unstructured
 from ..enums import Datatype
 from ..structs.array_schema import value_dtype
 from ..array.cells import cell_dtype
-from .tiling import Utf8Column
+from .tiling import Utf8Column, utf8_cells
 
 __all__ = ["column", "cast", "validity", "check_coordinates", "check_current_domain", "check_codes"]
 
@@ -187,9 +187,9 @@ def _var_column(data, info, name, shape, nullable_none, ascii_only) -> np.ndarra
         out = out.copy()
         out[np.equal(out, None)] = b""
     if info.datatype in _STRINGS:
-        utf8 = _check_strings(values, name, nullable_none, ascii_only)
-        if utf8 is not None and out.flags.c_contiguous:
-            out = Utf8Column.of(out, utf8)
+        encoded = _check_strings(values, name, nullable_none, ascii_only)
+        if encoded is not None and out.flags.c_contiguous:
+            out = Utf8Column.of(out, encoded)
     else:
         for i, v in enumerate(values):
             if v is None and nullable_none:
@@ -201,25 +201,22 @@ def _var_column(data, info, name, shape, nullable_none, ascii_only) -> np.ndarra
     return out
 
 
-def _check_strings(values: list, name, nullable_none, ascii_only) -> bytes | None:
+def _check_strings(values: list, name, nullable_none, ascii_only) -> tuple | None:
     """Every cell str or bytes (None where null), its text UTF-8 can hold, ASCII only for ASCII dimensions;
     in whole-column C loops where the cells are all str or all bytes (a Python loop cost 0.3 s a million).
-    Where every cell is str, returns their UTF-8 each followed by a NUL: made once, for this check and for
+    Where every cell is str, returns :func:`~.tiling.utf8_cells` of them: made once, for this check and for
     the tiles (:class:`~.tiling.Utf8Column`)."""
-    values.append("")  # (a NUL after the last cell too; concatenating one copied the whole column)
     try:
-        utf8 = "\0".join(values).encode() if len(values) > 1 else None
+        encoded = utf8_cells(values)
     except TypeError:  # not all str
-        utf8 = None
+        pass
     except UnicodeEncodeError:
         i = next(i for i, v in enumerate(values) if not _encodes(v))
         raise ValueError(f"{name}: cell {i} ({values[i]!r}) is not text UTF-8 can hold (a lone surrogate)") from None
-    finally:
-        values.pop()
-    if utf8 is not None:
-        if ascii_only and not utf8.isascii():
+    else:
+        if ascii_only and not (all(map(str.isascii, values)) if encoded is None else (encoded[0] < 0x80).all()):
             _not_ascii(values, name)
-        return utf8
+        return encoded
     texts, raw = None, _joined(values, b"")
     if raw is None:  # mixed: each cell checked, the text and bytes apart
         for i, v in enumerate(values):

@@ -330,29 +330,37 @@ def test_var_cells_are_each_cells_utf8_bytes(cells, times):
     assert lengths.dtype == np.uint64 and lengths.tolist() == [len(w) for w in want]
 
 
+@pytest.mark.parametrize("block", [1, 2, 7, 1 << 15])
 @pytest.mark.parametrize("cells", [
-    ["abc", "", "héllo", "z" * 40, ""], ["a\x00b", "\x00", "c"], ["only"], [""], ["", "", ""],
-    ["ü" * 7, "", "x"] * 30])
-def test_tiles_of_a_checked_string_column_take_its_utf8_as_encoding_each_tile_gives(cells):
-    """The write's check encodes a column of str once (``Utf8Column``); a tile that is a run of it (a view, as
-    a dense write's whole tiles are) slices its bytes and lengths from that, and they are what encoding the
-    tile's cells alone gives; anything else (a copy, a reversed view) is encoded as before."""
+    ["abc", "", "héllo", "z" * 40, ""], ["a\x00b", "\x00", "c"], ["x", "y\x00"], ["only"], [""], ["", "", ""],
+    ["ü" * 7, "", "x"] * 30, ["", "", "ü" * 300] + ["a"] * 20])
+def test_tiles_of_a_checked_string_column_take_its_utf8_as_encoding_each_tile_gives(cells, block, monkeypatch):
+    """The write's check encodes a column of str once, a block of cells at a time (``Utf8Column``); a tile that
+    is a run of it (a view, as a dense write's whole tiles are) slices its bytes and offsets from that, and they
+    are what encoding the tile's cells alone gives; anything else (a copy, a reversed view, a column with a cell
+    holding a NUL) is encoded as before. Blocks of 1, 2 and 7 cells: the bytes outgrow what the first blocks
+    foretell (the cells of 300 two-byte characters after empty ones)."""
     from tdbformat.enums import Datatype
     from tdbformat.structs.array_schema import VAR_NUM, FieldInfo
-    from tdbformat.write.tiling import Utf8Column, terminated_cells, var_cells
+    from tdbformat.write import tiling
     from tdbformat.write.values import column
+    monkeypatch.setattr(tiling, "_BLOCK", block)
     info = FieldInfo("a", Datatype.STRING_UTF8, VAR_NUM, True, False, None)
     checked = column(np.array(cells + [None], object)[:-1], info, "data['a']", (len(cells),))
-    assert isinstance(checked, Utf8Column) and checked.utf8 is not None
+    nul = "\x00" in "".join(cells)
+    assert isinstance(checked, tiling.Utf8Column) != nul
     third = max(1, len(cells) // 3)
     runs = [checked, checked[:third], checked[third:], checked[third:2 * third]]
     for run, is_view in [(r, True) for r in runs] + [(checked[::-1], False), (checked[[0]], False)]:
         alone = np.array(run.tolist() + [None], object)[:-1]  # the same cells, no column behind them
-        sliced = run.utf8.run(run)
-        assert (sliced is not None) == (is_view and len(run) > 0 and "\x00" not in "".join(cells))
-        assert terminated_cells(run) is None or terminated_cells(run)[0] == terminated_cells(alone)[0]
-        for got, want in zip(var_cells(run, np.dtype("u1")), var_cells(alone, np.dtype("u1"))):
-            assert bytes(got) == bytes(want) if isinstance(want, bytes) else got.tolist() == want.tolist()
+        want = [c.encode() for c in alone]
+        sliced = tiling.encoded_run(run)
+        assert (sliced is not None) == (is_view and len(run) > 0 and not nul)
+        if sliced is not None:
+            assert bytes(sliced[0]) == b"".join(want) and sliced[1].dtype == np.uint64
+            assert sliced[1].tolist() == np.cumsum([0] + [len(w) for w in want[:-1]]).tolist()
+        data, lengths = tiling.var_cells(run, np.dtype("u1"))
+        assert bytes(data) == b"".join(want) and lengths.tolist() == [len(w) for w in want]
 
 
 @pytest.mark.parametrize("dtype, values", [
