@@ -135,16 +135,17 @@ class _Utf8:
 _BLOCK = 1 << 15  # cells encoded at a time: a block's text and bytes stay in the cache, and the next reuses them
 
 
-def utf8_cells(values: list) -> tuple[np.ndarray, np.ndarray] | None:
-    """The UTF-8 of ``values`` (str) back to back, and where each cell's ends, encoded a block of cells at a
-    time: joined with a NUL after each cell, encoded, the NULs found and dropped (a whole 1M-cell column at
-    once faulted in 45 MB of fresh pages for its text, bytes and their copies: 25 ms of a 100 ms write). None
-    for no cells, or where a cell holds a NUL of its own; every cell is still encoded, so that TypeError (a
-    cell that is not str) and UnicodeEncodeError (text UTF-8 cannot hold) come as from encoding them all."""
+def utf8_cells(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The UTF-8 of ``values`` (a 1-D object array of str) back to back, and where each cell ends, encoded a
+    block of cells at a time: joined with a NUL after each cell, encoded, the NULs found and dropped (a whole
+    1M-cell column at once faulted in 45 MB of fresh pages for its list, text, bytes and their copies: 25 ms of
+    a 100 ms write). None for no cells, or where a cell holds a NUL of its own; every cell is still encoded, so
+    that TypeError (a cell that is not str) and UnicodeEncodeError (text UTF-8 cannot hold) come as from
+    encoding them all."""
     n, data, pos, whole = len(values), np.empty(0, np.uint8), 0, True
     ends, steps = np.empty(n, np.int64), np.arange(min(n, _BLOCK), dtype=np.int64)
     for a in range(0, n, _BLOCK):
-        part = values[a:a + _BLOCK]
+        part = values[a:a + _BLOCK].tolist()
         part.append("")  # (a NUL after the block's last cell too)
         raw = "\0".join(part).encode()
         if not whole:
@@ -152,7 +153,8 @@ def utf8_cells(values: list) -> tuple[np.ndarray, np.ndarray] | None:
         nuls = np.flatnonzero(np.frombuffer(raw, np.uint8) == 0)
         whole = len(nuls) == len(part) - 1
         if whole:
-            np.subtract(nuls, steps[:len(nuls)] - pos, out=ends[a:a + len(nuls)])  # (each cell's NUL, less those before)
+            # a cell ends at its NUL, less the NULs before it
+            np.subtract(nuls, steps[:len(nuls)] - pos, out=ends[a:a + len(nuls)])
             kept = np.frombuffer(raw.translate(None, b"\0"), np.uint8)
             if pos + len(kept) > len(data):  # grown to the size the cells so far foretell, an eighth over
                 data = _grown(data, pos, (pos + len(kept)) * n // (a + len(nuls)) * 9 // 8 + 64)

@@ -182,14 +182,16 @@ def _var_column(data, info, name, shape, nullable_none, ascii_only) -> np.ndarra
     else:
         out = np.empty(np.shape(data), object)
         out[...] = data if isinstance(data, np.ndarray) else np.asarray(data, object)
+    if info.datatype in _STRINGS:
+        encoded = _str_cells(out.reshape(-1), name, ascii_only)
+        if encoded is not _NOT_ALL_STR:
+            return Utf8Column.of(out, encoded) if encoded is not None and out.flags.c_contiguous else out
     values = out.reshape(-1).tolist()
     if nullable_none and None in values:  # a null cell (validity() marks it): stored empty, the input kept
         out = out.copy()
         out[np.equal(out, None)] = b""
     if info.datatype in _STRINGS:
-        encoded = _check_strings(values, name, nullable_none, ascii_only)
-        if encoded is not None and out.flags.c_contiguous:
-            out = Utf8Column.of(out, encoded)
+        _check_strings(values, name, nullable_none, ascii_only)
     else:
         for i, v in enumerate(values):
             if v is None and nullable_none:
@@ -201,22 +203,30 @@ def _var_column(data, info, name, shape, nullable_none, ascii_only) -> np.ndarra
     return out
 
 
-def _check_strings(values: list, name, nullable_none, ascii_only) -> tuple | None:
-    """Every cell str or bytes (None where null), its text UTF-8 can hold, ASCII only for ASCII dimensions;
-    in whole-column C loops where the cells are all str or all bytes (a Python loop cost 0.3 s a million).
-    Where every cell is str, returns :func:`~.tiling.utf8_cells` of them: made once, for this check and for
-    the tiles (:class:`~.tiling.Utf8Column`)."""
+_NOT_ALL_STR = object()
+
+
+def _str_cells(flat: np.ndarray, name, ascii_only) -> tuple | None:
+    """:func:`~.tiling.utf8_cells` of a column of str cells, checked (text UTF-8 can hold, ASCII only for ASCII
+    dimensions): made once, for this check and for the tiles (:class:`~.tiling.Utf8Column`), without a list of
+    the column's cells (1M: 8 MB of fresh pages); ``_NOT_ALL_STR`` where a cell is not str."""
     try:
-        encoded = utf8_cells(values)
-    except TypeError:  # not all str
-        pass
+        encoded = utf8_cells(flat)
+    except TypeError:
+        return _NOT_ALL_STR
     except UnicodeEncodeError:
+        values = flat.tolist()
         i = next(i for i, v in enumerate(values) if not _encodes(v))
         raise ValueError(f"{name}: cell {i} ({values[i]!r}) is not text UTF-8 can hold (a lone surrogate)") from None
-    else:
-        if ascii_only and not (all(map(str.isascii, values)) if encoded is None else (encoded[0] < 0x80).all()):
-            _not_ascii(values, name)
-        return encoded
+    if ascii_only and not ((encoded[0] < 0x80).all() if encoded is not None else all(map(str.isascii, flat))):
+        _not_ascii(flat.tolist(), name)
+    return encoded
+
+
+def _check_strings(values: list, name, nullable_none, ascii_only) -> None:
+    """Every cell str or bytes (None where null), its text UTF-8 can hold, ASCII only for ASCII dimensions, of a
+    column not all str (:func:`_str_cells`); in whole-column C loops where the cells are all bytes (a Python
+    loop cost 0.3 s a million)."""
     texts, raw = None, _joined(values, b"")
     if raw is None:  # mixed: each cell checked, the text and bytes apart
         for i, v in enumerate(values):
@@ -228,13 +238,12 @@ def _check_strings(values: list, name, nullable_none, ascii_only) -> tuple | Non
     if ascii_only and not raw.isascii():
         raise ValueError(f"{name}: an ASCII dimension holds bytes 0-127 only")
     if not texts or texts.isascii():
-        return None
+        return
     if ascii_only:
         _not_ascii(values, name)
     if not _encodes(texts):
         i = next(i for i, v in enumerate(values) if isinstance(v, str) and not _encodes(v))
         raise ValueError(f"{name}: cell {i} ({values[i]!r}) is not text UTF-8 can hold (a lone surrogate)")
-    return None
 
 
 def _not_ascii(values: list, name):
