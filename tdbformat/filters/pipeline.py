@@ -14,6 +14,7 @@ one chunk, as is every v5+ tile of a pipeline whose ``max_chunk_size`` is 0.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import os
 import struct
@@ -33,7 +34,7 @@ __all__ = [
     "Codec", "FilterContext", "CODECS", "STRING_CODECS", "register", "Header", "split_parts", "joined", "unfilter",
     "filter_tile", "chunk_sizes", "var_chunk_sizes", "skips_offsets", "uses_chunking", "unfilter_strings", "MAX_CHUNK",
     "set_threads", "get_threads", "thread_count", "reverse_stacked", "forward_stacked", "FilterPlan", "Entries",
-    "byte_ranges", "nonempty", "stacked",
+    "byte_ranges", "nonempty", "stacked", "var_chunk_walk", "TileStream",
 ]
 
 #: TileDB's default process-wide chunk size (v5+; v1-4 chunk by the pipeline's ``max_chunk_size``).
@@ -94,7 +95,6 @@ def _map(fn, items: list, threads: int | None) -> list:
     A thread takes whole runs (a task per chunk costs as much as a small chunk), and the results come back
     in order, so the output does not depend on the number of threads.
     """
-    global _pool, _pool_size
     threads = min(_threads if threads is None else threads, len(items))
     if threads <= 1 and len(items) <= _RUN:  # one run here: most tiles of a read are a chunk or a few
         return fn(items)
@@ -104,12 +104,17 @@ def _map(fn, items: list, threads: int | None) -> list:
     if threads <= 1:
         done = map(lambda r: fn(items[bounds[r]:bounds[r + 1]]), range(runs))
     else:
-        with _pool_lock:  # reads in several threads may ask at once; a smaller pool left behind is idle
-            if _pool_size < threads:
-                _pool, _pool_size = ThreadPoolExecutor(threads, thread_name_prefix="tdbformat-filters"), threads
-            pool = _pool
-        done = pool.map(lambda r: fn(items[bounds[r]:bounds[r + 1]]), range(runs))
+        done = _pool_of(threads).map(lambda r: fn(items[bounds[r]:bounds[r + 1]]), range(runs))
     return [out for run in done for out in run]
+
+
+def _pool_of(threads: int) -> ThreadPoolExecutor:
+    """The filters' threads, at least ``threads`` of them."""
+    global _pool, _pool_size
+    with _pool_lock:  # reads in several threads may ask at once; a smaller pool left behind is idle
+        if _pool_size < threads:
+            _pool, _pool_size = ThreadPoolExecutor(threads, thread_name_prefix="tdbformat-filters"), threads
+        return _pool
 
 
 @dataclass(frozen=True)
@@ -447,6 +452,17 @@ class FilterPlan:
         self.strings = skips_offsets(pipeline, datatype, version)
         self._bounded = {}
 
+    def stream(self, max_chunk: int = MAX_CHUNK, threads: int | None = None, *, var: bool = False, made_for=None):
+        """A :class:`TileStream` of a tile through this plan (``var``: of var cells), where its chunks are known
+        as its cells come (v5+ fixed-size cells; v11+ var cells, not through string RLE or dictionary) and more
+        than one thread filters them; else None."""
+        threads, version = _threads if threads is None else threads, self.version
+        if threads < 2 or not version or FEATURES["pipeline_chunk_bound"](version) or \
+                not uses_chunking(self.pipeline, self.datatype, version, var) or \
+                var and (self.strings or not FEATURES["var_chunking"](version)):
+            return None
+        return TileStream(self, max_chunk, threads, var, made_for)
+
     def bounded(self, sizes) -> list:
         """The stages with a tile's bound on what any part may unfilter to: intermediate stages stay within a
         small multiple of the largest chunk (window headers are the largest), rounded up to a power of two
@@ -571,36 +587,46 @@ def chunk_sizes(nbytes: int, cell_size: int, max_chunk: int = MAX_CHUNK, dim_num
 
 
 def var_chunk_sizes(offsets, nbytes: int, type_size: int, max_chunk: int = MAX_CHUNK) -> list[int]:
-    """Chunk sizes of var data (v11+, get_var_chunk_sizes): cells are never split.
+    """Chunk sizes of var data (v11+, get_var_chunk_sizes): cells are never split (:func:`var_chunk_walk`).
 
-    A cell that would overflow the chunk still joins it if the chunk is at most half full or the result
-    at most 150%; otherwise it starts the next chunk (alone, if it is bigger than a chunk). The walk can
-    close a chunk exactly at the end, and TileDB then writes an empty last chunk: so do we. TileDB walks
-    cell by cell; we go chunk by chunk, finding the cell that overflows each with a binary search.
+    The walk can close a chunk exactly at the end, and TileDB then writes an empty last chunk: so do we.
     """
     chunk = max(type_size, (min(max_chunk, nbytes) // type_size) * type_size)
     if nbytes == chunk:
         return [nbytes]
-    offsets = np.asarray(offsets, np.int64)
-    ends = np.append(offsets[1:], nbytes)
-    n, starts, first, begin = len(offsets), [0], 0, 0  # the chunk holds cells from ``first``, bytes from ``begin``
+    starts, _ = var_chunk_walk(np.append(np.asarray(offsets, np.int64)[1:], nbytes), chunk)
+    return np.diff([0, *starts, nbytes]).tolist()
+
+
+def var_chunk_walk(ends, chunk: int, at: tuple = (0, 0), final: bool = True) -> tuple[list, tuple]:
+    """The starts of the chunks that get_var_chunk_sizes closes over cells ending at ``ends`` (each starts where
+    the one before ends, the first at 0), from ``at`` (the open chunk's first cell and byte), and the open
+    chunk's ``at`` where it stops.
+
+    A cell that would overflow the chunk still joins it if the chunk is at most half full or the result at
+    most 150%; otherwise it starts the next chunk (alone, if it is bigger than a chunk). TileDB walks cell by
+    cell; we go chunk by chunk, finding the cell that overflows each with a binary search. Not ``final``
+    (more cells to come after these), the walk stops before the last cell, whose closing depends on them.
+    """
+    n, starts, (first, begin) = len(ends), [], at
     while first < n:
         over = int(np.searchsorted(ends, begin + chunk, "right"))  # the first cell that does not fit
-        if over == n:
+        if over >= n - (not final):
             break
-        current, size = int(offsets[over]) - begin, int(ends[over] - offsets[over])
+        start, end = int(ends[over - 1]) if over else 0, int(ends[over])
+        current, size = start - begin, end - start
         if current <= chunk // 2 or current + size <= chunk + chunk // 2:  # it joins, and closes the chunk
-            starts.append(int(ends[over]))
-            first, begin = over + 1, int(ends[over])
+            starts.append(end)
+            first, begin = over + 1, end
         elif size > chunk:  # it closes the chunk before it, and takes one of its own
-            starts.append(int(offsets[over]))
+            starts.append(start)
             if over != n - 1:
-                starts.append(int(ends[over]))
-            first, begin = over + 1, int(ends[over])
+                starts.append(end)
+            first, begin = over + 1, end
         else:  # it starts the next chunk
-            starts.append(int(offsets[over]))
-            first, begin = over, int(offsets[over])
-    return np.diff(np.append(starts, nbytes)).tolist()
+            starts.append(start)
+            first, begin = over, start
+    return starts, (first, begin)
 
 
 def _forward_run(stages, items: list) -> list:
@@ -685,11 +711,79 @@ def _filter(plan: FilterPlan, data, offsets, sizes, var, dim_num, max_chunk, thr
     def piece(r):  # (a chunk's NULs dropped in the thread that filters it: they overlap the compressors)
         return data[starts[r]:starts[r + 1]] if cut is None else raw[cut[r]:cut[r + 1]].translate(None, b"\0")
 
-    def run(indices):
-        out = _forward_run(stages, [([], [piece(r)]) for r in indices])
-        for r, chunk in zip(indices, out):
-            chunk.unfiltered_size = starts[r + 1] - starts[r]
-        return out
-
-    chunks.extend(_map(run, list(range(len(sizes))), threads))
+    chunks.extend(_map(lambda indices: _chunks_of(stages, indices, piece, starts), list(range(len(sizes))), threads))
     return Container(num_chunks=len(chunks), chunks=chunks)
+
+
+def _chunks_of(stages, indices, piece, starts) -> list:
+    """The filtered chunks ``indices`` of a tile, chunk r being ``piece(r)``, of the bytes [starts[r], starts[r+1])."""
+    out = _forward_run(stages, [([], [piece(r)]) for r in indices])
+    for r, chunk in zip(indices, out):
+        chunk.unfiltered_size = starts[r + 1] - starts[r]
+    return out
+
+
+@functools.cache
+def _stream_pool(threads: int) -> ThreadPoolExecutor:
+    """The threads of :class:`TileStream`: one fewer than ``threads``, for the thread that makes the cells."""
+    return ThreadPoolExecutor(max(1, threads - 1), thread_name_prefix="tdbformat-stream")
+
+
+os.register_at_fork(after_in_child=_stream_pool.cache_clear)  # (a forked child has none of the parent's threads)
+
+
+class TileStream:
+    """A tile filtered as its cells come (:meth:`FilterPlan.stream`): each chunk goes to the filters' threads
+    once the cells that close it are known, so that its compressors run beside what makes the cells (a write's
+    UTF-8 check, which holds the GIL); :meth:`tile` is :meth:`FilterPlan.filter` of the whole tile.
+
+    ``var``: var cells, whose chunks end between cells (:func:`var_chunk_walk`), else cells of the plan's cell
+    size. ``made_for``: what the tile's bytes depend on, for its user to see it is the tile it wants."""
+
+    _AT_ONCE = 8  # chunks a task filters (a task per 64 KiB chunk cost as much as its chunk)
+
+    def __init__(self, plan: "FilterPlan", max_chunk: int, threads: int, var: bool, made_for=None):
+        self.plan, self.max_chunk, self.threads, self.var, self.made_for = plan, max_chunk, threads, var, made_for
+        self._chunk = max(plan.cell_size, max_chunk // plan.cell_size * plan.cell_size)
+        self._starts, self._at, self._runs, self._sent = [0], (0, 0), [], 0
+
+    def add(self, data, ends=None) -> None:
+        """The cells so far: their bytes ``data`` (the tile's first bytes, kept unchanged) and, of var cells,
+        where each ends."""
+        if len(data) <= self.max_chunk:  # (a tile of at most a chunk is one chunk: not known before it outgrows one)
+            return
+        if self.var:
+            closed, self._at = var_chunk_walk(ends, self._chunk, self._at, final=False)
+        else:  # the chunks the bytes fill
+            closed = list(range(self._starts[-1] + self._chunk, len(data) + 1, self._chunk))
+        self._send(data, closed)
+
+    def tile(self, data, offsets=None, ends=None) -> Container:
+        """The filtered tile of all its cells: their bytes ``data`` and, of var cells, their u64 ``offsets`` and
+        where each ends (``ends``: the walk goes on where it stopped; else it is made again from the start)."""
+        if self.var and ends is not None and len(data) > self.max_chunk:
+            closed, _ = var_chunk_walk(ends, self._chunk, self._at)
+            rest = [*closed, len(data)]
+        else:
+            cell = self.plan.cell_size
+            sizes = var_chunk_sizes(offsets, len(data), cell, self.max_chunk) if self.var else \
+                chunk_sizes(len(data), cell, self.max_chunk)
+            starts = [0, *itertools.accumulate(sizes)]
+            if starts[:len(self._starts)] != self._starts:  # (the same walk: never, but never a wrong tile either)
+                return self.plan.filter(data, offsets=offsets, max_chunk=self.max_chunk, threads=self.threads)
+            rest = starts[len(self._starts):]
+        self._send(data, rest, last=True)
+        chunks = ListContainer(c for run in self._runs for c in run.result())
+        return Container(num_chunks=len(chunks), chunks=chunks)
+
+    def _send(self, data, closed: list, last: bool = False) -> None:
+        """The chunks not sent (with those ``closed`` now) to the threads, a task of :attr:`_AT_ONCE` (the
+        ``last``: all that are left, to all the filters' threads, as the cells are all made)."""
+        self._starts += closed
+        view, starts = memoryview(data).cast("B"), self._starts  # (only grows: the tasks' chunks stay put)
+        pool = _pool_of(self.threads) if last else _stream_pool(self.threads)
+        while len(starts) - 1 - self._sent >= (1 if last else self._AT_ONCE):
+            indices = list(range(self._sent, min(self._sent + self._AT_ONCE, len(starts) - 1)))
+            self._runs.append(pool.submit(
+                _chunks_of, self.plan.stages, indices, lambda r, v=view: v[starts[r]:starts[r + 1]], starts))
+            self._sent = indices[-1] + 1
