@@ -27,16 +27,16 @@ from ..enums import Datatype, FilterType, OptionalSectionId
 from ..filters import chunk_sizes, filter_tile, skips_offsets, uses_chunking
 from ..filters.encryption import normalize_key
 from ..filters.strings import extreme_cells
-from ..filters.pipeline import MAX_CHUNK, thread_count
+from ..filters.pipeline import MAX_CHUNK, FilterPlan, thread_count
 from ..structs.array_schema import FieldInfo, attributes, dimensions, value_dtype
 from ..structs.fragment import FragmentMetadata, ProcessedConditionsTile, data_file_stem, index_fields
 from ..structs.names import timestamped_name
 from ..structs.tile import Tile, tile_parts
 from ..versions import FEATURES, Feature
 from .rtree import FANOUT, build_levels
-from .tiling import encoded_run, terminated_cells, var_cells
+from .tiling import encoded_run, streamed_tiles, terminated_cells, var_cells
 
-__all__ = ["FragmentWrite", "FragmentStream", "write_fragment", "fragment_name", "whole_write_var_bound"]
+__all__ = ["FragmentWrite", "FragmentStream", "write_fragment", "fragment_name", "tile_streams", "whole_write_var_bound"]
 
 _COMPRESSORS = {FilterType.GZIP, FilterType.ZSTD, FilterType.LZ4, FilterType.RLE, FilterType.BZIP2,
                 FilterType.DOUBLE_DELTA}
@@ -184,19 +184,10 @@ class _Encoder:
         cells they are of (False: none)."""
         var_parts = valid_parts = mask = var_size = var = None
         if info.var:
-            in_place = skips_offsets(info.filters, info.datatype, self.version)  # string RLE or dictionary
-            # the cells' NULs kept: the codecs read them in place, or each chunk drops its own (not v5-10's bound)
-            data, offsets, terminated = _var_data(cells, info, in_place or var_bound is None)
+            fixed_parts, var_parts, data, offsets, terminated = self._var_tile(info, cells, var_bound, threads)
             if stats is not False and _has_min_max(info, is_dim):  # (only string min and max read them)
                 starts = offsets.astype(np.int64)
                 var = np.frombuffer(data, np.uint8), starts, np.diff(starts, append=len(data)) - terminated
-            stored_offsets = offsets - np.arange(len(offsets), dtype=np.uint64) if terminated else offsets
-            # a lone tile (all the threads its own) filters its offsets beside its data, not before
-            fixed = None if in_place else (_sides().submit if threads > 1 else _now)(
-                self.stored, stored_offsets, self.schema.cell_var_offsets_filters, Datatype.UINT64, 8, threads=threads)
-            var_parts = self.stored(data, info.filters, info.datatype, info.datatype.size, offsets=offsets,
-                                    var_bound=var_bound, threads=threads, terminated=terminated)
-            fixed_parts = [_EMPTY_TILE] if in_place else fixed.result()
             var_size = len(data) - terminated * len(offsets)
         else:
             fixed_parts = self.stored(_raw(cells), info.filters, info.datatype, info.datatype.size * info.cell_val_num,
@@ -209,6 +200,24 @@ class _Encoder:
         tile_stats = None if stats is False else _tile_stats(info, cells[stats], None if mask is None else mask[stats],
                                                              is_dim, var and tuple(var[:1]) + (var[1][stats], var[2][stats]))
         return fixed_parts, var_parts, var_size, valid_parts, tile_stats
+
+    def _var_tile(self, info: FieldInfo, cells, var_bound, threads) -> tuple:
+        """(offsets parts, var parts, var data, u64 offsets, whether a NUL follows each cell) of a var tile; its
+        parts those the write's check filtered as it encoded the cells, where it had streams for this tile
+        (:func:`tile_streams`)."""
+        in_place = skips_offsets(info.filters, info.datatype, self.version)  # string RLE or dictionary
+        # the cells' NULs kept: the codecs read them in place, or each chunk drops its own (not v5-10's bound)
+        data, offsets, terminated = _var_data(cells, info, in_place or var_bound is None)
+        streamed = streamed_tiles(cells, _made_for(self.schema, info, self.key, self.max_chunk))
+        if streamed is not None:
+            return tile_parts(streamed[1]), tile_parts(streamed[0]), data, offsets, False
+        stored_offsets = offsets - np.arange(len(offsets), dtype=np.uint64) if terminated else offsets
+        # a lone tile (all the threads its own) filters its offsets beside its data, not before
+        fixed = None if in_place else (_sides().submit if threads > 1 else _now)(
+            self.stored, stored_offsets, self.schema.cell_var_offsets_filters, Datatype.UINT64, 8, threads=threads)
+        var_parts = self.stored(data, info.filters, info.datatype, info.datatype.size, offsets=offsets,
+                                var_bound=var_bound, threads=threads, terminated=terminated)
+        return [_EMPTY_TILE] if in_place else fixed.result(), var_parts, data, offsets, terminated
 
     def coords(self, tiles, dims, sink, out: _Out) -> None:
         """The v1-4 ``__coords`` field (into ``sink``, adding to ``out``): every dimension's coordinates of a
@@ -260,6 +269,27 @@ class _Sink:
                 if self._own is not None:
                     self._own.__exit__(*sys.exc_info())  # raises the storage's error, which names the file
                 raise
+
+
+def tile_streams(schema, info: FieldInfo, *, key=None, max_chunk: int = MAX_CHUNK, threads: int | None = None):
+    """The :class:`~..filters.pipeline.TileStream` of a var field's tile's bytes and of its offsets, as
+    :meth:`_Encoder.tile` filters them, for a write's check to fill as it encodes the cells
+    (:func:`~.values.column`); None where that tile's chunks do not come from its cells alone (v5-10's bound,
+    string RLE and dictionary, before v11) or one thread filters them."""
+    version, key = schema.version, normalize_key(key)
+    if _BUFFER_VAR_CHUNKS(version) or skips_offsets(info.filters, info.datatype, version):
+        return None
+    made_for, threads = _made_for(schema, info, key, max_chunk), thread_count(threads)
+    streams = [FilterPlan(pipeline, datatype=datatype, version=version, cell_size=datatype.size, key=key,
+                          encrypted=key is not None).stream(max_chunk, threads, var=var, made_for=made_for)
+               for pipeline, datatype, var in [(info.filters, info.datatype, True),
+                                                (schema.cell_var_offsets_filters, Datatype.UINT64, False)]]
+    return None if None in streams else tuple(streams)
+
+
+def _made_for(schema, info: FieldInfo, key, max_chunk) -> tuple:
+    """What a var tile's filtered bytes and offsets depend on besides its cells."""
+    return schema.version, info.filters, info.datatype, schema.cell_var_offsets_filters, key, max_chunk
 
 
 def _in_order(fn, n: int, threads: int):

@@ -12,8 +12,8 @@ from ..errors import FormatError
 from ..structs.array_schema import VAR_NUM
 from ..array.order import hilbert_values, order_cells, tile_grid, tile_range
 
-__all__ = ["Utf8Column", "dense_box", "dense_tiles", "encoded_run", "sparse_order", "terminated_cells", "tile_bounds",
-           "utf8_cells", "var_bytes", "var_cells"]
+__all__ = ["Utf8Column", "dense_box", "dense_tiles", "encoded_run", "sparse_order", "streamed_tiles", "terminated_cells",
+           "tile_bounds", "utf8_cells", "var_bytes", "var_cells"]
 
 
 def dense_box(dims, subarray):
@@ -107,17 +107,18 @@ class Utf8Column(np.ndarray):
         self.utf8 = getattr(obj, "utf8", None)
 
     @classmethod
-    def of(cls, column: np.ndarray, encoded: tuple) -> "Utf8Column":
-        """``column`` (C-contiguous) seen as a Utf8Column of ``encoded`` (:func:`utf8_cells` of its cells)."""
+    def of(cls, column: np.ndarray, encoded: tuple, streams=None) -> "Utf8Column":
+        """``column`` (C-contiguous) seen as a Utf8Column of ``encoded`` (:func:`utf8_cells` of its cells), whose
+        tile of all its cells ``streams`` (see :func:`utf8_cells`) filtered as they came."""
         out = column.view(cls)
-        out.utf8 = _Utf8(*encoded, column)
+        out.utf8 = _Utf8(*encoded, column, streams)
         return out
 
 
 class _Utf8:
-    def __init__(self, data: np.ndarray, ends: np.ndarray, origin: np.ndarray):
-        self.data, self.ends, self.origin = data, ends, origin  # (the origin held: no other array takes its memory)
-        self.address = origin.__array_interface__["data"][0]
+    def __init__(self, data: np.ndarray, bounds: np.ndarray, origin: np.ndarray, streams=None):
+        self.data, self.bounds, self.origin = data, bounds, origin  # (the origin held: no other takes its memory)
+        self.address, self.streams = origin.__array_interface__["data"][0], streams
 
     def run(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """:func:`encoded_run` of ``cells`` where they are a run of the column (a 1-D view into it)."""
@@ -125,25 +126,24 @@ class _Utf8:
         if cells.ndim != 1 or cells.strides != (cells.itemsize,) or rest or first < 0 or \
                 first + len(cells) > self.origin.size or not len(cells):
             return None
-        begin = int(self.ends[first - 1]) if first else 0
-        offsets = np.empty(len(cells), "<u8")
-        offsets[0] = 0
-        np.subtract(self.ends[first:first + len(cells) - 1], begin, out=offsets[1:].view(np.int64))
-        return self.data[begin:int(self.ends[first + len(cells) - 1])], offsets
+        begin, end = int(self.bounds[first]), int(self.bounds[first + len(cells)])
+        offsets = self.bounds[first:first + len(cells)]
+        return self.data[begin:end], (offsets - begin if first else offsets).view("<u8")
 
 
-_BLOCK = 1 << 15  # cells encoded at a time: a block's text and bytes stay in the cache, and the next reuses them
+_BLOCK = 1 << 13  # cells encoded at a time: a block's text and bytes stay in the cache, and the next reuses them
 
 
-def utf8_cells(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The UTF-8 of ``values`` (a 1-D object array of str) back to back, and where each cell ends, encoded a
-    block of cells at a time: joined with a NUL after each cell, encoded, the NULs found and dropped (a whole
-    1M-cell column at once faulted in 45 MB of fresh pages for its list, text, bytes and their copies: 25 ms of
-    a 100 ms write). None for no cells, or where a cell holds a NUL of its own; every cell is still encoded, so
-    that TypeError (a cell that is not str) and UnicodeEncodeError (text UTF-8 cannot hold) come as from
-    encoding them all."""
+def utf8_cells(values: np.ndarray, streams=None) -> tuple[np.ndarray, np.ndarray] | None:
+    """The UTF-8 of ``values`` (a 1-D object array of str) back to back, and where each cell starts (and, last,
+    where the last ends), encoded a block of cells at a time: joined with a NUL after each cell, encoded, the
+    NULs found and dropped (a whole 1M-cell column at once faulted in 45 MB of fresh pages for its list, text,
+    bytes and their copies: 25 ms of a 100 ms write). None for no cells, or where a cell holds a NUL of its
+    own; every cell is still encoded, so that TypeError (a cell that is not str) and UnicodeEncodeError (text
+    UTF-8 cannot hold) come as from encoding them all. ``streams``: the :class:`~..filters.pipeline.TileStream`
+    of the cells' bytes and of their offsets, which take the cells encoded after each block."""
     n, data, pos, whole = len(values), np.empty(0, np.uint8), 0, True
-    ends, steps = np.empty(n, np.int64), np.arange(min(n, _BLOCK), dtype=np.int64)
+    bounds, steps = np.zeros(n + 1, np.int64), np.arange(min(n, _BLOCK), dtype=np.int64)
     for a in range(0, n, _BLOCK):
         part = values[a:a + _BLOCK].tolist()
         part.append("")  # (a NUL after the block's last cell too)
@@ -151,22 +151,38 @@ def utf8_cells(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         if not whole:
             continue
         nuls = np.flatnonzero(np.frombuffer(raw, np.uint8) == 0)
-        whole = len(nuls) == len(part) - 1
+        whole, b = len(nuls) == len(part) - 1, a + len(nuls)
         if whole:
             # a cell ends at its NUL, less the NULs before it
-            np.subtract(nuls, steps[:len(nuls)] - pos, out=ends[a:a + len(nuls)])
+            np.subtract(nuls, steps[:len(nuls)] - pos, out=bounds[a + 1:b + 1])
             kept = np.frombuffer(raw.translate(None, b"\0"), np.uint8)
             if pos + len(kept) > len(data):  # grown to the size the cells so far foretell, an eighth over
-                data = _grown(data, pos, (pos + len(kept)) * n // (a + len(nuls)) * 9 // 8 + 64)
+                data = _grown(data, pos, (pos + len(kept)) * n // b * 9 // 8 + 64)
             data[pos:pos + len(kept)] = kept
             pos += len(kept)
-    return (data[:pos], ends) if whole and n else None
+            if streams is not None:
+                streams[0].add(data[:pos], bounds[1:b + 1])
+                streams[1].add(bounds[:b].view(np.uint8))
+    return (data[:pos], bounds) if whole and n else None
 
 
 def _grown(data: np.ndarray, used: int, size: int) -> np.ndarray:
     out = np.empty(size, np.uint8)
     out[:used] = data[:used]
     return out
+
+
+def streamed_tiles(cells: np.ndarray, made_for) -> tuple | None:
+    """The filtered tiles of the bytes and of the offsets of ``cells`` that the streams the write's check filled
+    as it encoded them made (:meth:`Utf8Column.of`), where they are all the cells of a :class:`Utf8Column`
+    whose streams were ``made_for`` this tile; else None."""
+    utf8 = cells.utf8 if isinstance(cells, Utf8Column) else None
+    if utf8 is None or utf8.streams is None or utf8.streams[0].made_for != made_for or \
+            cells.shape != (utf8.origin.size,) or cells.strides != (cells.itemsize,) or \
+            cells.__array_interface__["data"][0] != utf8.address:
+        return None
+    offsets = utf8.bounds[:-1].view("<u8")
+    return utf8.streams[0].tile(utf8.data, offsets, utf8.bounds[1:]), utf8.streams[1].tile(offsets.view(np.uint8))
 
 
 def encoded_run(column: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:

@@ -27,14 +27,18 @@ _BYTES = (bytes, bytearray, memoryview, np.bytes_)
 _BOOL_RANGE = SimpleNamespace(min=0, max=1)  # (as np.iinfo gives a range)
 
 
-def column(values, info, name: str, shape: tuple, *, lossy: bool = False, dimension: bool = False) -> np.ndarray:
+def column(values, info, name: str, shape: tuple, *, lossy: bool = False, dimension: bool = False,
+           streams=None) -> np.ndarray:
     """``values`` as the column field ``info`` stores, of ``shape`` cells: its cell dtype (several values a cell
     as a record; a complex number as its (real, imaginary) pair), or objects for var-sized fields. ``name``:
     the argument, as messages give it; a ``dimension``'s ASCII strings hold ASCII only (TileDB-Py refuses
-    others; its ASCII attributes take any bytes)."""
+    others; its ASCII attributes take any bytes). ``streams``: where the column is one tile, the
+    :class:`~..filters.pipeline.TileStream` of its bytes and of its offsets, to take its str cells as they
+    are encoded."""
     data = np.ma.getdata(values) if isinstance(values, np.ma.MaskedArray) else values
     if info.var:
-        arr = _var_column(data, info, name, shape, info.nullable, dimension and info.datatype == Datatype.STRING_ASCII)
+        arr = _var_column(data, info, name, shape, info.nullable, dimension and info.datatype == Datatype.STRING_ASCII,
+                          streams)
     else:
         arr = _fixed_column(data, info, name, shape, lossy)
     if arr.shape != tuple(shape):
@@ -174,7 +178,7 @@ def _chars(arr, dtype, name, lossy) -> np.ndarray:
     return out.astype(dtype)
 
 
-def _var_column(data, info, name, shape, nullable_none, ascii_only) -> np.ndarray:
+def _var_column(data, info, name, shape, nullable_none, ascii_only, streams=None) -> np.ndarray:
     """An object column of var cells, each one the field can store: str or bytes for strings (UTF-8 text, ASCII
     where the type says so), arrays of values otherwise; None only where a nullable field's cell is null."""
     if isinstance(data, np.ndarray) and data.dtype == object:
@@ -183,9 +187,9 @@ def _var_column(data, info, name, shape, nullable_none, ascii_only) -> np.ndarra
         out = np.empty(np.shape(data), object)
         out[...] = data if isinstance(data, np.ndarray) else np.asarray(data, object)
     if info.datatype in _STRINGS:
-        encoded = _str_cells(out.reshape(-1), name, ascii_only)
+        encoded = _str_cells(out.reshape(-1), name, ascii_only, streams if out.flags.c_contiguous else None)
         if encoded is not _NOT_ALL_STR:
-            return Utf8Column.of(out, encoded) if encoded is not None and out.flags.c_contiguous else out
+            return Utf8Column.of(out, encoded, streams) if encoded is not None and out.flags.c_contiguous else out
     values = out.reshape(-1).tolist()
     if nullable_none and None in values:  # a null cell (validity() marks it): stored empty, the input kept
         out = out.copy()
@@ -206,12 +210,12 @@ def _var_column(data, info, name, shape, nullable_none, ascii_only) -> np.ndarra
 _NOT_ALL_STR = object()
 
 
-def _str_cells(flat: np.ndarray, name, ascii_only) -> tuple | None:
+def _str_cells(flat: np.ndarray, name, ascii_only, streams=None) -> tuple | None:
     """:func:`~.tiling.utf8_cells` of a column of str cells, checked (text UTF-8 can hold, ASCII only for ASCII
     dimensions): made once, for this check and for the tiles (:class:`~.tiling.Utf8Column`), without a list of
     the column's cells (1M: 8 MB of fresh pages); ``_NOT_ALL_STR`` where a cell is not str."""
     try:
-        encoded = utf8_cells(flat)
+        encoded = utf8_cells(flat, streams)
     except TypeError:
         return _NOT_ALL_STR
     except UnicodeEncodeError:

@@ -11,6 +11,8 @@ arrays or ``validity=``. Timestamps are ms, as TileDB-Py's: ``timestamp=`` is th
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from construct import Container
 
@@ -21,7 +23,7 @@ from ..storage import storage_for
 from ..structs.array_schema import attributes, dimensions, value_dtype
 from ..array.cells import cell_dtype, range_bound
 from .create import create, default_fill, new_uuid, now_ms
-from .fragment_writer import FragmentStream, FragmentWrite, write_fragment
+from .fragment_writer import FragmentStream, FragmentWrite, tile_streams, write_fragment
 from .labels import prepare_labels, sparse_label_ranges, split_labels
 from .metadata import delete_metadata, put_metadata
 from .tiling import dense_box, dense_tiles, sparse_order, tile_bounds
@@ -57,18 +59,23 @@ def _padding(info, version: int):
 
 
 def dense_fragment(schema, schema_name, subarray, data, validity, lossy=False, enumerations=None,
-                   non_empty_domain=None) -> FragmentWrite:
-    """``non_empty_domain``: where not ``subarray`` (a consolidation's whole tiles over the union it merges)."""
+                   non_empty_domain=None, streams=None) -> FragmentWrite:
+    """``non_empty_domain``: where not ``subarray`` (a consolidation's whole tiles over the union it merges).
+    ``streams``: a var attribute's :class:`~..filters.pipeline.TileStream` pair (:func:`tile_streams`, or None)
+    for its tile, where the write is one whole tile of one dimension, so that its str cells are filtered as the
+    check encodes them."""
     dims = dimensions(schema)
     shape = tuple(int(hi) - int(lo) + 1 for lo, hi in subarray)
     tiles, valid = {}, {}
     order = (Layout(schema.tile_order), Layout(schema.cell_order))
-    for info, values, cells, mask in _attribute_columns(schema, data, validity, shape, lossy, enumerations):
+    counts, extents, _ = dense_box(schema.domain.dimensions, subarray)
+    one_tile = len(dims) == 1 and counts == [1] and list(shape) == extents
+    for info, values, cells, mask in _attribute_columns(schema, data, validity, shape, lossy, enumerations,
+                                                        streams if one_tile else None):
         tiles[info.name] = list(dense_tiles(cells, subarray, schema.domain.dimensions, _padding(info, schema.version), *order))
         if mask is not None:
             valid[info.name] = list(dense_tiles(mask, subarray, schema.domain.dimensions, False, *order))
     cells = int(np.prod([int(d.tile_extent) for d in schema.domain.dimensions]))
-    counts, extents, _ = dense_box(schema.domain.dimensions, subarray)
     written = None  # whole tiles: every cell written
     if list(shape) != [c * e for c, e in zip(counts, extents)]:
         written = list(dense_tiles(np.ones(shape, bool), subarray, schema.domain.dimensions, False, *order))
@@ -76,12 +83,12 @@ def dense_fragment(schema, schema_name, subarray, data, validity, lossy=False, e
     return FragmentWrite(schema, schema_name, True, ned, tiles, valid, last_tile_cell_num=cells, written=written)
 
 
-def _attribute_columns(schema, data, validity, shape, lossy, enumerations):
+def _attribute_columns(schema, data, validity, shape, lossy, enumerations, streams=None):
     """(field, values, column, validity) of each attribute, every one checked before any is written."""
     out = []
     for info, attr in zip(attributes(schema), schema.attributes):
         values, name = data[info.name], f"data[{info.name!r}]"
-        cells = column(values, info, name, shape, lossy=lossy)
+        cells = column(values, info, name, shape, lossy=lossy, streams=streams(info) if streams and info.var else None)
         mask = _validity(values, (validity or {}).get(info.name), info, name, shape)
         if attr.get("enumeration_name"):
             count = (enumerations or {}).get(attr.enumeration_name)
@@ -312,7 +319,9 @@ class ArrayWriter:
             subarray = (_subarray(self.schema, slice(None)) if subarray is None
                         else _check_subarray(self.schema, subarray))
             check_current_domain(self.schema, subarray)
-            fw = dense_fragment(self.schema, self.schema_name, subarray, data, validity, lossy, self._enumerations())
+            fw = dense_fragment(self.schema, self.schema_name, subarray, data, validity, lossy, self._enumerations(),
+                                streams=functools.partial(tile_streams, self.schema, key=self.key,
+                                                          max_chunk=self.max_chunk_size, threads=self.threads))
             write_labels = prepare_labels(self, subarray, labels, dense_fragment)
         else:
             if subarray is not None:

@@ -388,3 +388,53 @@ def test_tile_sums_stop_where_tiledbs_stop(tmp_path, dtype, values):
         made[who] = (np.asarray(fm.tile_sums[0]).tobytes(), fm.fragment_summary[0])
     assert made["ours"][0] == made["tiledb"][0]
     assert made["ours"][1] == made["tiledb"][1]
+
+
+def _one_tile_strings(tmp_path, name, n, filters, key=None):
+    uri = str(tmp_path / name)
+    dim = tiledb.Dim("d", domain=(0, n - 1), tile=n, dtype=np.uint64)
+    schema = tiledb.ArraySchema(domain=tiledb.Domain(dim), attrs=[
+        tiledb.Attr("s", dtype=str, var=True, filters=filters), tiledb.Attr("t", dtype=str, var=True)])
+    tiledb.Array.create(uri, schema, key=key)
+    return uri
+
+
+@pytest.mark.parametrize("case", ["str", "nul late", "bytes late", "encrypted", "string RLE", "one thread"])
+def test_a_one_tile_string_write_filters_as_it_encodes_and_writes_what_a_write_after_its_check_does(tmp_path, case):
+    """A dense write of one whole tile of str cells (1-D) filters the tile's chunks of bytes and of offsets as
+    its check encodes the cells, a block at a time (``tile_streams``); the fragment's data files are, byte for
+    byte, those of the same write on one thread (which filters after the check), and TileDB-Py reads the
+    cells. Where the check finds, after blocks were streamed, a cell holding a NUL or a cell of bytes, or the
+    pipeline chunks otherwise (string RLE), nothing streamed is used."""
+    from tdbformat.write import fragment_writer
+    n = 60_000  # (8 blocks of 8192 cells: several 64 KiB chunks of bytes and of offsets streamed before the end)
+    rng = np.random.default_rng(7)
+    cells = np.array([("é" * int(k % 5)) + "w" * int(k % 37) for k in rng.integers(0, 10_000, n)], object)
+    if case == "nul late":
+        cells[n - 5] = "a\x00b"
+    elif case == "bytes late":
+        cells[n - 5] = b"raw"
+    filters = [tiledb.RleFilter()] if case == "string RLE" else [tiledb.ZstdFilter(level=3)]
+    key = KEY if case == "encrypted" else None
+    used, made = [], fragment_writer.streamed_tiles
+
+    def spy(cells, made_for):
+        found = made(cells, made_for)
+        used.append(found is not None)
+        return found
+    uuid = "0" * 32
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fragment_writer, "streamed_tiles", spy)
+        streamed = write(_one_tile_strings(tmp_path, "two", n, filters, key), {"s": cells, "t": cells[::-1].copy()},
+                         timestamp=1, uuid=uuid, key=key, threads=1 if case == "one thread" else 2)
+    alone = write(_one_tile_strings(tmp_path, "one", n, filters, key), {"s": cells, "t": cells[::-1].copy()}, timestamp=1,
+                  uuid=uuid, key=key, threads=1)
+    assert used == {"str": [True, True], "encrypted": [True, True], "string RLE": [False, True]}.get(case, [False] * 2)
+    want = [c.decode() if isinstance(c, bytes) else c for c in cells]
+    with tiledb.open(str(tmp_path / "two"), key=key) as A:
+        assert A[:]["s"].tolist() == want and A[:]["t"].tolist() == want[::-1]
+    if key is None:  # (AES-GCM's nonces are random: encrypted files differ from write to write)
+        files = sorted((tmp_path / "one" / "__fragments" / alone).glob("a*.tdb"))  # (the metadata names its schema)
+        assert len(files) == 4
+        for file in files:
+            assert (tmp_path / "two" / "__fragments" / streamed / file.name).read_bytes() == file.read_bytes(), file.name
