@@ -452,7 +452,8 @@ class FilterPlan:
         self.strings = skips_offsets(pipeline, datatype, version)
         self._bounded = {}
 
-    def stream(self, max_chunk: int = MAX_CHUNK, threads: int | None = None, *, var: bool = False, made_for=None):
+    def stream(self, max_chunk: int = MAX_CHUNK, threads: int | None = None, *, var: bool = False, made_for=None,
+               base: int = 0):
         """A :class:`TileStream` of a tile through this plan (``var``: of var cells), where its chunks are known
         as its cells come (v5+ fixed-size cells; v11+ var cells, not through string RLE or dictionary) and more
         than one thread filters them; else None."""
@@ -461,7 +462,7 @@ class FilterPlan:
                 not uses_chunking(self.pipeline, self.datatype, version, var) or \
                 var and (self.strings or not FEATURES["var_chunking"](version)):
             return None
-        return TileStream(self, max_chunk, threads, var, made_for)
+        return TileStream(self, max_chunk, threads, var, made_for, base)
 
     def bounded(self, sizes) -> list:
         """The stages with a tile's bound on what any part may unfilter to: intermediate stages stay within a
@@ -598,10 +599,10 @@ def var_chunk_sizes(offsets, nbytes: int, type_size: int, max_chunk: int = MAX_C
     return np.diff([0, *starts, nbytes]).tolist()
 
 
-def var_chunk_walk(ends, chunk: int, at: tuple = (0, 0), final: bool = True) -> tuple[list, tuple]:
+def var_chunk_walk(ends, chunk: int, at: tuple = (0, 0), final: bool = True, base: int = 0) -> tuple[list, tuple]:
     """The starts of the chunks that get_var_chunk_sizes closes over cells ending at ``ends`` (each starts where
-    the one before ends, the first at 0), from ``at`` (the open chunk's first cell and byte), and the open
-    chunk's ``at`` where it stops.
+    the one before ends, the first at ``base``), from ``at`` (the open chunk's first cell and byte), and the
+    open chunk's ``at`` where it stops.
 
     A cell that would overflow the chunk still joins it if the chunk is at most half full or the result at
     most 150%; otherwise it starts the next chunk (alone, if it is bigger than a chunk). TileDB walks cell by
@@ -613,7 +614,7 @@ def var_chunk_walk(ends, chunk: int, at: tuple = (0, 0), final: bool = True) -> 
         over = int(np.searchsorted(ends, begin + chunk, "right"))  # the first cell that does not fit
         if over >= n - (not final):
             break
-        start, end = int(ends[over - 1]) if over else 0, int(ends[over])
+        start, end = int(ends[over - 1]) if over else base, int(ends[over])
         current, size = start - begin, end - start
         if current <= chunk // 2 or current + size <= chunk + chunk // 2:  # it joins, and closes the chunk
             starts.append(end)
@@ -738,52 +739,65 @@ class TileStream:
     UTF-8 check, which holds the GIL); :meth:`tile` is :meth:`FilterPlan.filter` of the whole tile.
 
     ``var``: var cells, whose chunks end between cells (:func:`var_chunk_walk`), else cells of the plan's cell
-    size. ``made_for``: what the tile's bytes depend on, for its user to see it is the tile it wants."""
+    size. ``base``: where the tile starts in the bytes it is given (those of several tiles, back to back).
+    ``made_for``: what the tile's bytes depend on, for its user to see it is the tile it wants."""
 
     _AT_ONCE = 8  # chunks a task filters (a task per 64 KiB chunk cost as much as its chunk)
 
-    def __init__(self, plan: "FilterPlan", max_chunk: int, threads: int, var: bool, made_for=None):
+    def __init__(self, plan: "FilterPlan", max_chunk: int, threads: int, var: bool, made_for=None, base: int = 0):
         self.plan, self.max_chunk, self.threads, self.var, self.made_for = plan, max_chunk, threads, var, made_for
-        self._chunk = max(plan.cell_size, max_chunk // plan.cell_size * plan.cell_size)
-        self._starts, self._at, self._runs, self._sent = [0], (0, 0), [], 0
+        self._chunk, self._base = max(plan.cell_size, max_chunk // plan.cell_size * plan.cell_size), base
+        self._starts, self._at, self._runs, self._sent, self._done = [base], (0, base), [], 0, None
 
     def add(self, data, ends=None) -> None:
-        """The cells so far: their bytes ``data`` (the tile's first bytes, kept unchanged) and, of var cells,
-        where each ends."""
-        if len(data) <= self.max_chunk:  # (a tile of at most a chunk is one chunk: not known before it outgrows one)
+        """The cells so far: their bytes, the tile's from ``base`` on (kept unchanged), at the end of ``data``
+        and, of var cells, where each ends."""
+        if len(data) - self._base <= self.max_chunk:  # (a tile of at most a chunk is one chunk: not known before)
             return
         if self.var:
-            closed, self._at = var_chunk_walk(ends, self._chunk, self._at, final=False)
+            closed, self._at = var_chunk_walk(ends, self._chunk, self._at, final=False, base=self._base)
         else:  # the chunks the bytes fill
             closed = list(range(self._starts[-1] + self._chunk, len(data) + 1, self._chunk))
         self._send(data, closed)
 
-    def tile(self, data, offsets=None, ends=None) -> Container:
-        """The filtered tile of all its cells: their bytes ``data`` and, of var cells, their u64 ``offsets`` and
-        where each ends (``ends``: the walk goes on where it stopped; else it is made again from the start)."""
-        if self.var and ends is not None and len(data) > self.max_chunk:
-            closed, _ = var_chunk_walk(ends, self._chunk, self._at)
+    def finish(self, data, offsets=None, ends=None) -> None:
+        """All the cells known: their bytes, from ``base`` to the end of ``data``, and, of var cells, their u64
+        ``offsets`` and where each ends (``ends``: the walk goes on where it stopped; else it is made again from
+        the start); the chunks left go to the threads. Once: a later call changes nothing."""
+        if self._done is not None:
+            return
+        base, nbytes = self._base, len(data) - self._base
+        if self.var and ends is not None and nbytes > self.max_chunk:
+            closed, _ = var_chunk_walk(ends, self._chunk, self._at, base=base)
             rest = [*closed, len(data)]
         else:
             cell = self.plan.cell_size
-            sizes = var_chunk_sizes(offsets, len(data), cell, self.max_chunk) if self.var else \
-                chunk_sizes(len(data), cell, self.max_chunk)
-            starts = [0, *itertools.accumulate(sizes)]
+            sizes = var_chunk_sizes(offsets, nbytes, cell, self.max_chunk) if self.var else \
+                chunk_sizes(nbytes, cell, self.max_chunk)
+            starts = list(itertools.accumulate(sizes, initial=base))
             if starts[:len(self._starts)] != self._starts:  # (the same walk: never, but never a wrong tile either)
-                return self.plan.filter(data, offsets=offsets, max_chunk=self.max_chunk, threads=self.threads)
+                self._done = (memoryview(data)[base:], offsets)
+                return
             rest = starts[len(self._starts):]
-        self._send(data, rest, last=True)
+        self._send(data, rest, every=True)
+        self._done = ()
+
+    def tile(self, data, offsets=None, ends=None) -> Container:
+        """The filtered tile of all its cells (:meth:`finish`'s arguments, where it was not called)."""
+        self.finish(data, offsets, ends)
+        if self._done:
+            return self.plan.filter(self._done[0], offsets=self._done[1], max_chunk=self.max_chunk,
+                                    threads=self.threads)
         chunks = ListContainer(c for run in self._runs for c in run.result())
         return Container(num_chunks=len(chunks), chunks=chunks)
 
-    def _send(self, data, closed: list, last: bool = False) -> None:
-        """The chunks not sent (with those ``closed`` now) to the threads, a task of :attr:`_AT_ONCE` (the
-        ``last``: all that are left, to all the filters' threads, as the cells are all made)."""
+    def _send(self, data, closed: list, every: bool = False) -> None:
+        """The chunks not sent (with those ``closed`` now) to the threads, :attr:`_AT_ONCE` a task (``every``:
+        the last task too, with what is left)."""
         self._starts += closed
         view, starts = memoryview(data).cast("B"), self._starts  # (only grows: the tasks' chunks stay put)
-        pool = _pool_of(self.threads) if last else _stream_pool(self.threads)
-        while len(starts) - 1 - self._sent >= (1 if last else self._AT_ONCE):
+        while len(starts) - 1 - self._sent >= (1 if every else self._AT_ONCE):
             indices = list(range(self._sent, min(self._sent + self._AT_ONCE, len(starts) - 1)))
-            self._runs.append(pool.submit(
+            self._runs.append(_stream_pool(self.threads).submit(
                 _chunks_of, self.plan.stages, indices, lambda r, v=view: v[starts[r]:starts[r + 1]], starts))
             self._sent = indices[-1] + 1

@@ -34,9 +34,10 @@ from ..structs.names import timestamped_name
 from ..structs.tile import Tile, tile_parts
 from ..versions import FEATURES, Feature
 from .rtree import FANOUT, build_levels
-from .tiling import encoded_run, streamed_tiles, terminated_cells, var_cells
+from .tiling import TileStreams, encoded_run, streamed_tiles, terminated_cells, var_cells
 
-__all__ = ["FragmentWrite", "FragmentStream", "write_fragment", "fragment_name", "tile_streams", "whole_write_var_bound"]
+__all__ = ["FragmentWrite", "FragmentStream", "write_fragment", "fragment_name", "tile_streams",
+           "whole_write_var_bound"]
 
 _COMPRESSORS = {FilterType.GZIP, FilterType.ZSTD, FilterType.LZ4, FilterType.RLE, FilterType.BZIP2,
                 FilterType.DOUBLE_DELTA}
@@ -271,20 +272,23 @@ class _Sink:
                 raise
 
 
-def tile_streams(schema, info: FieldInfo, *, key=None, max_chunk: int = MAX_CHUNK, threads: int | None = None):
-    """The :class:`~..filters.pipeline.TileStream` of a var field's tile's bytes and of its offsets, as
-    :meth:`_Encoder.tile` filters them, for a write's check to fill as it encodes the cells
-    (:func:`~.values.column`); None where that tile's chunks do not come from its cells alone (v5-10's bound,
-    string RLE and dictionary, before v11) or one thread filters them."""
+def tile_streams(schema, info: FieldInfo, extent: int, *, key=None, max_chunk: int = MAX_CHUNK,
+                 threads: int | None = None) -> TileStreams | None:
+    """The :class:`TileStreams` of a var field's tiles of ``extent`` cells, as :meth:`_Encoder.tile` filters
+    them, for a write's check to fill as it encodes the cells (:func:`~.values.column`); None where a tile's
+    chunks do not come from its cells alone (v5-10's bound, string RLE and dictionary, before v11) or one
+    thread filters them."""
     version, key = schema.version, normalize_key(key)
     if _BUFFER_VAR_CHUNKS(version) or skips_offsets(info.filters, info.datatype, version):
         return None
     made_for, threads = _made_for(schema, info, key, max_chunk), thread_count(threads)
-    streams = [FilterPlan(pipeline, datatype=datatype, version=version, cell_size=datatype.size, key=key,
-                          encrypted=key is not None).stream(max_chunk, threads, var=var, made_for=made_for)
-               for pipeline, datatype, var in [(info.filters, info.datatype, True),
-                                                (schema.cell_var_offsets_filters, Datatype.UINT64, False)]]
-    return None if None in streams else tuple(streams)
+    plans = [(FilterPlan(pipeline, datatype=datatype, version=version, cell_size=datatype.size, key=key,
+                         encrypted=key is not None), var) for pipeline, datatype, var in
+             [(info.filters, info.datatype, True), (schema.cell_var_offsets_filters, Datatype.UINT64, False)]]
+    if any(plan.stream(max_chunk, threads, var=var) is None for plan, var in plans):
+        return None
+    return TileStreams(lambda base: tuple(plan.stream(max_chunk, threads, var=var, base=base if var else 0)
+                                          for plan, var in plans), extent, made_for, max_chunk)
 
 
 def _made_for(schema, info: FieldInfo, key, max_chunk) -> tuple:

@@ -12,8 +12,8 @@ from ..errors import FormatError
 from ..structs.array_schema import VAR_NUM
 from ..array.order import hilbert_values, order_cells, tile_grid, tile_range
 
-__all__ = ["Utf8Column", "dense_box", "dense_tiles", "encoded_run", "sparse_order", "streamed_tiles", "terminated_cells",
-           "tile_bounds", "utf8_cells", "var_bytes", "var_cells"]
+__all__ = ["TileStreams", "Utf8Column", "dense_box", "dense_tiles", "encoded_run", "sparse_order", "streamed_tiles",
+           "terminated_cells", "tile_bounds", "utf8_cells", "var_bytes", "var_cells"]
 
 
 def dense_box(dims, subarray):
@@ -109,7 +109,7 @@ class Utf8Column(np.ndarray):
     @classmethod
     def of(cls, column: np.ndarray, encoded: tuple, streams=None) -> "Utf8Column":
         """``column`` (C-contiguous) seen as a Utf8Column of ``encoded`` (:func:`utf8_cells` of its cells), whose
-        tile of all its cells ``streams`` (see :func:`utf8_cells`) filtered as they came."""
+        tiles ``streams`` (:class:`TileStreams`) filtered as they came."""
         out = column.view(cls)
         out.utf8 = _Utf8(*encoded, column, streams)
         return out
@@ -140,8 +140,8 @@ def utf8_cells(values: np.ndarray, streams=None) -> tuple[np.ndarray, np.ndarray
     NULs found and dropped (a whole 1M-cell column at once faulted in 45 MB of fresh pages for its list, text,
     bytes and their copies: 25 ms of a 100 ms write). None for no cells, or where a cell holds a NUL of its
     own; every cell is still encoded, so that TypeError (a cell that is not str) and UnicodeEncodeError (text
-    UTF-8 cannot hold) come as from encoding them all. ``streams``: the :class:`~..filters.pipeline.TileStream`
-    of the cells' bytes and of their offsets, which take the cells encoded after each block."""
+    UTF-8 cannot hold) come as from encoding them all. ``streams``: the :class:`TileStreams` of the column's
+    tiles, which take the cells encoded after each block."""
     n, data, pos, whole = len(values), np.empty(0, np.uint8), 0, True
     bounds, steps = np.zeros(n + 1, np.int64), np.arange(min(n, _BLOCK), dtype=np.int64)
     for a in range(0, n, _BLOCK):
@@ -161,8 +161,7 @@ def utf8_cells(values: np.ndarray, streams=None) -> tuple[np.ndarray, np.ndarray
             data[pos:pos + len(kept)] = kept
             pos += len(kept)
             if streams is not None:
-                streams[0].add(data[:pos], bounds[1:b + 1])
-                streams[1].add(bounds[:b].view(np.uint8))
+                streams.add(data[:pos], bounds, b)
     return (data[:pos], bounds) if whole and n else None
 
 
@@ -172,17 +171,57 @@ def _grown(data: np.ndarray, used: int, size: int) -> np.ndarray:
     return out
 
 
+class TileStreams:
+    """The tiles of a column of str, runs of ``extent`` cells, filtered as the write's check encodes their cells
+    (:func:`utf8_cells` feeds a block at a time): ``make(base)`` gives a tile's pair of
+    :class:`~..filters.pipeline.TileStream`, of its bytes (from ``base`` of the column's) and of its offsets,
+    once its bytes outgrow ``least`` (a smaller tile is filtered when it is stored: a stream's tasks cost more
+    than they save). ``made_for``: what the streams' bytes depend on besides the cells."""
+
+    def __init__(self, make, extent: int, made_for, least: int):
+        self.make, self.extent, self.made_for, self.least = make, extent, made_for, least
+        self._tiles, self._offsets, self._known = {}, {}, 0
+
+    def add(self, data, bounds, known: int) -> None:
+        """The cells before ``known`` encoded: their bytes, ``data``, and ``bounds`` (:func:`utf8_cells`)."""
+        extent = self.extent
+        for t in range(self._known // extent, -(-known // extent)):
+            first, upto = t * extent, min(known, (t + 1) * extent)
+            done = max(self._known, first)  # (the tile's offsets so far, less its start: as its tile holds them)
+            if t not in self._tiles:
+                if bounds[upto] - bounds[first] <= self.least:
+                    continue
+                self._tiles[t], self._offsets[t], done = self.make(int(bounds[first])), np.empty(extent, "<u8"), first
+            offsets, (cells, starts) = self._offsets[t], self._tiles[t]
+            np.subtract(bounds[done:upto], bounds[first], out=offsets[done - first:upto - first].view(np.int64))
+            cells.add(data[:int(bounds[upto])], bounds[first + 1:upto + 1])
+            starts.add(offsets[:upto - first].view(np.uint8))
+            if upto == first + extent:  # (its cells all known: its last chunks go now, not when it is stored)
+                cells.finish(data[:int(bounds[upto])], offsets, bounds[first + 1:upto + 1])
+                starts.finish(offsets.view(np.uint8))
+        self._known = known
+
+    def tile(self, first: int, data, bounds) -> tuple | None:
+        """The filtered tiles (of the bytes, of the offsets) of the tile of cells from ``first``; once (its
+        streams are let go), and None if it has none."""
+        if first % self.extent or first // self.extent not in self._tiles:
+            return None
+        streams, offsets = self._tiles.pop(first // self.extent), self._offsets.pop(first // self.extent)
+        end = first + self.extent
+        return (streams[0].tile(data[:int(bounds[end])], offsets, bounds[first + 1:end + 1]),
+                streams[1].tile(offsets.view(np.uint8)))
+
+
 def streamed_tiles(cells: np.ndarray, made_for) -> tuple | None:
-    """The filtered tiles of the bytes and of the offsets of ``cells`` that the streams the write's check filled
-    as it encoded them made (:meth:`Utf8Column.of`), where they are all the cells of a :class:`Utf8Column`
-    whose streams were ``made_for`` this tile; else None."""
+    """The filtered tiles of the bytes and of the offsets of ``cells`` that the write's check filtered as it
+    encoded them (:class:`TileStreams`), where they are a tile of a :class:`Utf8Column` whose streams were
+    ``made_for`` this tile; else None."""
     utf8 = cells.utf8 if isinstance(cells, Utf8Column) else None
-    if utf8 is None or utf8.streams is None or utf8.streams[0].made_for != made_for or \
-            cells.shape != (utf8.origin.size,) or cells.strides != (cells.itemsize,) or \
-            cells.__array_interface__["data"][0] != utf8.address:
+    if utf8 is None or utf8.streams is None or utf8.streams.made_for != made_for or cells.ndim != 1 or \
+            cells.strides != (cells.itemsize,) or len(cells) != utf8.streams.extent:
         return None
-    offsets = utf8.bounds[:-1].view("<u8")
-    return utf8.streams[0].tile(utf8.data, offsets, utf8.bounds[1:]), utf8.streams[1].tile(offsets.view(np.uint8))
+    first, rest = divmod(cells.__array_interface__["data"][0] - utf8.address, cells.itemsize)
+    return None if rest or first < 0 else utf8.streams.tile(first, utf8.data, utf8.bounds)
 
 
 def encoded_run(column: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:

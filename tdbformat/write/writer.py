@@ -61,17 +61,18 @@ def _padding(info, version: int):
 def dense_fragment(schema, schema_name, subarray, data, validity, lossy=False, enumerations=None,
                    non_empty_domain=None, streams=None) -> FragmentWrite:
     """``non_empty_domain``: where not ``subarray`` (a consolidation's whole tiles over the union it merges).
-    ``streams``: a var attribute's :class:`~..filters.pipeline.TileStream` pair (:func:`tile_streams`, or None)
-    for its tile, where the write is one whole tile of one dimension, so that its str cells are filtered as the
-    check encodes them."""
+    ``streams(info, extent)``: a var attribute's :class:`~.tiling.TileStreams` (:func:`tile_streams`, or None),
+    where the write is whole tiles of one dimension, so that its tiles of str cells are filtered as the check
+    encodes them."""
     dims = dimensions(schema)
     shape = tuple(int(hi) - int(lo) + 1 for lo, hi in subarray)
     tiles, valid = {}, {}
     order = (Layout(schema.tile_order), Layout(schema.cell_order))
     counts, extents, _ = dense_box(schema.domain.dimensions, subarray)
-    one_tile = len(dims) == 1 and counts == [1] and list(shape) == extents
+    runs = len(dims) == 1 and list(shape) == [counts[0] * extents[0]]  # (its tiles are runs of its cells)
     for info, values, cells, mask in _attribute_columns(schema, data, validity, shape, lossy, enumerations,
-                                                        streams if one_tile else None):
+                                                        streams and runs and functools.partial(streams,
+                                                                                               extent=extents[0])):
         tiles[info.name] = list(dense_tiles(cells, subarray, schema.domain.dimensions, _padding(info, schema.version), *order))
         if mask is not None:
             valid[info.name] = list(dense_tiles(mask, subarray, schema.domain.dimensions, False, *order))
