@@ -86,11 +86,16 @@ def writer_case(seed: int, number: int, workdir: Path) -> dict:
     rng = random.Random(f"{seed}:{number}:writer-args")
     path = workdir / "writer-args"
     sparse, attrs, dims = _array(rng, path)
-    n = 3
+    # (a draw of its own, which leaves the other cases as they were) whole tiles in chunks of a few bytes: str
+    # tiles are filtered as the check encodes them (TileStreams), bad cells or not
+    whole = not sparse and random.Random(f"{seed}:{number}:writer-whole").random() < 0.3
+    n = 10 if whole else 3
     data = {a.name: _good(a, n, rng) for a in attrs}
-    kw = {"coords": _coords(dims, n, rng)} if sparse else {"subarray": [(2, 4)]}
+    kw = {"coords": _coords(dims, n, rng)} if sparse else {"subarray": [(0, 9)] if whole else [(2, 4)]}
+    if whole:
+        kw["max_chunk_size"] = rng.choice([1, 4, 8, 65536])
     what = []
-    for _ in range(rng.randint(1, 2)):
+    for _ in range(rng.randint(0 if whole else 1, 2)):  # (whole tiles: written with no bad argument too)
         if rng.random() < 0.7:
             a = rng.choice(attrs)
             j = rng.randrange(len(ODD))
