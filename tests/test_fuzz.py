@@ -106,6 +106,8 @@ FINDS = {
                  "run on 6251600)",
     (20261157, 915): "OverflowError: repair numbered a sparse fragment's cells by a schema capacity of 2**64 - 1 "
                      "(tile 1 starts past int64; campaign 20261157 on 95e9804)",
+    (20261160, 19821): "OverflowError: a 0.x sparse read in global order took a bit-flipped tile extent of "
+                       "-2**63 + 2 as a uint64 (campaign 20261160 on 96c5e97)",
 }
 
 

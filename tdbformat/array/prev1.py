@@ -416,9 +416,8 @@ def _read_sparse(arr, wanted, ranges, layout, budget) -> dict:
         same = np.all(xy[newest_first][1:] == xy[newest_first][:-1], axis=1)
         dup[newest_first[1:][same]] = True
     sel = np.flatnonzero(keep & ~dup)
-    dims = arr.schema.domain.dimensions
-    perm = order.order_cells([xy[sel, j] for j in range(xy.shape[1])], layout,
-                             dom_lo=[d.domain[0] for d in dims], extents=[d.tile_extent for d in dims],
+    dom_lo, extents = order.tile_grid(arr.schema.domain.dimensions)  # (a tile extent not positive: refused)
+    perm = order.order_cells([xy[sel, j] for j in range(xy.shape[1])], layout, dom_lo=dom_lo, extents=extents,
                              tile_order=arr.schema.tile_order, cell_order=arr.schema.cell_order)
     sel = sel[perm]
     out = {d.name: xy[sel, j].copy() for j, d in enumerate(arr.dims)}

@@ -171,6 +171,21 @@ def test_a_lying_tile_offset_is_a_format_error(tmp_path):
         open_array(dst).read()
 
 
+@pytest.mark.parametrize("extent", [0, -5, -2**63 + 2])
+@pytest.mark.parametrize("order", ["G", "C", "U"])
+def test_a_tile_extent_not_positive_is_a_format_error(tmp_path, extent, order):
+    """A 0.x sparse schema whose tile extent is not positive (fuzz campaign 20261160 case 19821: a bit flip
+    made it -2**63 + 2, which the global order's tile index could not take as a uint64) is refused by a read
+    in any order, as the modern reader's tile grid refuses it (a dense legacy read already did)."""
+    dst = _copy(tmp_path, "tiledb-0.6.1/my_workspace/sparse_arrays/sparse_nocomp")
+    schema = ArraySchema0x.parse((dst / "__array_schema.tdb").read_bytes())
+    assert len(schema.tile_extents) == 16  # two int64 dimensions
+    schema.tile_extents = np.array([extent, 2], "<i8").tobytes()
+    (dst / "__array_schema.tdb").write_bytes(ArraySchema0x.build(schema))
+    with pytest.raises(FormatError, match="tile extent must be positive"):
+        open_array(dst).read(order=order)
+
+
 def test_a_truncated_book_keeping_is_a_format_error(tmp_path):
     dst = _copy(tmp_path, "tiledb-0.6.1/my_workspace/sparse_arrays/my_array_B")
     bk = next(dst.glob("__0*/__book_keeping.tdb.gz"))
