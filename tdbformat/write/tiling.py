@@ -131,7 +131,7 @@ class _Utf8:
         return self.data[begin:end], (offsets - begin if first else offsets).view("<u8")
 
 
-_BLOCK = 1 << 13  # cells encoded at a time: a block's text and bytes stay in the cache, and the next reuses them
+_BLOCK = 1 << 13  # cells encoded at a time: its text and bytes stay in the cache, and its chunks reach the streams soon
 
 
 def utf8_cells(values: np.ndarray, streams=None) -> tuple[np.ndarray, np.ndarray] | None:
