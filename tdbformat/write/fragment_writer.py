@@ -185,7 +185,7 @@ class _Encoder:
         cells they are of (False: none)."""
         var_parts = valid_parts = mask = var_size = var = None
         if info.var:
-            fixed_parts, var_parts, data, offsets, terminated = self._var_tile(info, cells, var_bound, threads)
+            fixed_parts, var_parts, data, offsets, terminated = _var_tile(self, info, cells, var_bound, threads)
             if stats is not False and _has_min_max(info, is_dim):  # (only string min and max read them)
                 starts = offsets.astype(np.int64)
                 var = np.frombuffer(data, np.uint8), starts, np.diff(starts, append=len(data)) - terminated
@@ -202,24 +202,6 @@ class _Encoder:
                                                              is_dim, var and tuple(var[:1]) + (var[1][stats], var[2][stats]))
         return fixed_parts, var_parts, var_size, valid_parts, tile_stats
 
-    def _var_tile(self, info: FieldInfo, cells, var_bound, threads) -> tuple:
-        """(offsets parts, var parts, var data, u64 offsets, whether a NUL follows each cell) of a var tile; its
-        parts those the write's check filtered as it encoded the cells, where it had streams for this tile
-        (:func:`tile_streams`)."""
-        in_place = skips_offsets(info.filters, info.datatype, self.version)  # string RLE or dictionary
-        # the cells' NULs kept: the codecs read them in place, or each chunk drops its own (not v5-10's bound)
-        data, offsets, terminated = _var_data(cells, info, in_place or var_bound is None)
-        streamed = streamed_tiles(cells, _made_for(self.schema, info, self.key, self.max_chunk))
-        if streamed is not None:
-            return tile_parts(streamed[1]), tile_parts(streamed[0]), data, offsets, False
-        stored_offsets = offsets - np.arange(len(offsets), dtype=np.uint64) if terminated else offsets
-        # a lone tile (all the threads its own) filters its offsets beside its data, not before
-        fixed = None if in_place else (_sides().submit if threads > 1 else _now)(
-            self.stored, stored_offsets, self.schema.cell_var_offsets_filters, Datatype.UINT64, 8, threads=threads)
-        var_parts = self.stored(data, info.filters, info.datatype, info.datatype.size, offsets=offsets,
-                                var_bound=var_bound, threads=threads, terminated=terminated)
-        return [_EMPTY_TILE] if in_place else fixed.result(), var_parts, data, offsets, terminated
-
     def coords(self, tiles, dims, sink, out: _Out) -> None:
         """The v1-4 ``__coords`` field (into ``sink``, adding to ``out``): every dimension's coordinates of a
         tile together, zipped (x1 y1 x2 y2...) in v1 unless the coordinate pipeline compresses, else one
@@ -235,6 +217,25 @@ class _Encoder:
                                  datatype.size * len(dims), dim_num=1 if zipped else len(dims)))
             out.stats.append(None)
         out.sizes = [sink.size, 0, 0]
+
+
+def _var_tile(enc: _Encoder, info: FieldInfo, cells, var_bound, threads) -> tuple:
+    """(offsets parts, var parts, var data, u64 offsets, whether a NUL follows each cell) of a var tile
+    (:meth:`_Encoder.tile`); its parts those the write's check filtered as it encoded the cells, where it had
+    streams for this tile (:func:`tile_streams`)."""
+    in_place = skips_offsets(info.filters, info.datatype, enc.version)  # string RLE or dictionary
+    # the cells' NULs kept: the codecs read them in place, or each chunk drops its own (not v5-10's bound)
+    data, offsets, terminated = _var_data(cells, info, in_place or var_bound is None)
+    streamed = streamed_tiles(cells, _made_for(enc.schema, info, enc.key, enc.max_chunk))
+    if streamed is not None:
+        return tile_parts(streamed[1]), tile_parts(streamed[0]), data, offsets, False
+    stored_offsets = offsets - np.arange(len(offsets), dtype=np.uint64) if terminated else offsets
+    # a lone tile (all the threads its own) filters its offsets beside its data, not before
+    fixed = None if in_place else (_sides().submit if threads > 1 else _now)(
+        enc.stored, stored_offsets, enc.schema.cell_var_offsets_filters, Datatype.UINT64, 8, threads=threads)
+    var_parts = enc.stored(data, info.filters, info.datatype, info.datatype.size, offsets=offsets,
+                           var_bound=var_bound, threads=threads, terminated=terminated)
+    return [_EMPTY_TILE] if in_place else fixed.result(), var_parts, data, offsets, terminated
 
 
 class _Sink:
