@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import importlib
 import os
 import shutil
 from pathlib import Path
@@ -346,11 +347,15 @@ def test_a_tile_that_fails_to_filter_fails_the_write_once_no_tile_is_filtering(t
     assert not glob.glob(f"{path}/__commits/*")
 
 
+@pytest.mark.parametrize("gathered", [True, False], ids=["gathered", "tile-by-tile"])
 @pytest.mark.parametrize("version", [4, 22])
 def test_a_data_file_that_cannot_be_written_fails_the_write_and_leaves_the_array_as_it_was(tmp_path, monkeypatch,
-                                                                                          version):
-    """Tiles go to their files in a thread of their own: a tile the disk refuses (after the first) still fails
-    the write, naming the file, before anything commits."""
+                                                                                          version, gathered):
+    """Tiles go to their files in a thread of their own, gathered into writes of a MiB (or one by one): a write
+    the disk refuses (the one that holds the small tiles; the second tile's) still fails the write, naming the
+    file, before anything commits."""
+    if not gathered:
+        monkeypatch.setattr(importlib.import_module("tdbformat.write.fragment_writer"), "_GATHER", 0)
     schema = dense_schema(tmp_path, version >= 7)
     path = str(tmp_path / "a")
     create(path, schema, version)
@@ -366,7 +371,7 @@ def test_a_data_file_that_cannot_be_written_fails_the_write_and_leaves_the_array
 
                 def write(self, data):
                     Full.calls += 1
-                    if Full.calls > 1:
+                    if Full.calls > (0 if gathered else 1):
                         raise OSError(28, "No space left on device")
                     return f.write(data)
             yield Full()
@@ -377,6 +382,62 @@ def test_a_data_file_that_cannot_be_written_fails_the_write_and_leaves_the_array
     monkeypatch.undo()
     with tiledb.open(path) as A:
         assert A[:]["i"].tolist() == first["i"].tolist()
+
+
+def test_small_tiles_are_filtered_and_written_in_batches_into_the_bytes_of_a_tile_at_a_time(tmp_path, monkeypatch):
+    """A write of many small tiles filters them a few at a time on each thread and gathers them into writes of
+    about 128 KiB per data file (a task and a write a tile cost a round trip to a thread each, which the next
+    tile waited for), and its files are byte for byte those of a task and a write a tile; TileDB-Py reads the
+    cells."""
+    fragment_writer = importlib.import_module("tdbformat.write.fragment_writer")
+    n, extent = 400_000, 1_000
+    values = {"a": np.arange(n, dtype=np.int64) * 7,
+              "s": np.array([f"cell {k % 997}" for k in range(n)], object)}
+    made, calls, tasks = {}, {}, {}
+    real, encodes = LocalStorage.writer, fragment_writer._encodes
+
+    @contextlib.contextmanager
+    def counted(self, p):
+        with real(self, p) as f:
+            class Counted:
+                def write(self, data):
+                    calls[made["now"]][os.path.basename(p)] = calls[made["now"]].get(os.path.basename(p), 0) + 1
+                    return f.write(data)
+            yield Counted()
+
+    class CountedPool:
+        def __init__(self, threads):
+            self.pool = encodes(threads)
+
+        def submit(self, *args):
+            tasks[made["now"]] = tasks.get(made["now"], 0) + 1
+            return self.pool.submit(*args)
+    monkeypatch.setattr(LocalStorage, "writer", counted)
+    monkeypatch.setattr(fragment_writer, "_encodes", CountedPool)
+    for batched in (True, False):
+        made["now"], calls[batched] = batched, {}
+        if not batched:
+            monkeypatch.setattr(fragment_writer, "_GATHER", 0)
+            monkeypatch.setattr(fragment_writer, "_TASK", 0)
+        uri = str(tmp_path / f"batched-{batched}")
+        schema = tiledb.ArraySchema(domain=tiledb.Domain(tiledb.Dim("d", domain=(0, n - 1), tile=extent,
+                                                                    dtype=np.uint64)), attrs=[
+            tiledb.Attr("a", np.int64, filters=[tiledb.ZstdFilter()]), tiledb.Attr("s", str, var=True)])
+        tiledb.Array.create(uri, schema)
+        write(uri, values, timestamp=1, uuid="0" * 32, threads=2)
+        made[batched] = {os.path.relpath(q, uri): Path(q).read_bytes()
+                         for q in glob.glob(f"{uri}/__fragments/*/*.tdb") if "metadata" not in q}
+        with tiledb.open(uri) as A:
+            got = A[:]
+        assert got["a"].tolist() == values["a"].tolist() and got["s"].tolist() == values["s"].tolist()
+    assert made[True] == made[False]
+    sizes = {os.path.basename(q): len(b) for q, b in made[False].items()}
+    assert set(sizes) == {"a0.tdb", "a1.tdb", "a1_var.tdb"}
+    for name, size in sizes.items():  # a tile a write, against a write of 128 KiB or so
+        assert calls[False][name] == n // extent
+        assert calls[True][name] <= size // (1 << 17) + 1, (name, size, calls[True][name])
+    assert tasks[False] == 2 * n // extent  # a task a tile of each field, against a task of 32 tiles or so
+    assert tasks[True] <= 2 * n // extent // 30, tasks
 
 
 @pytest.mark.parametrize("version, feature, since", [(6, "nullable", 7), (4, "var-sized dimensions", 5),
