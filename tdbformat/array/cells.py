@@ -49,7 +49,7 @@ def empty_column(info, column: np.ndarray) -> np.ndarray:
     return np.empty(0, "U1" if info.datatype == Datatype.STRING_UTF8 else "S1")
 
 
-def split_var(data: bytes, offsets: np.ndarray, info, into=None) -> np.ndarray:
+def split_var(data, offsets: np.ndarray, info, into=None) -> np.ndarray:
     """A var tile's cells as an object array: str for UTF-8, bytes for other strings, arrays otherwise
     (repeated strings put into ``into``, as :func:`entry_values`). The offsets must start at 0, never decrease
     and stay within ``data``."""
@@ -63,7 +63,7 @@ def split_var(data: bytes, offsets: np.ndarray, info, into=None) -> np.ndarray:
             _shared(data, starts, _lengths(starts, data), info, into)
         if fast is not None:
             return fast
-    ends = np.append(offsets[1:], np.uint64(len(data))).tolist()
+    ends, data = np.append(offsets[1:], np.uint64(len(data))).tolist(), bytes(data)  # (a view slices to views)
     return _objects(_values([data[a:b] for a, b in zip(offsets.tolist(), ends)], info))
 
 

@@ -4,16 +4,20 @@ step per tile (a 2,000 x 2,000 array in 20 x 20 tiles has 10,000 of them)."""
 
 from __future__ import annotations
 
+import functools
 import math
+import os
+from concurrent import futures
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from ..enums import Layout
 from ..errors import FormatError
 from . import order
-from .cells import cell_dtype
+from .cells import U64, cell_dtype, split_var
 from .fragment import field_index
-from .tiles import run_tiles
+from .tiles import at_once, run_tiles, var_run_tiles
 
 __all__ = ["Grid", "check_in_domain", "grid", "place_batched"]
 
@@ -60,9 +64,10 @@ def grid(arr, frag, lo, hi) -> Grid | None:
 
 
 def place_batched(arr, frag, g: Grid, wanted, lo, result, pool) -> list:
-    """Put the cells of ``frag``'s fixed-size fields of ``wanted`` that lie in the box into ``result`` (a
-    ``dense._Result``; ``lo``: the box's low corner) a batch of tiles at a time. Returns the fields left to
-    the tile-by-tile path: var-sized ones, and any whose batch failed (that path names the bad tile)."""
+    """Put the cells of ``frag``'s fields of ``wanted`` that lie in the box into ``result`` (a ``dense._Result``;
+    ``lo``: the box's low corner) a batch of tiles at a time. Returns the fields left to the tile-by-tile path:
+    var ones whose strings carry their own offsets (string RLE, dictionary), and any whose batch failed (that
+    path names the bad tile)."""
     schema = arr.schema
     dims = len(g.extents)
     if math.prod(g.counts) >= 1 << 62:  # positions past int64 (the tile-by-tile path reports them)
@@ -72,7 +77,7 @@ def place_batched(arr, frag, g: Grid, wanted, lo, result, pool) -> list:
         idx = field_index(frag, a)
         if idx is None:  # an attribute added after the fragment was written: its cells read as fill
             result.put_fill(a, tuple(slice(b0 - q, b1 - q + 1) for b0, b1, q in zip(g.b_lo, g.b_hi, lo)))
-        elif a.var:
+        elif a.var and arr.tiles.plan(frag, idx, "_var").filters.strings:  # (string RLE, dictionary: tile by tile)
             rest.append(a)
         else:
             fields.append((a, idx))
@@ -86,42 +91,99 @@ def place_batched(arr, frag, g: Grid, wanted, lo, result, pool) -> list:
     slow = axes[0]  # slabs across the slowest axis of tile order: their tiles lie together in the file
     step = max(1, BATCH_CELLS // (cell_num * math.prod(n) // n[slow]))
     threads = getattr(pool, "_max_workers", 1)
+    slabs = [([s if j == slow else 0 for j in range(dims)], [min(step, n[j] - s) if j == slow else n[j]
+                                                            for j in range(dims)]) for s in range(0, n[slow], step)]
     for a, idx in fields:
         try:
-            for s in range(0, n[slow], step):
-                _batch(arr, frag, g, a, idx, [s if j == slow else 0 for j in range(dims)],
-                       [min(step, n[j] - s) if j == slow else n[j] for j in range(dims)], stride, lo, result, threads)
+            _place_field(arr, frag, g, a, idx, slabs, stride, lo, result, threads)
         except FormatError:
             rest.append(a)
     return rest
 
 
-def _batch(arr, frag, g: Grid, a, idx, start, n, stride, lo, result, threads):
-    """Field ``a``'s tiles ``t_first + start`` .. (``n`` per axis) decoded at once and put into the result."""
-    dims, cell_num = len(n), math.prod(g.extents)
+def _place_field(arr, frag, g: Grid, a, idx, slabs, stride, lo, result, threads):
+    """Field ``a``'s ``slabs`` (``start``, ``n``: tiles ``t_first + start`` .., ``n`` per axis) decoded at once
+    each and put into the result in turn; a var field's next slab is decoded (zstd lets the GIL go) while this
+    one's cells are made (Python objects, which hold it)."""
+    info, cell_num = arr.tiles.plan(frag, idx, "").info, math.prod(g.extents)
+
+    def decoded(slab):
+        ks = _tiles_of(frag, g, *slab, stride)
+        return ks, (_var_bytes if info.var else _fixed_values)(arr, frag, idx, ks, threads, cell_num, info)
+    ahead = None
+    try:
+        for i, slab in enumerate(slabs):
+            ks, got = ahead.result() if ahead is not None else decoded(slab)
+            ahead = _ahead().submit(decoded, slabs[i + 1]) if info.var and i + 1 < len(slabs) else None
+            _put_slab(arr, frag, g, a, idx, ks, slab, _var_cells(got, info) if info.var else got, lo, result, threads)
+    finally:
+        if ahead is not None:  # (a slab that fails leaves none decoding behind it)
+            futures.wait([ahead])
+
+
+@functools.cache
+def _ahead() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(1, thread_name_prefix="tdbformat-slabs")
+
+
+os.register_at_fork(after_in_child=_ahead.cache_clear)  # a forked child has none of the parent's threads
+
+
+def _tiles_of(frag, g: Grid, start, n, stride) -> list:
+    """The fragment's positions of tiles ``t_first + start`` .. (``n`` per axis), in tile order."""
+    dims = len(n)
     rel = [g.t_first[j] + start[j] - g.first[j] for j in range(dims)]
     if sum((r + c - 1) * s for r, c, s in zip(rel, n, stride)) >= frag.tile_num():
         raise FormatError("a tile is past the fragment's tiles")
     ks = sum(((np.arange(c, dtype=np.int64) + r) * s).reshape([c if i == j else 1 for i in range(dims)])
              for j, (r, c, s) in enumerate(zip(rel, n, stride)))
-    ks = np.broadcast_to(ks, n).reshape(-1).tolist()
-    info = arr.tiles.plan(frag, idx, "").info
-    data, counts = run_tiles(arr.tiles, frag, idx, "", ks, threads, info.datatype.size * info.cell_val_num)
-    if np.any(counts != cell_num):
-        raise FormatError("a dense tile holds fewer cells than its extents")
+    return np.broadcast_to(ks, n).reshape(-1).tolist()
+
+
+def _put_slab(arr, frag, g: Grid, a, idx, ks, slab, values, lo, result, threads):
+    """A slab's cells (its tiles' ``values`` back to back) and validity put into the result."""
+    (start, n), cell_num = slab, math.prod(g.extents)
     origin = [d + (t + s) * e for d, t, s, e in zip(g.dom_lo, g.t_first, start, g.extents)]
     c_lo = [max(b, o) for b, o in zip(g.b_lo, origin)]
     c_hi = [min(b, o + c * e - 1) for b, o, c, e in zip(g.b_hi, origin, n, g.extents)]
     dst = tuple(slice(x - q, y - q + 1) for x, y, q in zip(c_lo, c_hi, lo))
     src = tuple(slice(x - o, y - o + 1) for x, y, o in zip(c_lo, c_hi, origin))
     whole = all(x == o and y == o + c * e - 1 for x, y, o, c, e in zip(c_lo, c_hi, origin, n, g.extents))
-    _put(result.out[a.name][dst], _cells(np.frombuffer(data, cell_dtype(info)), n, g.extents, arr.schema), src, whole)
+    _put(result.out[a.name][dst], _cells(values, n, g.extents, arr.schema), src, whole)
     if a.nullable:
         valid, counts = run_tiles(arr.tiles, frag, idx, "_validity", ks, threads, 1)
         if np.any(counts != cell_num):
             raise FormatError("a dense tile holds fewer validity values than its extents")
         _put(result.valid[a.name][dst], _cells(np.frombuffer(valid, np.uint8) != 0, n, g.extents, arr.schema), src,
              whole)
+
+
+def _fixed_values(arr, frag, idx, ks, threads, cell_num, info) -> np.ndarray:
+    data, counts = run_tiles(arr.tiles, frag, idx, "", ks, threads, info.datatype.size * info.cell_val_num)
+    if np.any(counts != cell_num):
+        raise FormatError("a dense tile holds fewer cells than its extents")
+    return np.frombuffer(data, cell_dtype(info))
+
+
+def _var_bytes(arr, frag, idx, ks, threads, cell_num, info) -> tuple:
+    """(bytes, offsets) of var tiles ``ks``: their offsets (each tile's from its own start) and bytes decoded at
+    once, the offsets moved to the bytes back to back."""
+    (offsets, counts), (data, sizes) = at_once([lambda: run_tiles(arr.tiles, frag, idx, "", ks, threads, 8),
+                                                lambda: var_run_tiles(arr.tiles, frag, idx, ks, threads)], threads > 1)
+    if np.any(counts != cell_num):
+        raise FormatError("a dense tile holds fewer offsets than its extents")
+    starts = np.frombuffer(offsets, U64).reshape(len(ks), cell_num)
+    sizes = np.asarray(sizes, np.int64)
+    # each tile's offsets rise from 0 within its own bytes: moved by the bytes before it, none reaches the next
+    if np.any(starts[:, 0] != 0) or np.any(starts[:, 1:] < starts[:, :-1]) or np.any(starts[:, -1] > sizes):
+        raise FormatError("var offsets do not rise from 0 to at most the bytes of their var tile")
+    return data, (starts + (np.cumsum(sizes) - sizes).astype(U64)[:, None]).reshape(-1)
+
+
+def _var_cells(got, info) -> np.ndarray:
+    """The cells of a slab of var tiles (:func:`_var_bytes`) as one object array, made in one call (a tile at a
+    time, a million strings in 1,000-cell tiles took 4 times TileDB-Py's read)."""
+    return split_var(*got, info)
 
 
 def _cells(flat: np.ndarray, n, extents, schema) -> np.ndarray:

@@ -21,7 +21,7 @@ from ..structs.tile import read_tile
 from ..versions import FEATURES
 from .cells import U64, cell_dtype, entry_values, ordinal, result_dtype, split_var
 
-__all__ = ["Tiles", "run_tiles"]
+__all__ = ["Tiles", "at_once", "run_tiles", "var_run_tiles"]
 
 
 class Tiles:
@@ -112,12 +112,12 @@ class Tiles:
 
     def columns(self, frag, dims, idxs, tiles, pool) -> tuple[list[np.ndarray], list]:
         """(:meth:`coords` of ``dims``, :meth:`field` of each of ``idxs``) over ``tiles``, the fields decoded
-        at once (:func:`_at_once`); no ``dims``: the fields alone."""
+        at once (:func:`at_once`); no ``dims``: the fields alone."""
         per_dim = FEATURES["coordinates_per_dimension"](frag.version)
         jobs = [functools.partial(self.field, frag, frag.index(d.name), tiles, pool) for d in dims] if per_dim \
             else [functools.partial(_shared_coords, self, frag, dims, tiles, pool)] if dims else []
         jobs += [functools.partial(self.field, frag, i, tiles, pool) for i in idxs]
-        done = _at_once(jobs, chunk_threads(pool, 1) > 1 and len(tiles) * int(frag.schema.capacity) >= _AT_ONCE)
+        done = at_once(jobs, chunk_threads(pool, 1) > 1 and len(tiles) * int(frag.schema.capacity) >= _AT_ONCE)
         fields = done[len(jobs) - len(idxs):]
         if not per_dim or not dims:
             return (done[0] if dims else []), fields
@@ -152,6 +152,24 @@ def run_tiles(reader: Tiles, frag, idx: int, kind: str, tiles, threads: int, cel
     return _run(reader, frag, idx, kind, tiles, _Spans(reader.storage, frag, idx, sorted(tiles)), threads, cell)
 
 
+def var_run_tiles(reader: Tiles, frag, idx: int, tiles, threads: int):
+    """(the unfiltered bytes of var data tiles ``tiles`` back to back, the bytes of each), the chunks of every
+    tile through the filter plan at once: into one array of the size their chunk headers claim where the stored
+    bytes may unfilter to that much (16 times, and 1 MiB, as :func:`_run`), else grown as output proves it; a
+    FormatError names no tile."""
+    plan = reader.plan(frag, idx, "_var")
+    spans_of = [frag.tile_span("_var", idx, k) for k in tiles]
+    stored = _stored(reader, plan, "_var", spans_of, _Spans(reader.storage, frag, idx, sorted(tiles)))
+    chunks, sizes = _chunks(stored)
+    tile = dict(num_chunks=len(chunks), chunks=chunks)
+    if sum(sizes) > 16 * sum(map(len, stored)) + (1 << 20):
+        return plan.filters.unfilter(tile, threads=threads), sizes
+    dest = np.empty(sum(sizes), np.uint8)
+    if not plan.filters.unfilter_tiles(stored, dest, threads):  # (one stage of zstd)
+        plan.filters.unfilter(tile, out=dest, threads=threads)
+    return memoryview(dest), sizes
+
+
 def _shared_coords(reader: Tiles, frag, dims, tiles, pool) -> list[np.ndarray]:
     """:meth:`Tiles.coords` from the ``__coords`` file that the dimensions of v1-4 share."""
     idx = frag.index("__coords")
@@ -172,7 +190,7 @@ def _shared_coords(reader: Tiles, frag, dims, tiles, pool) -> list[np.ndarray]:
 _AT_ONCE = 1 << 17
 
 
-def _at_once(jobs: list, many: bool) -> list:
+def at_once(jobs: list, many: bool) -> list:
     """The results of ``jobs`` (calls without arguments) in order, run at once on the fields' pool when
     ``many`` (a read on several threads): one field's tile reads and chunk headers (Python, holding the GIL)
     overlap another's decoding (C, which lets it go). Reading three 8 MiB fields of 100 tiles took 14-17 ms

@@ -368,7 +368,7 @@ def test_a_failing_field_leaves_no_other_field_decoding():
         ended.set()
 
     with pytest.raises(FormatError, match="a broken tile"):
-        tiles_mod._at_once([fails, slow], True)
+        tiles_mod.at_once([fails, slow], True)
     assert ended.is_set()
 
 
