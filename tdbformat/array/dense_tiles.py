@@ -115,7 +115,8 @@ def _place_field(arr, frag, g: Grid, a, idx, slabs, stride, lo, result, threads)
         for i, slab in enumerate(slabs):
             ks, got = ahead.result() if ahead is not None else decoded(slab)
             ahead = _ahead().submit(decoded, slabs[i + 1]) if info.var and i + 1 < len(slabs) else None
-            _put_slab(arr, frag, g, a, idx, ks, slab, _var_cells(got, info) if info.var else got, lo, result, threads)
+            values = _var_cells(got, info, threads) if info.var else got
+            _put_slab(arr, frag, g, a, idx, ks, slab, values, lo, result, threads)
     finally:
         if ahead is not None:  # (a slab that fails leaves none decoding behind it)
             futures.wait([ahead])
@@ -180,10 +181,10 @@ def _var_bytes(arr, frag, idx, ks, threads, cell_num, info) -> tuple:
     return data, (starts + (np.cumsum(sizes) - sizes).astype(U64)[:, None]).reshape(-1)
 
 
-def _var_cells(got, info) -> np.ndarray:
+def _var_cells(got, info, threads: int) -> np.ndarray:
     """The cells of a slab of var tiles (:func:`_var_bytes`) as one object array, made in one call (a tile at a
     time, a million strings in 1,000-cell tiles took 4 times TileDB-Py's read)."""
-    return split_var(*got, info)
+    return split_var(*got, info, threads=threads)
 
 
 def _cells(flat: np.ndarray, n, extents, schema) -> np.ndarray:

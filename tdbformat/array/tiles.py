@@ -220,7 +220,7 @@ def _var_cells(reader: Tiles, frag, idx: int, k: int, info, spans, threads, into
     data, offsets = got
     if offsets is None:
         offsets = reader._array(frag, idx, "", k, U64, spans, threads)
-    return reader._located(frag, idx, k, lambda: split_var(bytes(data), np.asarray(offsets, U64), info, into))
+    return reader._located(frag, idx, k, lambda: split_var(data, np.asarray(offsets, U64), info, into, threads))
 
 
 def _joined(reader: Tiles, frag, idx: int, tiles, spans, pool):

@@ -34,7 +34,7 @@ __all__ = [
     "Codec", "FilterContext", "CODECS", "STRING_CODECS", "register", "Header", "split_parts", "joined", "unfilter",
     "filter_tile", "chunk_sizes", "var_chunk_sizes", "skips_offsets", "uses_chunking", "unfilter_strings", "MAX_CHUNK",
     "set_threads", "get_threads", "thread_count", "reverse_stacked", "forward_stacked", "FilterPlan", "Entries",
-    "byte_ranges", "nonempty", "stacked", "var_chunk_walk", "TileStream",
+    "byte_ranges", "nonempty", "stacked", "var_chunk_walk", "TileStream", "each",
 ]
 
 #: TileDB's default process-wide chunk size (v5+; v1-4 chunk by the pipeline's ``max_chunk_size``).
@@ -106,6 +106,13 @@ def _map(fn, items: list, threads: int | None) -> list:
     else:
         done = _pool_of(threads).map(lambda r: fn(items[bounds[r]:bounds[r + 1]]), range(runs))
     return [out for run in done for out in run]
+
+
+def each(fn, items: list, threads: int | None = None) -> list:
+    """``fn(item)`` of each of ``items``, in order, on ``threads`` of the filters' threads (default:
+    :func:`set_threads`'s): for work in C that lets the GIL go. ``fn`` must not wait on these threads."""
+    threads = min(_threads if threads is None else threads, len(items))
+    return [fn(item) for item in items] if threads <= 1 else list(_pool_of(threads).map(fn, items))
 
 
 def _pool_of(threads: int) -> ThreadPoolExecutor:

@@ -135,6 +135,29 @@ def test_var_cells_shared_or_not_are_the_loops_values(datatype, repeat, arrow, m
     assert (len({id(v) for v in got}) <= 5) == repeat
 
 
+@pytest.mark.parametrize("into", [False, True])
+@pytest.mark.parametrize("threads, cells, parts", [(2, 300_000, 2), (3, 300_000, 3), (2, 100_000, 1), (1, 300_000, 1)])
+def test_repeated_var_cells_are_grouped_a_part_a_thread_into_the_values_of_one_part(threads, cells, parts, into,
+                                                                                    monkeypatch):
+    """A large tile of repeated strings is grouped by pyarrow a part of its cells a thread (65,536 cells a
+    part at least): the values are those the cells give cell by cell, a part's equal cells share one value,
+    and they go into ``into`` where given (a place in the read's result)."""
+    pytest.importorskip("pyarrow")
+    _with_or_without_pyarrow(monkeypatch, True)
+    encoded, each = [], cells_mod.each
+    monkeypatch.setattr(cells_mod, "each", lambda fn, items, threads: encoded.append((len(items), threads)) or
+                        each(fn, items, threads))
+    words = [b"w\xc3\xa9%d" % (i % 97) * (i % 3) for i in range(97)]
+    values = [words[i] for i in np.random.default_rng(3).integers(0, len(words), cells)]
+    info = FieldInfo("s", Datatype.STRING_UTF8, VAR_NUM, True, False, None)
+    out = np.empty(cells, object) if into else None
+    got = cells_mod.split_var(*_var_tile(values), info, out, threads)
+    assert got.dtype == object and got.tolist() == [w.decode() for w in values]
+    assert (got is out) == into
+    assert encoded == [(parts, parts)]  # (a part a thread)
+    assert len({id(v) for v in got}) <= parts * len(words)
+
+
 @pytest.mark.parametrize("arrow", [True, False])
 @pytest.mark.parametrize("dtype", [str, "ascii"])
 @pytest.mark.parametrize("pipeline", ["RLE", "dictionary", "RLE+zstd"])
