@@ -56,14 +56,16 @@ def split_var(data, offsets: np.ndarray, info, into=None, threads: int = 1) -> n
     n = len(offsets)
     if n and (offsets[0] != 0 or np.any(offsets[1:] < offsets[:-1]) or offsets[-1] > len(data)):
         raise FormatError(f"var offsets do not rise from 0 to at most the {len(data)} bytes of the var tile")
-    if info.datatype in _STRINGS:  # pyarrow's C loops where it is installed, else numpy
-        pa = arrow(n)
+    pa = arrow(n) if info.datatype in _STRINGS else None  # pyarrow's C loops where it is installed, else numpy
+    if pa is None:
+        data = bytes(data)  # (sliced here: a view's slices are views, not bytes)
+    if info.datatype in _STRINGS:
         starts = offsets.astype(np.int64)
         fast = _arrow_strings(pa, data, starts, info, into, threads) if pa else \
             _shared(data, starts, _lengths(starts, data), info, into)
         if fast is not None:
             return fast
-    ends, data = np.append(offsets[1:], np.uint64(len(data))).tolist(), bytes(data)  # (a view slices to views)
+    ends, data = np.append(offsets[1:], np.uint64(len(data))).tolist(), bytes(data)
     return _objects(_values([data[a:b] for a, b in zip(offsets.tolist(), ends)], info))
 
 

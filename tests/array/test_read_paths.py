@@ -83,6 +83,28 @@ def test_ascii_cells_ending_in_nul_read_as_tiledb_py_reads_them(tmp_path, sparse
         assert list(got[name]) == list(want[name]), name
 
 
+@pytest.mark.parametrize("arrow", [True, False], ids=["pyarrow", "numpy"])
+@pytest.mark.parametrize("extent", [5_000, 40, 7], ids=["a tile", "tiles", "small tiles"])
+@pytest.mark.parametrize("repeat", [True, False], ids=["repeated", "distinct"])
+def test_var_strings_of_zstd_tiles_read_as_tiledb_py_reads_them(tmp_path, arrow, extent, repeat, monkeypatch):
+    """Var strings of zstd tiles, one tile or slabs of small ones (their bytes views of what the filters
+    decoded), read as TileDB-Py reads them, with pyarrow or numpy making the values (numpy's slices bytes)."""
+    _with_or_without_pyarrow(monkeypatch, arrow)
+    cells = [f"w{k % 9}é" * (k % 3) if repeat else f"cell {k} é" for k in range(5_000)]
+    uri = str(tmp_path / "a")
+    dim = tiledb.Dim("d", domain=(0, len(cells) - 1), tile=extent, dtype=np.int64)
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(dim), attrs=[
+        tiledb.Attr("s", dtype=str, var=True, filters=[tiledb.ZstdFilter()]),
+        tiledb.Attr("b", dtype="ascii", var=True, filters=[tiledb.ZstdFilter()])]))
+    with tiledb.open(uri, "w") as A:
+        A[:] = {"s": np.array(cells, object), "b": np.array([c.encode("utf-8") for c in cells], object)}
+    with tiledb.open(uri) as A:
+        want = A[:]
+    got = open_array(uri)[:]
+    assert got["s"].tolist() == want["s"].tolist() == cells
+    assert got["b"].tolist() == want["b"].tolist()
+
+
 def _var_tile(cells):
     data = b"".join(cells)
     offsets = np.cumsum([0] + [len(c) for c in cells[:-1]]).astype(np.uint64)
