@@ -11,7 +11,8 @@ from ..filters.pipeline import byte_ranges, each
 from ..filters.strings import SAMPLE, arrow, arrow_ints, cell_words, equal_cells, sampled_distinct
 from ..structs import array_schema as schema_mod
 
-__all__ = ["cell_dtype", "result_bytes", "result_dtype", "empty_column", "split_var", "entry_values", "filled",
+__all__ = ["cell_dtype", "result_bytes", "result_dtype", "empty_column", "split_var", "check_var_offsets",
+           "entry_values", "filled",
            "masked", "metadata_value", "tiledb_py_metadata", "nonempty_bound", "like", "U64", "ordinal", "from_ordinal",
            "range_bound"]
 
@@ -54,8 +55,7 @@ def split_var(data, offsets: np.ndarray, info, into=None, threads: int = 1) -> n
     (repeated strings put into ``into``, as :func:`entry_values`; ``threads`` group them). The offsets must
     start at 0, never decrease and stay within ``data``."""
     n = len(offsets)
-    if n and (offsets[0] != 0 or np.any(offsets[1:] < offsets[:-1]) or offsets[-1] > len(data)):
-        raise FormatError(f"var offsets do not rise from 0 to at most the {len(data)} bytes of the var tile")
+    check_var_offsets(offsets, len(data))
     pa = arrow(n) if info.datatype in _STRINGS else None  # pyarrow's C loops where it is installed, else numpy
     if pa is None:
         data = bytes(data)  # (sliced here: a view's slices are views, not bytes)
@@ -67,6 +67,12 @@ def split_var(data, offsets: np.ndarray, info, into=None, threads: int = 1) -> n
             return fast
     ends, data = np.append(offsets[1:], np.uint64(len(data))).tolist(), bytes(data)
     return _objects(_values([data[a:b] for a, b in zip(offsets.tolist(), ends)], info))
+
+
+def check_var_offsets(offsets: np.ndarray, size: int) -> None:
+    """Refuse a var tile's offsets that do not start at 0, fall, or pass its ``size`` bytes."""
+    if len(offsets) and (offsets[0] != 0 or np.any(offsets[1:] < offsets[:-1]) or offsets[-1] > size):
+        raise FormatError(f"var offsets do not rise from 0 to at most the {size} bytes of the var tile")
 
 
 def entry_values(entries, info, into=None) -> np.ndarray:

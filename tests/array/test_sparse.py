@@ -89,3 +89,67 @@ def test_a_box_that_holds_whole_tiles_reads_them_with_their_coordinates(scattere
     assert seen == {(t, "a"): set(range(frag.tile_num())) for t, frag in zip((1, 2, 3), arr.fragments)}
     with tiledb.open(scattered) as A:
         equal_cells(got["a"], A.query(order="G")[:]["a"], "a")
+
+
+@pytest.mark.parametrize("order", ["U", "G", "C"])
+def test_var_cells_of_many_sparse_tiles_are_made_at_once_and_read_as_tiledb_py(tmp_path, order, monkeypatch):
+    """A sparse fragment's var tiles are decoded a tile a thread and their values made in one call (not one a
+    tile): UTF-8 strings repeated and not, ASCII, var numbers and nullable strings read as TileDB-Py reads
+    them, whole and in a box."""
+    from tdbformat.array import tiles as tiles_mod
+    uri = str(tmp_path / "a")
+    dims = [tiledb.Dim(n, domain=(0, 999), tile=100, dtype=np.int64) for n in "xy"]
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(*dims), sparse=True, capacity=300, attrs=[
+        tiledb.Attr("s", dtype=str, var=True, filters=[tiledb.ZstdFilter()]),
+        tiledb.Attr("u", dtype=str, var=True),
+        tiledb.Attr("b", dtype="ascii", var=True),
+        tiledb.Attr("v", dtype=np.int32, var=True),
+        tiledb.Attr("n", dtype=str, var=True, nullable=True)]))
+    rng = np.random.default_rng(9)
+    cells = rng.choice(1000 * 1000, 5000, replace=False)
+    text = np.array([f"w{c % 13}é" * int(c % 3) for c in cells], object)
+    numbers = np.empty(len(cells), object)
+    numbers[:] = [np.arange(c % 4, dtype=np.int32) - 2 for c in cells]
+    with tiledb.open(uri, "w") as A:
+        A[cells // 1000, cells % 1000] = {"s": text, "u": np.array([f"cell {c}" for c in cells], object),
+                                           "b": np.array([b"x" * int(c % 5) for c in cells], object), "v": numbers,
+                                           "n": np.ma.masked_array(text, cells % 4 == 0)}
+    calls = {"one": 0}
+    split = tiles_mod.split_var
+    monkeypatch.setattr(tiles_mod, "split_var", lambda *a, **k: calls.__setitem__("one", calls["one"] + 1) or
+                        split(*a, **k))
+    for box in (np.s_[:, :], np.s_[100:600, 50:900]):
+        with tiledb.open(uri) as A:
+            want = A.query(order=order)[box]
+        calls["one"] = 0
+        got = open_array(uri).query(order=order)[box]
+        assert calls["one"] == 5  # one call a field, not one a tile
+        for name in ("x", "y", "s", "u", "b", "n"):
+            assert list(got[name]) == list(want[name]), name
+        assert [c.tolist() for c in got["v"]] == [c.tolist() for c in want["v"]]
+
+
+def test_a_var_cell_of_part_of_a_number_in_one_of_many_sparse_tiles_is_named(tmp_path):
+    """Where the values of several tiles made at once fail (a var int32 cell of 6 bytes), the tiles are made
+    one by one again, which names the bad one."""
+    from tdbformat import FormatError
+    uri = str(tmp_path / "a")
+    dims = [tiledb.Dim("x", domain=(0, 999), tile=1000, dtype=np.int64)]
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(*dims), sparse=True, capacity=10,
+                                                offsets_filters=tiledb.FilterList([]), attrs=[
+        tiledb.Attr("v", dtype=np.int32, var=True)]))
+    numbers = np.empty(100, object)
+    numbers[:] = [np.array([k, -k], np.int32) for k in range(100)]
+    with tiledb.open(uri, "w") as A:
+        A[np.arange(100)] = {"v": numbers}
+    frag = open_array(uri).fragments[0]
+    _, start, end = frag.tile_span("", frag.index("v"), 6)
+    data = next(__import__("pathlib").Path(uri).glob("__fragments/*/a0.tdb"))
+    raw = bytearray(data.read_bytes())
+    offsets = np.frombuffer(raw[end - 80:end], "<u8").copy()
+    assert offsets.tolist() == [8 * i for i in range(10)]
+    offsets[3] -= 2  # cells 2 and 3 of tile 6: 6 and 10 bytes
+    raw[end - 80:end] = offsets.tobytes()
+    data.write_bytes(bytes(raw))
+    with pytest.raises(FormatError, match="tile 6"):
+        open_array(uri)[:]
