@@ -45,6 +45,26 @@ def test_whole_tiles_decode_to_the_chunk_by_chunk_bytes(threads):
     assert grown is not None and grown.tobytes() == want
 
 
+@pytest.mark.parametrize("tiles, cells, spread", [(2, 20_000, False), (10, 10_000, False), (5, 100_000, True)])
+def test_frames_of_less_than_a_round_decompress_on_one_thread(tiles, cells, spread, monkeypatch):
+    """libzstd's threads are made afresh for each call (0.1 ms, more than 400 KB of frames take on one): a call
+    of less than a round (a MiB) of frames keeps to one thread; full rounds take those asked for."""
+    from tdbformat.filters import compression
+    asked, made = [], compression._decompressor
+
+    class Spy:
+        def multi_decompress_to_buffer(self, frames, *, decompressed_sizes, threads):
+            asked.append((sum(np.frombuffer(decompressed_sizes, np.uint64).tolist()), threads))
+            return made().multi_decompress_to_buffer(frames, decompressed_sizes=decompressed_sizes, threads=threads)
+    monkeypatch.setattr(compression, "_decompressor", Spy)
+    stored, values = _tiles(tiles, cells)
+    out = np.zeros(sum(v.nbytes for v in values), np.uint8)
+    assert _plan().unfilter_tiles(stored, out, 2) is True
+    assert out.tobytes() == b"".join(v.tobytes() for v in values)
+    assert asked and all(t == (2 if size >= 1 << 20 else 1) for size, t in asked)
+    assert any(t == 2 for _, t in asked) == spread
+
+
 def _chunk_fields(tile: bytes, chunk: int = 0, field: int = 0, value: int = 0) -> bytes:
     """``tile`` with field ``field`` (of the chunk header's 3 and the compressor header's 4 u32) of its chunk
     ``chunk`` set to ``value``."""
