@@ -22,7 +22,7 @@ from ..enums import Datatype, FilterType
 from ..errors import FormatError, UnsupportedError
 from ..versions import FEATURES
 from ..fields import Counted, Struct
-from .pipeline import Codec, FilterContext, Header, joined, register, stacked
+from .pipeline import Codec, FilterContext, Header, each, joined, register, stacked
 
 __all__ = ["CompressedPartSizes", "CompressionCodec", "DoubleDeltaHeader", "DeltaHeader", "RleRun", "delta_dtype"]
 
@@ -230,11 +230,12 @@ class Zstd(CompressionCodec):
         """Whole stored tiles (bytes each) of a pipeline of this one stage decoded back to back: into ``out``
         (uint8; returns True), or with ``out`` None into a new array (returned), allocated up to ``limit``
         bytes until decoded frames prove more, then doubling. Each chunk's header and compressor header are
-        read in one unpack and the frames decompressed a round at a time, each in one call on ``threads``
-        threads: a sparse read of 1M cells in 300 tiles spent more on a chunk's Python (its Container, its
-        header, its copy) than on its zstd. False/None, with ``out`` to be written again, for anything but
-        chunks of one frame each, sized as the headers say (and adding up to ``out``): the chunk-by-chunk
-        path then decodes or names what is wrong."""
+        read in one unpack and the frames decompressed a round (about a MiB) a call, the rounds that fit in
+        what is allocated shared by ``threads`` of the filters' threads: a sparse read of 1M cells in 300 tiles
+        spent more on a chunk's Python (its Container, its header, its copy) than on its zstd, and libzstd's
+        own threads, made afresh each call, took 83 ms for 64 MiB where these take 44. False/None, with
+        ``out`` to be written again, for anything but chunks of one frame each, sized as the headers say (and
+        adding up to ``out``): the chunk-by-chunk path then decodes or names what is wrong."""
         found = _zstd_frames(tiles)
         if found is None or not found[0] or out is not None and sum(found[1]) != len(out):
             return False if out is not None else None
@@ -242,11 +243,8 @@ class Zstd(CompressionCodec):
         dest = out if out is not None else np.empty(min(sum(sizes), max(limit, 1)), np.uint8)
         first, at, total = 0, 0, sum(sizes)
         while first < len(frames):
-            last, claimed = first, 0  # a round: the frames whose claims fit in what is allocated, about a MiB
-            while last < len(frames) and at + claimed + sizes[last] <= len(dest) and (last == first or
-                                                                                      claimed < _ROUND):
-                claimed, last = claimed + sizes[last], last + 1
-            if last == first:  # decoded output proves the bytes so far: the allocation may double
+            rounds, last, end = _rounds(sizes, first, at, len(dest))
+            if not rounds:  # decoded output proves the bytes so far: the allocation may double
                 if not at:
                     return None
                 try:  # in place (realloc remaps a large block), as the chunk-by-chunk path grows its output
@@ -254,20 +252,40 @@ class Zstd(CompressionCodec):
                 except ValueError:
                     dest = np.concatenate([dest[:at], np.empty(min(total, 2 * at) - at, np.uint8)])
                 continue
-            try:
-                done = _decompressor().multi_decompress_to_buffer(
-                    frames[first:last], decompressed_sizes=np.array(sizes[first:last], np.uint64).tobytes(),
-                    threads=max(1, threads) if claimed >= _ROUND else 1)  # (threads spawned a call: 0.1 ms)
-            except zstandard.ZstdError:
+            if not all(each(lambda r: _decoded_round(frames, sizes, dest, *r), rounds, threads)):
                 return False if out is not None else None
-            for k, size in enumerate(sizes[first:last]):
-                part = done[k]
-                if len(part) != size:
-                    return False if out is not None else None
-                dest[at:at + size] = np.frombuffer(part, np.uint8)
-                at += size
-            first = last
+            first, at = last, end
         return True if out is not None else dest
+
+
+def _rounds(sizes: list, first: int, at: int, room: int) -> tuple[list, int, int]:
+    """([(first frame, last frame, where its output starts)] of the rounds of frames from ``first`` whose
+    claims fit in ``room`` bytes from ``at``, about a MiB each; the frame after them, where their output ends)."""
+    rounds, last = [], first
+    while last < len(sizes) and at + sizes[last] <= room:
+        start, claimed = last, 0
+        while last < len(sizes) and at + claimed + sizes[last] <= room and (last == start or claimed < _ROUND):
+            claimed, last = claimed + sizes[last], last + 1
+        rounds.append((start, last, at))
+        at += claimed
+    return rounds, last, at
+
+
+def _decoded_round(frames, sizes, dest, first: int, last: int, at: int) -> bool:
+    """Frames ``first`` .. ``last`` decompressed in one call into ``dest`` from ``at``; False where one is corrupt
+    or does not give the bytes its header claims."""
+    try:
+        done = _decompressor().multi_decompress_to_buffer(
+            frames[first:last], decompressed_sizes=np.array(sizes[first:last], np.uint64).tobytes(), threads=1)
+    except zstandard.ZstdError:
+        return False
+    for k, size in enumerate(sizes[first:last]):
+        part = done[k]
+        if len(part) != size:
+            return False
+        dest[at:at + size] = np.frombuffer(part, np.uint8)
+        at += size
+    return True
 
 
 def _zstd_frames(tiles: list):
