@@ -20,7 +20,7 @@ from construct import BytesIOWithOffsets, ConstructError, Construct, Container, 
 from ..enums import Datatype, DatatypeEnum, EncryptionEnum, EncryptionType, FilterType
 from ..errors import FormatError
 from ..fields import Bounded, Section, Struct, built_size, remaining
-from ..filters import FilterPlan, filter_tile, unfilter
+from ..filters import FilterPlan, unfilter
 from ..filters.pipeline import MAX_CHUNK
 from ..filters.encryption import normalize_key
 from ..versions import LATEST, AnyFormatVersion
@@ -73,6 +73,12 @@ def _default_pipeline(encrypted: bool) -> tuple:
     return pipeline, FilterPipeline.build(pipeline)
 
 
+@functools.cache
+def _default_plan() -> FilterPlan:
+    """The filter plan of new unencrypted generic tiles, made once (a fragment's metadata has 36 of them)."""
+    return FilterPlan(_default_pipeline(False)[0], datatype=Datatype.CHAR, cell_size=1)
+
+
 class _GenericTileOf(Construct):
     """A generic tile whose unfiltered payload is ``payload`` (see the module doc)."""
 
@@ -120,8 +126,9 @@ class _GenericTileOf(Construct):
             encryption = EncryptionType.AES_256_GCM if key is not None else EncryptionType.NO_ENCRYPTION
             pipeline, head = _default_pipeline(key is not None)
         # chunked by the writer's bound like data tiles (TileDB's max_tile_chunk_size; 192 in some wheels)
-        tile = filter_tile(data, pipeline, datatype=Datatype.CHAR, cell_size=1, key=key,
-                           max_chunk=context._params.get("max_chunk") or MAX_CHUNK)
+        plan = _default_plan() if old is None and key is None else FilterPlan(pipeline, datatype=Datatype.CHAR,
+                                                                             cell_size=1, key=key)
+        tile = plan.filter(data, max_chunk=context._params.get("max_chunk") or MAX_CHUNK)
         return _HEAD.pack(version, tile_nbytes(tile), len(data), Datatype.CHAR, 1, encryption, len(head)) + head + \
             write_tile(tile)
 
