@@ -161,21 +161,30 @@ def _record_writebacks(monkeypatch) -> list:
 
 
 @pytest.mark.skipif(storage_module._sync_file_range() is None, reason="sync_file_range is Linux's")
-def test_each_tile_starts_for_the_disk_as_it_is_written_and_the_sync_still_ends_it(tmp_path, monkeypatch):
-    """A data file's tiles are handed to the disk as each is written, so that the sync at its close waits for the
-    last ones only; the ranges are the file's bytes in order, each once; with fsync off none is."""
+@pytest.mark.parametrize("extent", [32_768, 256])
+def test_each_tile_starts_for_the_disk_as_it_is_written_and_the_sync_still_ends_it(tmp_path, monkeypatch, extent):
+    """A data file's tiles are handed to the disk as each write is made (a tile of 256 KiB a write; small tiles
+    gathered into writes of 128 KiB or more), so that the sync at its close waits for the last ones only; the
+    ranges are the file's bytes in order, each once; with fsync off none is."""
     monkeypatch.delenv("TDBFORMAT_FSYNC", raising=False)
-    dom = S.Domain(S.Dim("d", domain=(0, 4095), tile=256, dtype=np.int64))
+    cells = 16 * extent
+    dom = S.Domain(S.Dim("d", domain=(0, cells - 1), tile=extent, dtype=np.int64))
     tdbformat.create(tmp_path / "a", S.ArraySchema(domain=dom, attrs=[S.Attr("a", dtype=np.int64)]))
     calls = _record_writebacks(monkeypatch)
     syncs = _record_syncs(monkeypatch)
-    tdbformat.write(tmp_path / "a", {"a": np.arange(4096)}, timestamp=1)
-    tdbformat.write(tmp_path / "a", {"a": np.arange(4096)}, timestamp=2, fsync=False)
+    tdbformat.write(tmp_path / "a", {"a": np.arange(cells)}, timestamp=1)
+    tdbformat.write(tmp_path / "a", {"a": np.arange(cells)}, timestamp=2, fsync=False)
     monkeypatch.undo()
     (data,) = {p for p, _, _ in calls}
-    tile = 8 + 12 + 256 * 8  # a stored tile (spec, tile.md): its chunk count, one chunk's three sizes, its data
+    tile = 8 + 12 + extent * 8 if extent * 8 <= 1 << 16 else 8 + (12 + (1 << 16)) * (extent * 8 >> 16)  # tile.md
     assert Path(data).name == "a0.tdb" and Path(data).stat().st_size == 16 * tile
-    assert [(o, n) for _, o, n in calls] == [(k * tile, tile) for k in range(16)]
+    ranges = [(o, n) for _, o, n in calls]
+    if tile >= 1 << 17:  # a write a tile
+        assert ranges == [(k * tile, tile) for k in range(16)]
+    else:  # tiles gathered: the file's bytes in order, each once, in writes of 128 KiB or more but the last
+        assert [o for o, _ in ranges] == [sum(n for _, n in ranges[:i]) for i in range(len(ranges))]
+        assert sum(n for _, n in ranges) == 16 * tile and len(ranges) < 16
+        assert all(n >= 1 << 17 for _, n in ranges[:-1]) and all(n % tile == 0 for _, n in ranges)
     assert ("fsync", data) in syncs  # the sync at close is still made, after the write-backs it waits for
     got = tdbformat.open_array(tmp_path / "a").read(timestamp=(1, 1))["a"]
-    assert got.tolist() == list(range(4096))
+    assert got.tolist() == list(range(cells))
