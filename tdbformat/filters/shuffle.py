@@ -49,6 +49,9 @@ def byteshuffle(part, size: int, inverse: bool = False, out=None) -> np.ndarray:
         return rows if part is rows else rows[0]
     out = np.empty_like(rows) if out is None else out
     out[:, n * size:] = rows[:, n * size:]  # a trailing partial element stays in place
+    if inverse and _TRANSPOSE is not None and size in _UNITS and n % 8 == 0:
+        _unshuffled(rows[:, :n * size], size, out[:, :n * size], _TRANSPOSE)
+        return out if part is rows else out[0]
     # a copy per byte plane, between a contiguous row and a strided column of the elements: several times
     # faster than one strided transpose or shifts on whole words
     planes, elements = out[:, :n * size].reshape(k, size, n), out[:, :n * size].reshape(k, n, size)
@@ -59,6 +62,40 @@ def byteshuffle(part, size: int, inverse: bool = False, out=None) -> np.ndarray:
         else:
             planes[:, j] = source[:, :, j]
     return out if part is rows else out[0]
+
+
+#: the unsigned integer of each element size the SIMD unshuffle moves whole (:func:`_unshuffled`)
+_UNITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _unshuffled(rows: np.ndarray, size: int, out: np.ndarray, transpose) -> None:
+    """Byte-unshuffle of (k, size * n) ``rows`` (n a multiple of 8) into ``out`` through a SIMD byte transpose
+    of u64 words (``transpose``, :func:`_byte_transpose`) between two copies that move whole words: about half
+    the time of a strided copy per byte plane (64 MiB of int64: 9 ms against 17). Byte r of word q of plane p
+    is byte p of element 8q + r: the words are put in (q, p) order, transposed to (r, q, p) bytes, and the
+    elements of ``size`` bytes put from (r, q) to (q, r) order."""
+    k, m = rows.shape[0], rows.shape[1] // size // 8
+    words = np.ascontiguousarray(rows.view(np.uint64).reshape(k, size, m).transpose(0, 2, 1))
+    grouped = transpose(words.reshape(-1)).view(_UNITS[size])
+    out.view(_UNITS[size]).reshape(k, m, 8)[:] = grouped.reshape(8, k, m).transpose(1, 2, 0)
+
+
+def _byte_transpose():
+    """bitshuffle's SIMD byte transpose of u64 elements (the ``fast`` extra; ``trans_byte_elem_SSE`` or
+    ``_NEON``: byte j of every element gathered, in order, a byteshuffle of the whole array), or None where
+    the library, the instruction set or the function is missing, or gives other bytes than the definition."""
+    if _LIBRARY is None:
+        return None
+    ext = getattr(_LIBRARY, "ext", None) or importlib.import_module("bitshuffle.ext")
+    name = "trans_byte_elem_SSE" if ext.using_SSE2() else "trans_byte_elem_NEON" if ext.using_NEON() else None
+    fn = getattr(ext, name, None) if name else None
+    try:
+        probe = np.arange(64, dtype=np.uint8)  # 8 words: byte j of word i is 8i + j
+        ok = fn is not None and fn(probe.view(np.uint64)).view(np.uint8).tolist() == \
+            [8 * i + j for j in range(8) for i in range(8)]
+    except Exception:  # (an older or newer library whose test hook takes other arguments)
+        ok = False
+    return fn if ok else None
 
 
 def byteunshuffle(part, size: int) -> np.ndarray:
@@ -236,6 +273,7 @@ def _library():
 
 
 _LIBRARY = _library()
+_TRANSPOSE = _byte_transpose()
 
 
 def _bitshuffle(buf: np.ndarray, size: int, inverse: bool, library=_LIBRARY, out=None) -> np.ndarray:

@@ -394,6 +394,42 @@ def test_bitshuffle_library_gives_the_numpy_bytes(size, n, inverse, data):
 
 
 @PROPS
+@given(st.sampled_from([2, 4, 8]), st.integers(1, 4), st.integers(1, 40), st.integers(0, 7), st.booleans(), st.data())
+def test_the_simd_byte_unshuffle_gives_the_definitions_bytes(size, k, words, extra, aligned, data):
+    """Rows of 8q elements (plus a partial one) byte-unshuffled through the library's byte transpose and word
+    copies: each element's byte j is the j-th plane's, into new rows or a place, aligned or not."""
+    from tdbformat.filters import shuffle
+    if shuffle._TRANSPOSE is None:
+        pytest.skip("bitshuffle (the fast extra) is not installed")
+    n = 8 * words * size + extra
+    raw = data.draw(arrays(np.uint8, k * n + 1))
+    rows = (raw[:-1] if aligned else raw[1:]).reshape(k, n)
+    m = n // size
+    want = np.array([[row[j * m + i] for i in range(m) for j in range(size)] + list(row[m * size:]) for row in rows],
+                    np.uint8).reshape(k, n)
+    assert shuffle.byteshuffle(rows, size, True).tolist() == want.tolist()
+    place = np.zeros_like(rows)
+    assert np.shares_memory(shuffle.byteshuffle(rows, size, True, place), place)
+    assert place.tolist() == want.tolist()
+
+
+def test_a_byte_transpose_that_gives_other_bytes_is_not_used(monkeypatch):
+    """The library's transpose is a test hook of bitshuffle's: one that is missing, raises or gives other
+    bytes leaves the numpy planes to unshuffle."""
+    from tdbformat.filters import shuffle
+    if shuffle._LIBRARY is None:
+        pytest.skip("bitshuffle (the fast extra) is not installed")
+    ext = shuffle._LIBRARY.ext
+    for fake in (lambda a: a, lambda a: 1 / 0):
+        monkeypatch.setattr(ext, "trans_byte_elem_SSE", fake)
+        monkeypatch.setattr(ext, "trans_byte_elem_NEON", fake, raising=False)
+        assert shuffle._byte_transpose() is None
+    monkeypatch.delattr(ext, "trans_byte_elem_SSE")
+    monkeypatch.delattr(ext, "trans_byte_elem_NEON", raising=False)
+    assert shuffle._byte_transpose() is None
+
+
+@PROPS
 @given(st.sampled_from([1, 2, 4, 8]), st.integers(1, 3), st.booleans(), st.data())
 def test_unshuffles_write_into_the_rows_they_are_given(size, k, bits, data):
     """A run of chunks' rows undone into a place given to them (a tile's output, which saves a copy): the same
