@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import contextvars
 import functools
 import os
 import sys
@@ -361,6 +362,11 @@ def _writes() -> ThreadPoolExecutor:
 
 
 @functools.cache
+def _closes() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(1, thread_name_prefix="tdbformat-closes")
+
+
+@functools.cache
 def _sides() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(1, thread_name_prefix="tdbformat-offsets")
 
@@ -375,7 +381,7 @@ def _now(fn, *args, **kwargs) -> futures.Future:
     return done
 
 
-for _cache in (_writes, _encodes, _sides):  # a forked child has none of the parent's threads
+for _cache in (_writes, _encodes, _sides, _closes):  # a forked child has none of the parent's threads
     os.register_at_fork(after_in_child=_cache.cache_clear)
 
 
@@ -614,17 +620,15 @@ class FragmentStream:
         first = self._first
         if first is None:
             raise ValueError("a fragment needs at least one tile")
-        self._files.close()
-        dims = dimensions(self.schema)
-        whole = FragmentWrite(
-            self.schema, first.schema_name, first.dense, self._ned, {}, mbrs=_joined_mbrs(self._mbrs),
-            last_tile_cell_num=self._last,
-            global_bounds=_joined_bounds(self._global_bounds, dims) if self._global_bounds else None,
-            has_timestamps=first.has_timestamps, has_delete_meta=first.has_delete_meta,
-            processed_conditions=first.processed_conditions)
-        version = self.schema.version
-        metadata = _metadata(whole, version, self.key, self._fields, self._outs, self._tile_num, self.max_chunk)
-        if not FEATURES["commit_markers"](version):
+        # the data files' last writes and syncs run beside the metadata, which needs only their sizes; it is
+        # written once they are on the disk (a 64 MiB write: 1.3 ms of sync and 1.5 of metadata, one after
+        # the other)
+        closed = _closes().submit(contextvars.copy_context().run, self._files.close)
+        try:
+            metadata = _stream_metadata(self, first)
+        finally:
+            closed.result()
+        if not FEATURES["commit_markers"](self.schema.version):
             self._metadata = metadata  # v1-4: the metadata file is the commit
         else:
             self.storage.write(self.storage.join(self.folder, FRAGMENT_METADATA), metadata)
@@ -636,6 +640,18 @@ class FragmentStream:
         """The commit of a fragment :meth:`finish` left uncommitted: from here on readers see it."""
         self.storage.makedirs(self.storage.parent(self.commit))
         self.storage.commit(self.commit, self._metadata)
+
+
+def _stream_metadata(fs: "FragmentStream", first: FragmentWrite) -> bytes:
+    """The fragment metadata file of the tiles added to ``fs`` (their sizes as stored, not their bytes)."""
+    dims = dimensions(fs.schema)
+    whole = FragmentWrite(
+        fs.schema, first.schema_name, first.dense, fs._ned, {}, mbrs=_joined_mbrs(fs._mbrs),
+        last_tile_cell_num=fs._last,
+        global_bounds=_joined_bounds(fs._global_bounds, dims) if fs._global_bounds else None,
+        has_timestamps=first.has_timestamps, has_delete_meta=first.has_delete_meta,
+        processed_conditions=first.processed_conditions)
+    return _metadata(whole, fs.schema.version, fs.key, fs._fields, fs._outs, fs._tile_num, fs.max_chunk)
 
 
 def _joined_domain(ned, more) -> list:

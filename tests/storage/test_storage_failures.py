@@ -8,6 +8,7 @@ from __future__ import annotations
 import builtins
 import errno
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -188,3 +189,42 @@ def test_each_tile_starts_for_the_disk_as_it_is_written_and_the_sync_still_ends_
     assert ("fsync", data) in syncs  # the sync at close is still made, after the write-backs it waits for
     got = tdbformat.open_array(tmp_path / "a").read(timestamp=(1, 1))["a"]
     assert got.tolist() == list(range(cells))
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to name a descriptor's file")
+def test_the_metadata_is_made_beside_the_data_syncs_and_written_after_them(tmp_path, monkeypatch):
+    """A write's fragment metadata needs only the sizes of its tiles: it is made while the data files' last
+    writes and syncs run (here a sync of 0.2 s), and its file is opened only once they have ended."""
+    import importlib
+    fragment_writer = importlib.import_module("tdbformat.write.fragment_writer")
+    monkeypatch.delenv("TDBFORMAT_FSYNC", raising=False)
+    _array(tmp_path / "a")
+    events, real_fsync, real_open, real_metadata = [], os.fsync, builtins.open, fragment_writer._metadata
+
+    def fsync(fd):
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        if path.endswith(("a0.tdb", "d0.tdb")):
+            time.sleep(0.2)
+            events.append(("synced", Path(path).name, time.monotonic()))
+        return real_fsync(fd)
+
+    def metadata(*args, **kwargs):
+        events.append(("metadata", None, time.monotonic()))
+        return real_metadata(*args, **kwargs)
+
+    def opened(path, mode="r", *args, **kwargs):
+        if "__fragment_metadata" in str(path) and "w" in mode:
+            events.append(("opened", Path(path).name, time.monotonic()))
+        return real_open(path, mode, *args, **kwargs)
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(fragment_writer, "_metadata", metadata)
+    monkeypatch.setattr(storage_module, "open", opened, raising=False)
+    tdbformat.write(tmp_path / "a", {"a": np.full(4, 9, np.int32)}, coords=[np.arange(5, 9)], timestamp=2)
+    monkeypatch.undo()
+    synced = [t for what, _, t in events if what == "synced"]
+    made = next(t for what, _, t in events if what == "metadata")
+    written = next(t for what, _, t in events if what == "opened")
+    assert len(synced) == 2  # the attribute's and the dimension's data files
+    assert made < min(synced) - 0.1  # made during the syncs, not after them
+    assert written >= max(synced)
+    assert _tiledb_cells(tmp_path / "a") == {"a": [0, 1, 2, 3, 9, 9, 9, 9], "d": list(range(1, 9))}
