@@ -49,8 +49,12 @@ def byteshuffle(part, size: int, inverse: bool = False, out=None) -> np.ndarray:
         return rows if part is rows else rows[0]
     out = np.empty_like(rows) if out is None else out
     out[:, n * size:] = rows[:, n * size:]  # a trailing partial element stays in place
-    if inverse and _TRANSPOSE is not None and size in _UNITS and n % 8 == 0:
-        _unshuffled(rows[:, :n * size], size, out[:, :n * size], _TRANSPOSE)
+    if _TRANSPOSE is not None and size in _UNITS and (n % 8 == 0 or not inverse):
+        if inverse:
+            _unshuffled(rows[:, :n * size], size, out[:, :n * size], _TRANSPOSE)
+        else:  # the library's transpose is the shuffle of a row (64 MiB of int64: 4.3 ms against 17)
+            for row, into in zip(rows[:, :n * size], out[:, :n * size]):
+                into[:] = _TRANSPOSE(row.view(_UNITS[size])).view(np.uint8)
         return out if part is rows else out[0]
     # a copy per byte plane, between a contiguous row and a strided column of the elements: several times
     # faster than one strided transpose or shifts on whole words
@@ -64,7 +68,7 @@ def byteshuffle(part, size: int, inverse: bool = False, out=None) -> np.ndarray:
     return out if part is rows else out[0]
 
 
-#: the unsigned integer of each element size the SIMD unshuffle moves whole (:func:`_unshuffled`)
+#: the unsigned integer of each element size the SIMD byte transpose takes (:func:`_byte_transpose`)
 _UNITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
@@ -81,18 +85,18 @@ def _unshuffled(rows: np.ndarray, size: int, out: np.ndarray, transpose) -> None
 
 
 def _byte_transpose():
-    """bitshuffle's SIMD byte transpose of u64 elements (the ``fast`` extra; ``trans_byte_elem_SSE`` or
-    ``_NEON``: byte j of every element gathered, in order, a byteshuffle of the whole array), or None where
-    the library, the instruction set or the function is missing, or gives other bytes than the definition."""
+    """bitshuffle's SIMD byte transpose (the ``fast`` extra; ``trans_byte_elem_SSE`` or ``_NEON``: byte j of
+    every 2-, 4- or 8-byte element gathered, in order, a byteshuffle of the whole array), or None where the
+    library, the instruction set or the function is missing, or gives other bytes than the definition."""
     if _LIBRARY is None:
         return None
-    ext = getattr(_LIBRARY, "ext", None) or importlib.import_module("bitshuffle.ext")
-    name = "trans_byte_elem_SSE" if ext.using_SSE2() else "trans_byte_elem_NEON" if ext.using_NEON() else None
-    fn = getattr(ext, name, None) if name else None
-    try:
-        probe = np.arange(64, dtype=np.uint8)  # 8 words: byte j of word i is 8i + j
-        ok = fn is not None and fn(probe.view(np.uint64)).view(np.uint8).tolist() == \
-            [8 * i + j for j in range(8) for i in range(8)]
+    try:  # 8 elements of each size: byte j of element i is size * i + j
+        ext = getattr(_LIBRARY, "ext", None) or importlib.import_module("bitshuffle.ext")
+        name = "trans_byte_elem_SSE" if ext.using_SSE2() else "trans_byte_elem_NEON" if ext.using_NEON() else ""
+        fn = getattr(ext, name, None)
+        ok = fn is not None and all(
+            fn(np.arange(8 * size, dtype=np.uint8).view(unit)).view(np.uint8).tolist() ==
+            [size * i + j for j in range(size) for i in range(8)] for size, unit in _UNITS.items())
     except Exception:  # (an older or newer library whose test hook takes other arguments)
         ok = False
     return fn if ok else None

@@ -395,9 +395,10 @@ def test_bitshuffle_library_gives_the_numpy_bytes(size, n, inverse, data):
 
 @PROPS
 @given(st.sampled_from([2, 4, 8]), st.integers(1, 4), st.integers(1, 40), st.integers(0, 7), st.booleans(), st.data())
-def test_the_simd_byte_unshuffle_gives_the_definitions_bytes(size, k, words, extra, aligned, data):
+def test_the_simd_byte_shuffles_give_the_definitions_bytes(size, k, words, extra, aligned, data):
     """Rows of 8q elements (plus a partial one) byte-unshuffled through the library's byte transpose and word
-    copies: each element's byte j is the j-th plane's, into new rows or a place, aligned or not."""
+    copies: each element's byte j is the j-th plane's, into new rows or a place, aligned or not; and rows of any
+    count of elements shuffled by the transpose alone."""
     from tdbformat.filters import shuffle
     if shuffle._TRANSPOSE is None:
         pytest.skip("bitshuffle (the fast extra) is not installed")
@@ -411,6 +412,10 @@ def test_the_simd_byte_unshuffle_gives_the_definitions_bytes(size, k, words, ext
     place = np.zeros_like(rows)
     assert np.shares_memory(shuffle.byteshuffle(rows, size, True, place), place)
     assert place.tolist() == want.tolist()
+    odd = rows[:, :n - size * data.draw(st.integers(0, 7))] if n > 8 * size else rows  # any count of elements
+    m = odd.shape[1] // size
+    shuffled = [[row[i * size + j] for j in range(size) for i in range(m)] + list(row[m * size:]) for row in odd]
+    assert shuffle.byteshuffle(odd, size).tolist() == shuffled
 
 
 def test_a_byte_transpose_that_gives_other_bytes_is_not_used(monkeypatch):
