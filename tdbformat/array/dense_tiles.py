@@ -17,7 +17,7 @@ from ..errors import FormatError
 from . import order
 from .cells import U64, cell_dtype, split_var
 from .fragment import field_index
-from .tiles import at_once, run_tiles, var_run_tiles
+from .tiles import at_once, rebased, run_tiles, var_run_tiles
 
 __all__ = ["Grid", "check_in_domain", "grid", "place_batched"]
 
@@ -173,12 +173,7 @@ def _var_bytes(arr, frag, idx, ks, threads, cell_num, info) -> tuple:
                                                 lambda: var_run_tiles(arr.tiles, frag, idx, ks, threads)], threads > 1)
     if np.any(counts != cell_num):
         raise FormatError("a dense tile holds fewer offsets than its extents")
-    starts = np.frombuffer(offsets, U64).reshape(len(ks), cell_num)
-    sizes = np.asarray(sizes, np.int64)
-    # each tile's offsets rise from 0 within its own bytes: moved by the bytes before it, none reaches the next
-    if np.any(starts[:, 0] != 0) or np.any(starts[:, 1:] < starts[:, :-1]) or np.any(starts[:, -1] > sizes):
-        raise FormatError("var offsets do not rise from 0 to at most the bytes of their var tile")
-    return data, (starts + (np.cumsum(sizes) - sizes).astype(U64)[:, None]).reshape(-1)
+    return data, rebased(np.frombuffer(offsets, U64), counts, sizes)
 
 
 def _var_cells(got, info, threads: int) -> np.ndarray:

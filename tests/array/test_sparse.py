@@ -93,9 +93,9 @@ def test_a_box_that_holds_whole_tiles_reads_them_with_their_coordinates(scattere
 
 @pytest.mark.parametrize("order", ["U", "G", "C"])
 def test_var_cells_of_many_sparse_tiles_are_made_at_once_and_read_as_tiledb_py(tmp_path, order, monkeypatch):
-    """A sparse fragment's var tiles are decoded a tile a thread and their values made in one call (not one a
-    tile): UTF-8 strings repeated and not, ASCII, var numbers and nullable strings read as TileDB-Py reads
-    them, whole and in a box."""
+    """A sparse fragment's var tiles are decoded as one run of chunks (offsets, bytes and validity of every tile
+    at once, not a tile at a time) and their values made in one call (not one a tile): UTF-8 strings repeated
+    and not, ASCII, var numbers and nullable strings read as TileDB-Py reads them, whole and in a box."""
     from tdbformat.array import tiles as tiles_mod
     uri = str(tmp_path / "a")
     dims = [tiledb.Dim(n, domain=(0, 999), tile=100, dtype=np.int64) for n in "xy"]
@@ -114,16 +114,19 @@ def test_var_cells_of_many_sparse_tiles_are_made_at_once_and_read_as_tiledb_py(t
         A[cells // 1000, cells % 1000] = {"s": text, "u": np.array([f"cell {c}" for c in cells], object),
                                            "b": np.array([b"x" * int(c % 5) for c in cells], object), "v": numbers,
                                            "n": np.ma.masked_array(text, cells % 4 == 0)}
-    calls = {"one": 0}
-    split = tiles_mod.split_var
+    calls = {"one": 0, "tile by tile": 0}
+    split, raw = tiles_mod.split_var, tiles_mod.Tiles.raw
     monkeypatch.setattr(tiles_mod, "split_var", lambda *a, **k: calls.__setitem__("one", calls["one"] + 1) or
                         split(*a, **k))
+    monkeypatch.setattr(tiles_mod.Tiles, "raw", lambda self, frag, idx, kind, *a, **k: calls.__setitem__(
+        "tile by tile", calls["tile by tile"] + (kind == "_var")) or raw(self, frag, idx, kind, *a, **k))
     for box in (np.s_[:, :], np.s_[100:600, 50:900]):
         with tiledb.open(uri) as A:
             want = A.query(order=order)[box]
-        calls["one"] = 0
+        calls["one"] = calls["tile by tile"] = 0
         got = open_array(uri).query(order=order)[box]
         assert calls["one"] == 5  # one call a field, not one a tile
+        assert calls["tile by tile"] == 0
         for name in ("x", "y", "s", "u", "b", "n"):
             assert list(got[name]) == list(want[name]), name
         assert [c.tolist() for c in got["v"]] == [c.tolist() for c in want["v"]]
@@ -152,4 +155,35 @@ def test_a_var_cell_of_part_of_a_number_in_one_of_many_sparse_tiles_is_named(tmp
     raw[end - 80:end] = offsets.tobytes()
     data.write_bytes(bytes(raw))
     with pytest.raises(FormatError, match="tile 6"):
+        open_array(uri)[:]
+
+
+@pytest.mark.parametrize("bad", ["past its bytes", "not from 0", "falling"])
+def test_a_sparse_var_tile_whose_offsets_leave_its_own_bytes_is_named(tmp_path, bad):
+    """The var tiles of a sparse fragment decode as one run, their bytes back to back: a tile whose offsets reach
+    past its own bytes, do not start at 0 or fall would read its neighbour's cells; the read names the tile
+    instead (the offsets stored without filters, so that they can be edited in place)."""
+    from tdbformat import FormatError
+    uri = str(tmp_path / "a")
+    dims = [tiledb.Dim("x", domain=(0, 999), tile=1000, dtype=np.int64)]
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(*dims), sparse=True, capacity=10,
+                                                offsets_filters=tiledb.FilterList([]), attrs=[
+        tiledb.Attr("s", dtype=str, var=True)]))
+    with tiledb.open(uri, "w") as A:
+        A[np.arange(100)] = {"s": np.array([f"cell{k}" for k in range(100)], object)}
+    frag = open_array(uri).fragments[0]
+    _, start, end = frag.tile_span("", frag.index("s"), 4)
+    data = next(__import__("pathlib").Path(uri).glob("__fragments/*/a0.tdb"))
+    raw = bytearray(data.read_bytes())
+    offsets = np.frombuffer(raw[end - 80:end], "<u8").copy()  # the tile's 10 offsets end it (no filters)
+    assert offsets.tolist() == [sum(len(f"cell{k}") for k in range(40, 40 + i)) for i in range(10)]
+    if bad == "past its bytes":
+        offsets[-1] += 20  # inside the run's bytes, past the tile's 60
+    elif bad == "not from 0":
+        offsets[0] = 3
+    else:
+        offsets[5] = offsets[6] + 1
+    raw[end - 80:end] = offsets.tobytes()
+    data.write_bytes(bytes(raw))
+    with pytest.raises(FormatError, match="tile 4"):
         open_array(uri)[:]
