@@ -42,3 +42,27 @@ def common(con, data: bytes, obj, size, **ctx):
             con.sizeof(**ctx)
     else:
         assert con.sizeof(**ctx) == size == len(data), f"sizeof {con.sizeof(**ctx)} != {size}"
+
+
+def break_var_offsets(uri: str, tile: int, bad: str) -> None:
+    """Edit in place the offsets of var tile ``tile`` of attribute 0 of the array's one fragment, stored without
+    filters and holding the cells ``cell{k}`` in tiles of 10: ``bad`` is "past its bytes" (the last 20 bytes on,
+    inside the next tile's), "not from 0" or "falling"."""
+    from pathlib import Path
+
+    from tdbformat import open_array
+    _, _, end = open_array(uri).fragments[0].tile_span("", 0, tile)
+    data = next(Path(uri).glob("__fragments/*/a0.tdb"))
+    raw = bytearray(data.read_bytes())
+    offsets = np.frombuffer(raw[end - 80:end], "<u8").copy()  # the tile's 10 offsets end it (no filters)
+    first = 10 * tile
+    assert offsets.tolist() == [sum(len(f"cell{k}") for k in range(first, first + i)) for i in range(10)]
+    if bad == "past its bytes":
+        offsets[-1] += 20
+    elif bad == "not from 0":
+        offsets[0] = 3
+    else:
+        offsets[5] = offsets[6] + 1
+    raw[end - 80:end] = offsets.tobytes()
+    data.write_bytes(bytes(raw))
+

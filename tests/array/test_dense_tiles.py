@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tiledb
 
+from common import break_var_offsets
 from tdbformat import open_array
 from tdbformat.array import dense_tiles
 from tdbformat.array.tiles import Tiles
@@ -207,19 +208,6 @@ def test_a_var_tile_whose_offsets_leave_its_own_bytes_is_named(tmp_path, bad):
         tiledb.Attr("s", dtype=str, var=True)]))
     with tiledb.open(uri, "w") as A:
         A[:] = np.array([f"cell{k}" for k in range(100)], object)
-    frag = open_array(uri).fragments[0]
-    _, start, end = frag.tile_span("", 0, 4)
-    data = next(Path(uri).glob("__fragments/*/a0.tdb"))
-    raw = bytearray(data.read_bytes())
-    offsets = np.frombuffer(raw[end - 80:end], "<u8").copy()  # the tile's 10 offsets end it (no filters)
-    assert offsets.tolist() == [sum(len(f"cell{k}") for k in range(40, 40 + i)) for i in range(10)]
-    if bad == "past its bytes":
-        offsets[-1] += 20  # inside the slab's bytes, past the tile's 55
-    elif bad == "not from 0":
-        offsets[0] = 3
-    else:
-        offsets[5] = offsets[6] + 1
-    raw[end - 80:end] = offsets.tobytes()
-    data.write_bytes(bytes(raw))
+    break_var_offsets(uri, 4, bad)  # past its bytes: inside the slab's, past the tile's 60
     with pytest.raises(FormatError, match="tile 4"):
         open_array(uri)[:]
