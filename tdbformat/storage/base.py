@@ -208,8 +208,10 @@ class Storage(_Listings, _Requests):
         raise NotImplementedError
 
     def writer(self, path):
-        """A context manager giving a file at ``path`` to write piece by piece (``.write(bytes)``), for data
-        files too large to hold whole; like :meth:`write`, not atomic (a commit marker makes them visible)."""
+        """A context manager giving a file at ``path`` to write piece by piece (``.write(bytes)``, or
+        ``.write_parts(pieces)``: bytes-like pieces in order, never joined into one copy where the storage can
+        take them as they are), for data files too large to hold whole; like :meth:`write`, not atomic (a commit
+        marker makes them visible)."""
         raise NotImplementedError
 
 

@@ -272,7 +272,7 @@ class _Sink:
 
     def _write(self, parts: list):
         self._written()
-        self._pending = _writes().submit(lambda: self.file.write(b"".join(parts)))  # one write call for them
+        self._pending = _writes().submit(self.file.write_parts, parts)  # one write call for them, not joined
 
     def wait(self):
         gathered, self._gathered = self._gathered, bytearray()  # (taken first: not written again after a failure)

@@ -10,7 +10,10 @@ from __future__ import annotations
 import os
 import uuid
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tdbformat.errors import FormatError
 from tdbformat.storage import FileView, storage_for
@@ -144,6 +147,49 @@ def test_tails_views_and_the_writer(place):
     assert bytes(view) == DATA
     with pytest.raises(TypeError, match="contiguous"):
         view[::2]  # noqa: B018
+
+
+def test_the_writer_takes_pieces_in_order_without_their_join(place):
+    """``write_parts``: bytes-like pieces of any kind and size, more than a ``writev`` takes at once, some
+    empty, give the file their bytes in order."""
+    storage, root = place
+    path = storage.join(root, "f.bin")
+    pieces = [DATA[:3], b"", bytearray(DATA[3:70_000]), memoryview(DATA)[70_000:70_001]]
+    pieces += [DATA[i:i + 7] for i in range(70_001, 70_001 + 7 * 3000, 7)]  # 3,000 small pieces
+    pieces.append(np.frombuffer(DATA, np.uint8)[91_001:])
+    with storage.writer(path) as f:
+        f.write(DATA[:0])
+        f.write_parts(pieces)
+    assert storage.read(path) == DATA
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sizes=st.lists(st.integers(0, 5_000), max_size=40), most=st.integers(1, 9_000), fsync=st.booleans())
+def test_a_local_writer_resumes_partial_writes(tmp_path, monkeypatch, sizes, most, fsync):
+    """A ``writev`` or ``write`` that takes only part of its bytes (a signal, a full pipe; the kernel may) is
+    resumed where it stopped, mid-piece too: the file is the pieces' bytes in order, each once."""
+    from tdbformat.storage import local
+    real = os.write
+    monkeypatch.setattr(local.os, "writev", lambda fd, views: real(fd, b"".join(views)[:most]))
+    monkeypatch.setattr(local.os, "write", lambda fd, view: real(fd, bytes(view)[:most]))
+    pieces = [os.urandom(n) for n in sizes]
+    path = tmp_path / f"{uuid.uuid4().hex}.bin"
+    storage, _ = storage_for(tmp_path)
+    storage.fsync = fsync
+    with storage.writer(str(path)) as f:
+        assert f.write_parts(pieces) == sum(sizes)
+    monkeypatch.undo()
+    assert path.read_bytes() == b"".join(pieces)
+
+
+def test_a_write_that_takes_no_bytes_is_an_error_not_a_hang(tmp_path, monkeypatch):
+    from tdbformat.storage import local
+    monkeypatch.setattr(local.os, "writev", lambda fd, views: 0)
+    storage, _ = storage_for(tmp_path)
+    with pytest.raises(OSError, match="took no bytes") as e:
+        with storage.writer(str(tmp_path / "f.bin")) as f:
+            f.write_parts([b"ab", b"cd"])
+    assert e.value.filename.endswith("f.bin")
 
 
 def test_delete_and_makedirs(place):

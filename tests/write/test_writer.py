@@ -369,11 +369,11 @@ def test_a_data_file_that_cannot_be_written_fails_the_write_and_leaves_the_array
             class Full:
                 calls = 0
 
-                def write(self, data):
+                def write_parts(self, parts):
                     Full.calls += 1
                     if Full.calls > (0 if gathered else 1):
                         raise OSError(28, "No space left on device")
-                    return f.write(data)
+                    return f.write_parts(parts)
             yield Full()
     monkeypatch.setattr(LocalStorage, "writer", full_disk)
     with pytest.raises(tdbformat.StorageError, match="No space left") as err:
@@ -382,6 +382,34 @@ def test_a_data_file_that_cannot_be_written_fails_the_write_and_leaves_the_array
     monkeypatch.undo()
     with tiledb.open(path) as A:
         assert A[:]["i"].tolist() == first["i"].tolist()
+
+
+def test_a_tiles_filtered_chunks_go_to_the_file_as_they_are_not_joined(tmp_path, monkeypatch):
+    """A large tile's filtered chunks and their headers are handed to the disk as pieces, one ``writev`` a tile:
+    a join of them made a copy of every tile (1.5 ms for a 2 MB one in fresh memory, the GIL held)."""
+    from tdbformat.storage import local
+    monkeypatch.delenv("TDBFORMAT_FSYNC", raising=False)
+    n, extent = 1 << 19, 1 << 18  # two tiles of 2 MiB: 32 chunks of 64 KiB each
+    uri = str(tmp_path / "a")
+    tiledb.Array.create(uri, tiledb.ArraySchema(domain=tiledb.Domain(tiledb.Dim(
+        "d", domain=(0, n - 1), tile=extent, dtype=np.uint64)), attrs=[
+        tiledb.Attr("a", np.int64, filters=[tiledb.ZstdFilter()])]))
+    values = np.random.default_rng(5).integers(-2**62, 2**62, n)
+    real, calls = os.writev, []
+
+    def writev(fd, views):
+        calls.append((os.readlink(f"/proc/self/fd/{fd}"), [len(v) for v in views]))
+        return real(fd, views)
+    monkeypatch.setattr(local.os, "writev", writev)
+    write(uri, {"a": values}, timestamp=1)
+    monkeypatch.undo()
+    tiles = [sizes for path, sizes in calls if path.endswith("a0.tdb")]
+    assert len(tiles) == 2 and all(len(sizes) == 1 + 3 * 32 for sizes in tiles)  # tile.md: the count, then a
+    assert all(max(sizes) <= (1 << 16) + 64 for sizes in tiles)  # header, metadata and data a chunk
+    data_file = next(Path(uri).glob("__fragments/*/a0.tdb"))
+    assert data_file.stat().st_size == sum(map(sum, tiles))
+    with tiledb.open(uri) as A:
+        assert np.array_equal(A[:]["a"], values)
 
 
 def test_small_tiles_are_filtered_and_written_in_batches_into_the_bytes_of_a_tile_at_a_time(tmp_path, monkeypatch):
@@ -400,9 +428,9 @@ def test_small_tiles_are_filtered_and_written_in_batches_into_the_bytes_of_a_til
     def counted(self, p):
         with real(self, p) as f:
             class Counted:
-                def write(self, data):
+                def write_parts(self, parts):
                     calls[made["now"]][os.path.basename(p)] = calls[made["now"]].get(os.path.basename(p), 0) + 1
-                    return f.write(data)
+                    return f.write_parts(parts)
             yield Counted()
 
     class CountedPool:
