@@ -162,6 +162,8 @@ def _bounded(decompress, packed, orig_size, name):
 
 @register(FilterType.GZIP)
 class Gzip(CompressionCodec):
+    gil_free = True  # (zlib lets the GIL go while it deflates)
+
     def compress(self, ctx, raw):
         level = ctx.options["level"]
         return zlib.compress(raw, level if level >= 0 else -1)
@@ -191,6 +193,8 @@ def _compressor(ctx) -> "zstandard.ZstdCompressor":
 
 @register(FilterType.ZSTD)
 class Zstd(CompressionCodec):
+    gil_free = True  # (libzstd, the GIL let go)
+
     def compress(self, ctx, raw):
         return _compressor(ctx).compress(raw)
 
@@ -371,6 +375,8 @@ def _unzstd(packed, n):
 
 @register(FilterType.LZ4)
 class Lz4(CompressionCodec):
+    gil_free = True  # (python-lz4 lets the GIL go)
+
     def compress(self, ctx, raw):
         return lz4.block.compress(raw, store_size=False)
 
@@ -394,6 +400,8 @@ class Lz4(CompressionCodec):
 
 @register(FilterType.BZIP2)
 class Bzip2(CompressionCodec):
+    gil_free = True  # (the bz2 module lets the GIL go)
+
     def compress(self, ctx, raw):
         return bz2.compress(raw, max(1, min(9, ctx.options["level"])))
 

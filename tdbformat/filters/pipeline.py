@@ -150,6 +150,9 @@ class Codec:
 
     #: the construct Struct of this filter's per-chunk metadata header (for inspection and docs)
     metadata = None
+    #: whether ``forward`` runs in C with the GIL released (a compressor's library): threads sharing the chunks
+    #: of a tile never wait for each other (:attr:`FilterPlan.gil_free`)
+    gil_free = False
 
     def output_datatype(self, ctx: FilterContext) -> Datatype:
         """Datatype handed to the next filter."""
@@ -457,6 +460,8 @@ class FilterPlan:
         self.stages = _stages(self.pipeline, self.datatype, version, cell_size, key)
         #: var data through this pipeline carries its own offsets (:func:`skips_offsets`)
         self.strings = skips_offsets(pipeline, datatype, version)
+        #: every filter runs in C without the GIL (:attr:`Codec.gil_free`)
+        self.gil_free = bool(self.stages) and all(codec.gil_free for _, codec, _ in self.stages)
         self._bounded = {}
 
     def stream(self, max_chunk: int = MAX_CHUNK, threads: int | None = None, *, var: bool = False, made_for=None,

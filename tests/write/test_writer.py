@@ -10,6 +10,7 @@ import glob
 import importlib
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -303,6 +304,38 @@ def test_a_write_on_any_number_of_threads_makes_the_same_bytes(tmp_path, sparse,
         values = [v.decode() if isinstance(v, bytes) else v for v in np.ma.getdata(got[name]).tolist()]  # (ASCII)
         assert values == np.ma.getdata(want[order]).tolist(), name
     assert np.ma.getmaskarray(got["n"]).tolist() == data["n"].mask[order].tolist()
+
+
+@pytest.mark.parametrize("filters, shared", [([tiledb.ZstdFilter()], True), ([tiledb.LZ4Filter()], True),
+                                             ([tiledb.RleFilter(), tiledb.ZstdFilter()], False)])
+def test_large_tiles_share_their_chunks_where_the_filters_let_the_gil_go(tmp_path, monkeypatch, filters, shared):
+    """Tiles of more than 2 MiB whose filters all run in C without the GIL (zstd, lz4) have their chunks
+    compressed by the filters' threads, runs of chunks of the tiles in flight in turn, so that neither thread
+    ends the last tile alone; RLE holds the GIL, so each tile stays with one encoding thread. The bytes are those
+    of a write on one thread; TileDB-Py reads the values."""
+    from tdbformat.filters import compression
+    n, extent = 1 << 21, 1 << 19  # four tiles of 4 MiB
+    uri, one = str(tmp_path / "a"), str(tmp_path / "one")
+    for path in (uri, one):
+        tiledb.Array.create(path, tiledb.ArraySchema(domain=tiledb.Domain(tiledb.Dim(
+            "d", domain=(0, n - 1), tile=extent, dtype=np.uint64)), attrs=[tiledb.Attr("a", np.int64, filters=filters)]))
+    values = np.repeat(np.random.default_rng(6).integers(-2**40, 2**40, n // 8), 8)
+    names = set()
+    for codec in (compression.Zstd, compression.Lz4):
+        real = codec.forward_many
+
+        def spy(self, ctx, chunks, real=real):
+            names.add(threading.current_thread().name.rsplit("_", 1)[0])
+            return real(self, ctx, chunks)
+        monkeypatch.setattr(codec, "forward_many", spy)
+    write(uri, {"a": values}, timestamp=1, threads=2)
+    monkeypatch.undo()
+    assert names == ({"tdbformat-filters"} if shared else {"tdbformat-encode"})
+    write(one, {"a": values}, timestamp=1, threads=1)
+    assert next(Path(uri).glob("__fragments/*/a0.tdb")).read_bytes() == \
+        next(Path(one).glob("__fragments/*/a0.tdb")).read_bytes()
+    with tiledb.open(uri) as A:
+        assert np.array_equal(A[:]["a"], values)
 
 
 @pytest.mark.parametrize("threads", [0, -2, 1.5, True, "2"])
