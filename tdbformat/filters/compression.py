@@ -202,14 +202,21 @@ class Zstd(CompressionCodec):
         return _bounded(_unzstd, packed, orig_size, "zstd")
 
     def forward_many(self, ctx, chunks):
-        """Chunks of one data part each (no earlier filter's header) compress in one call, in C with the GIL
-        released: a call per 64 KiB chunk took the GIL back for each, which two threads waited for in turn."""
-        if len(chunks) < 2 or any(md or len(parts) != 1 or not len(parts[0]) for md, parts in chunks):
+        """The parts of neighbouring chunks (an earlier filter's header too), none empty, compress in one call, in
+        C with the GIL released: a call per part took the GIL back for each, which two threads waited for in turn
+        (RLE + zstd: two calls a chunk)."""
+        flat = [p for md, parts in chunks for p in (*md, *parts)]
+        if len(chunks) < 2 or not flat or not all(map(len, flat)):
             return super().forward_many(ctx, chunks)
-        out = _compressor(ctx).multi_compress_to_buffer([parts[0] for _, parts in chunks], threads=1)
-        done = [memoryview(out[i]) for i in range(len(chunks))]
-        return [([write_part_sizes([], [(len(parts[0]), len(packed))])], [packed])
-                for (_, parts), packed in zip(chunks, done)]
+        out = _compressor(ctx).multi_compress_to_buffer(flat, threads=1)
+        done, at = [], 0
+        for md, parts in chunks:
+            packed = [memoryview(out[i]) for i in range(at, at + len(md) + len(parts))]
+            sizes = [(len(p), len(c)) for p, c in zip(flat[at:], packed)]
+            done.append(([write_part_sizes(sizes[:len(md)], sizes[len(md):])],
+                         [packed[0] if len(packed) == 1 else b"".join(packed)]))  # (one part, as ``forward``)
+            at += len(packed)
+        return done
 
     def reverse_many(self, ctx, chunks):
         """The parts of chunks of one data part, and at most one metadata part (an earlier filter's header),

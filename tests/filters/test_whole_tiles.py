@@ -163,18 +163,35 @@ def test_a_zstd_tile_compressed_in_one_call_a_run_is_libzstds_frame_of_each_chun
     assert bytes(unfilter(Tile.parse(got), pipeline, datatype=Datatype.UINT8, version=22, cell_size=1)) == raw
 
 
-@pytest.mark.parametrize("first", [FilterType.BYTESHUFFLE, FilterType.DELTA, FilterType.DOUBLE_DELTA])
+@pytest.mark.parametrize("first", [FilterType.BYTESHUFFLE, FilterType.DELTA, FilterType.DOUBLE_DELTA, FilterType.RLE])
 def test_zstd_after_a_filter_compresses_its_parts_as_chunk_by_chunk(first, monkeypatch):
-    """Whatever a filter before zstd hands on (a header part, as delta's, or none), the tile equals the one
-    zstd makes chunk by chunk (``forward_many`` of the base class), and reads back to the cells."""
+    """Whatever a filter before zstd hands on (a header part, as delta's and RLE's, or none), zstd compresses
+    the parts of a run of chunks in one libzstd call, and the tile equals the one zstd makes chunk by chunk
+    (``forward_many`` of the base class, a call a part), and reads back to the cells."""
     from tdbformat.filters import compression
     from tdbformat.filters.pipeline import Codec
     raw = np.cumsum(np.random.default_rng(1).integers(-3, 4, 100_000)).astype("<i8").tobytes()
     pipeline = Container(max_chunk_size=65536, filters=ListContainer([
-        Container(type=first, options=Container(reinterpret_datatype=0) if first != FilterType.BYTESHUFFLE
-                  else Container()),
+        Container(type=first, options=Container(reinterpret_datatype=0) if first in (
+            FilterType.DELTA, FilterType.DOUBLE_DELTA) else Container()),
         Container(type=FilterType.ZSTD, options=Container(level=3))]))
-    got = write_tile(filter_tile(raw, pipeline, datatype=Datatype.INT64, version=22, cell_size=8))
+    calls, made = [], compression._compressor
+
+    class Counted:  # (the C type's methods cannot be replaced: the calls are counted through a stand-in)
+        def __init__(self, ctx):
+            self.inner = made(ctx)
+
+        def multi_compress_to_buffer(self, parts, threads):
+            calls.append(len(parts))
+            return self.inner.multi_compress_to_buffer(parts, threads=threads)
+
+        def compress(self, raw):
+            calls.append(1)
+            return self.inner.compress(raw)
+    monkeypatch.setattr(compression, "_compressor", Counted)
+    got = write_tile(filter_tile(raw, pipeline, datatype=Datatype.INT64, version=22, cell_size=8, threads=1))
+    assert len(calls) == 1 and calls[0] >= 13  # 13 chunks: their parts in one call
+    monkeypatch.setattr(compression, "_compressor", made)
     monkeypatch.setattr(compression.Zstd, "forward_many", Codec.forward_many)
     assert got == write_tile(filter_tile(raw, pipeline, datatype=Datatype.INT64, version=22, cell_size=8))
     assert bytes(unfilter(Tile.parse(got), pipeline, datatype=Datatype.INT64, version=22, cell_size=8)) == raw
