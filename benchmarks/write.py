@@ -46,6 +46,9 @@ def _run(lib: str, case: str, n: int) -> dict:
     """One write in this process: (seconds, peak MiB above the baseline)."""
     import numpy as np
     import tiledb
+
+    import tdbformat  # before the data is made, as a script imports it: where it is imported changes malloc's
+    # state when the data is made, and a fresh process's write by up to 10 ms either way (RLE slower, int64 faster)
     rng = np.random.default_rng(0)
     uri = tempfile.mkdtemp(prefix=f"write-{lib}-{case}-")
     os.rmdir(uri)
@@ -67,7 +70,6 @@ def _run(lib: str, case: str, n: int) -> dict:
         coords = (flat // 10000, flat % 10000)
         del flat
         rng.random(out=data)
-    import tdbformat
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
     if lib in ("tdbformat", "nosync"):
