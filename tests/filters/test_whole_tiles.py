@@ -123,6 +123,26 @@ def test_other_pipelines_have_no_whole_tile_path():
     assert plan.unfilter_tiles([b""], None, 1, limit=10) is None
 
 
+def _count_zstd_calls(monkeypatch) -> list:
+    """The buffers of each libzstd call of this thread's compressors from now on (1: a one-shot ``compress``)."""
+    from tdbformat.filters import compression
+    calls, made = [], compression._compressor
+
+    class Counted:  # (the C type's methods cannot be replaced: the calls are counted through a stand-in)
+        def __init__(self, ctx):
+            self.inner = made(ctx)
+
+        def multi_compress_to_buffer(self, parts, threads):
+            calls.append(len(parts))
+            return self.inner.multi_compress_to_buffer(parts, threads=threads)
+
+        def compress(self, raw):
+            calls.append(1)
+            return self.inner.compress(raw)
+    monkeypatch.setattr(compression, "_compressor", Counted)
+    return calls
+
+
 @pytest.mark.parametrize("level, libzstd_level", [(3, 3), (-1, -1), (-7, -7), (19, 19), (30, 22), (-10, 3)])
 @pytest.mark.parametrize("nbytes", [1, 65536, 3 * 65536 + 17, 40 * 65536])
 @pytest.mark.parametrize("threads", [1, 2])
@@ -136,21 +156,7 @@ def test_a_zstd_tile_compressed_in_one_call_a_run_is_libzstds_frame_of_each_chun
     raw = np.cumsum(rng.integers(-3, 4, nbytes)).astype(np.uint8).tobytes()
     pipeline = Container(max_chunk_size=65536, filters=ListContainer([
         Container(type=FilterType.ZSTD, options=Container(level=level))]))
-    from tdbformat.filters import compression
-    runs, made = [], compression._compressor
-
-    class Counted:  # (the C type's methods cannot be replaced: the calls are counted through a stand-in)
-        def __init__(self, ctx):
-            self.inner = made(ctx)
-
-        def multi_compress_to_buffer(self, chunks, threads):
-            runs.append(len(chunks))
-            return self.inner.multi_compress_to_buffer(chunks, threads=threads)
-
-        def compress(self, raw):
-            runs.append(1)
-            return self.inner.compress(raw)
-    monkeypatch.setattr(compression, "_compressor", Counted)
+    runs = _count_zstd_calls(monkeypatch)
     got = write_tile(filter_tile(raw, pipeline, datatype=Datatype.UINT8, version=22, cell_size=1, threads=threads))
     chunks = [raw[i:i + 65536] for i in range(0, nbytes, 65536)]
     assert sum(runs) == len(chunks) and (len(runs) < len(chunks) or len(chunks) < 40)  # (40: runs of several)
@@ -175,23 +181,10 @@ def test_zstd_after_a_filter_compresses_its_parts_as_chunk_by_chunk(first, monke
         Container(type=first, options=Container(reinterpret_datatype=0) if first in (
             FilterType.DELTA, FilterType.DOUBLE_DELTA) else Container()),
         Container(type=FilterType.ZSTD, options=Container(level=3))]))
-    calls, made = [], compression._compressor
-
-    class Counted:  # (the C type's methods cannot be replaced: the calls are counted through a stand-in)
-        def __init__(self, ctx):
-            self.inner = made(ctx)
-
-        def multi_compress_to_buffer(self, parts, threads):
-            calls.append(len(parts))
-            return self.inner.multi_compress_to_buffer(parts, threads=threads)
-
-        def compress(self, raw):
-            calls.append(1)
-            return self.inner.compress(raw)
-    monkeypatch.setattr(compression, "_compressor", Counted)
+    calls = _count_zstd_calls(monkeypatch)
     got = write_tile(filter_tile(raw, pipeline, datatype=Datatype.INT64, version=22, cell_size=8, threads=1))
     assert len(calls) == 1 and calls[0] >= 13  # 13 chunks: their parts in one call
-    monkeypatch.setattr(compression, "_compressor", made)
+    monkeypatch.undo()
     monkeypatch.setattr(compression.Zstd, "forward_many", Codec.forward_many)
     assert got == write_tile(filter_tile(raw, pipeline, datatype=Datatype.INT64, version=22, cell_size=8))
     assert bytes(unfilter(Tile.parse(got), pipeline, datatype=Datatype.INT64, version=22, cell_size=8)) == raw
