@@ -4,7 +4,8 @@ shapes of issue #46 (64 MiB int64 zstd, 1M strings, 16M int32 RLE + zstd).
 Run: python benchmarks/write.py [dense MiB] [sparse cells]. Each run is one write of one fragment into a
 fresh array (created by TileDB-Py, so both write the same schema at v22), in its own process so that its
 peak memory (ru_maxrss, less the process's baseline after imports and data) is its own; the two libraries
-alternate, three runs each, and the table shows the medians and the time ratio (tdbformat over TileDB-Py:
+alternate, seven runs each (``ROUNDS``: with three, one write stalled by the disk's writeback of the runs
+before it moved a median by half), and the table shows the medians and the time ratio (tdbformat over TileDB-Py:
 below 1, tdbformat is faster). tdbformat syncs its files and folders before the commit (as TileDB does); the
 "no fsync" column is the same write with ``fsync=False`` (scratch writes), so the difference is what the
 syncs cost.
@@ -23,6 +24,7 @@ import tempfile
 import time
 
 MIB = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] != "--run" else 128
+ROUNDS = 7
 CELLS = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[1] != "--run" else 1_000_000
 
 
@@ -102,7 +104,7 @@ def main():
     print("|---|---|---|---|---|---|---|")
     for case, label, n in cases:
         runs = {"tdbformat": [], "nosync": [], "tiledb": []}
-        for _ in range(3):
+        for _ in range(ROUNDS):
             for lib in runs:  # alternate, so drift in the machine's load hits both
                 runs[lib].append(_child(lib, case, n))
         t = {lib: statistics.median(r["seconds"] for r in rs) for lib, rs in runs.items()}
