@@ -126,14 +126,34 @@ class _GenericTileOf(Construct):
             encryption = EncryptionType.AES_256_GCM if key is not None else EncryptionType.NO_ENCRYPTION
             pipeline, head = _default_pipeline(key is not None)
         # chunked by the writer's bound like data tiles (TileDB's max_tile_chunk_size; 192 in some wheels)
-        plan = _default_plan() if old is None and key is None else FilterPlan(pipeline, datatype=Datatype.CHAR,
-                                                                             cell_size=1, key=key)
-        tile = plan.filter(data, max_chunk=context._params.get("max_chunk") or MAX_CHUNK)
-        return _HEAD.pack(version, tile_nbytes(tile), len(data), Datatype.CHAR, 1, encryption, len(head)) + head + \
-            write_tile(tile)
+        max_chunk = context._params.get("max_chunk") or MAX_CHUNK
+        if old is None and key is None:
+            return _default_tile(bytes(data), version, max_chunk) if len(data) <= _SMALL else \
+                _packed(_default_plan(), data, version, max_chunk, encryption, head)
+        return _packed(FilterPlan(pipeline, datatype=Datatype.CHAR, cell_size=1, key=key), data, version, max_chunk,
+                       encryption, head)
 
     def _sizeof(self, context, path):
         raise FormatError("a generic tile has no static size", path=path)
+
+
+def _packed(plan: FilterPlan, data, version, max_chunk: int, encryption, head: bytes) -> bytes:
+    """The generic tile of ``data`` filtered with ``plan``: its header, its pipeline's bytes ``head``, the tile."""
+    tile = plan.filter(data, max_chunk=max_chunk)
+    return _HEAD.pack(version, tile_nbytes(tile), len(data), Datatype.CHAR, 1, encryption, len(head)) + head + \
+        write_tile(tile)
+
+
+@functools.lru_cache(maxsize=256)
+def _default_tile(data: bytes, version, max_chunk: int) -> bytes:
+    """A small unencrypted payload's new tile, kept: most sections of a small write's fragment metadata are the
+    same from write to write and field to field (empty offsets, one tile's, zero null counts), and filtering
+    and packing 27 of them took 0.55 of a one-tile write's 2.95 ms (gzip's output depends on the bytes alone)."""
+    return _packed(_default_plan(), data, version, max_chunk, EncryptionType.NO_ENCRYPTION, _default_pipeline(False)[1])
+
+
+#: payload bytes up to which :func:`_default_tile` keeps a tile (256 of them: at most about 300 KB)
+_SMALL = 1 << 10
 
 
 def _unfiltered(plan: FilterPlan, tile, tile_size: int, start: int, path=None):

@@ -77,6 +77,26 @@ def test_generic_tile_payload_is_filtered_like_tiledb():
     assert raw.parse(spec_example(payload)).data == payload
 
 
+def test_a_small_payloads_fresh_tile_is_kept_and_stays_tiledbs(monkeypatch):
+    """New tiles of small unencrypted payloads are kept (most sections of a small write's fragment metadata are the
+    same from write to write): a second build is a hit, and every build is the spec's bytes for its version and
+    the uncached path's for its chunk bound; larger payloads and encrypted tiles are not kept."""
+    from construct import GreedyBytes
+    from tdbformat.structs import generic_tile as G
+    raw = Section("raw payload", "generic_tile.md", G.generic_tile(Struct("data" / GreedyBytes)))
+    payload = b"kept" * 150
+    G._default_tile.cache_clear()
+    assert raw.build({"data": payload}) == raw.build({"data": payload}) == spec_example(payload, LATEST)
+    assert raw.build({"data": payload}, version=15) == spec_example(payload, 15)
+    small_chunks = raw.build({"data": payload}, max_chunk=192)
+    assert G._default_tile.cache_info()[:2] == (1, 3)  # (hits, misses): version and chunk bound are in its key
+    raw.build({"data": payload * 2})  # 1,200 bytes: over the bound
+    raw.build({"data": payload}, key=b"k" * 32)  # encrypted: its IVs are random
+    assert G._default_tile.cache_info()[:2] == (1, 3)
+    monkeypatch.setattr(G, "_SMALL", -1)
+    assert raw.build({"data": payload}, max_chunk=192) == small_chunks
+
+
 # -- the corpus -------------------------------------------------------------------------------------
 
 def test_every_corpus_generic_tile_round_trips():
